@@ -1,0 +1,56 @@
+"""redundax: differentiable dynamics of redundantly constrained multibody systems."""
+
+import jax as _jax
+
+# Results a user sees are float64 by default (the seed papers' numbers need it).
+_jax.config.update("jax_enable_x64", True)
+
+from ._assembly import (
+    acceleration_rhs as acceleration_rhs,
+    constraint_matrix as constraint_matrix,
+    generalized_forces as generalized_forces,
+    holonomic_jacobian as holonomic_jacobian,
+    kinetic_energy as kinetic_energy,
+    marker_positions as marker_positions,
+    mass_matrix as mass_matrix,
+    pfaffian_matrix as pfaffian_matrix,
+    check_consistency as check_consistency,
+    position_residual as position_residual,
+    potential_energy as potential_energy,
+    velocity_bias as velocity_bias,
+    velocity_residual as velocity_residual,
+)
+from ._model import Model as Model, Pair as Pair, State as State
+from ._motion import (
+    AbstractMotion as AbstractMotion,
+    Constant as Constant,
+    Function as Function,
+    Polynomial as Polynomial,
+    SmoothSteps as SmoothSteps,
+)
+from ._qr import PivotedQR as PivotedQR, pivoted_qr as pivoted_qr
+from ._solvability import (
+    Solvability as Solvability,
+    SolvabilityReport as SolvabilityReport,
+    analyze_solvability as analyze_solvability,
+    membership as membership,
+    solvability_by_qr as solvability_by_qr,
+    solvability_by_rank as solvability_by_rank,
+    solvability_by_svd as solvability_by_svd,
+)
+from ._spec import (
+    Body as Body,
+    CustomHolonomic as CustomHolonomic,
+    CustomPfaffian as CustomPfaffian,
+    KnifeEdge as KnifeEdge,
+    Load as Load,
+    Marker as Marker,
+    Mechanism as Mechanism,
+    Revolute as Revolute,
+    RevoluteDriver as RevoluteDriver,
+    Translational as Translational,
+    TranslationalDriver as TranslationalDriver,
+    Weld as Weld,
+)
+
+__version__ = "0.1.0"

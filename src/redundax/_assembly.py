@@ -1,0 +1,249 @@
+"""Assembly of Φ, C = [Φ_q; Ψ], b, Γ, M and F from the stacked pairs.
+
+Every derivative comes from autodiff of the members' local residuals
+(`jax.jacfwd` / `jax.jvp`), evaluated with `jax.vmap` over each stacked type and
+scattered into the global arrays by the members' `rows` and `bodies` indices.
+"""
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ._constraints import AbstractHolonomic, AbstractPfaffian
+from ._math import rot2
+from ._model import Model
+from ._types import Scalar
+
+
+def _with_ground(model: Model, q: Float[Array, " nq"], ground: Float[Array, " dof"]):
+    dof = model.bodies.dof
+    return jnp.concatenate([q.reshape(-1, dof), ground[None]], axis=0)
+
+
+def _coords(model: Model, q, qd=None):
+    Q = _with_ground(model, q, model.bodies.ground_coordinates())
+    if qd is None:
+        return Q
+    return Q, _with_ground(model, qd, jnp.zeros(model.bodies.dof))
+
+
+def _residual(member: AbstractHolonomic, qb, t):
+    return member.residual(qb, t)
+
+
+def _velocity_residual(member: AbstractPfaffian, qb, qdb):
+    return member.velocity_residual(qb, qdb)
+
+
+def _scatter_rows(n_rows: int, groups, values) -> Float[Array, " rows"]:
+    out = jnp.zeros(n_rows)
+    for group, v in zip(groups, values):
+        out = out.at[group.rows].set(v)
+    return out
+
+
+def _scatter_jacobian(model: Model, n_rows: int, groups, jacobians) -> Float[Array, "rows nq"]:
+    nb, dof = model.bodies.count, model.bodies.dof
+    out = jnp.zeros((n_rows, nb + 1, dof))
+    for group, J in zip(groups, jacobians):
+        # J: (k, size, nbp, dof); add each body block to its (row, body) slot.
+        out = out.at[group.rows[:, :, None], group.bodies[:, None, :]].add(J)
+    return out[:, :nb].reshape(n_rows, nb * dof)
+
+
+def position_residual(model: Model, q: Float[Array, " nq"], t: Scalar = 0.0) -> Float[Array, " m"]:
+    """Holonomic constraint residual Φ(q, t).
+
+    **Arguments:**
+
+    - `model`: the mechanism.
+    - `q`: generalised coordinates, shape `(nq,)`, in [m, rad].
+    - `t`: time [s].
+
+    **Returns:** Φ, shape `(m,)`, rows in declaration order.
+    """
+    Q = _coords(model, q)
+    vals = [
+        jax.vmap(_residual, in_axes=(0, 0, None))(g, Q[g.bodies], t) for g in model.holonomic
+    ]
+    return _scatter_rows(model.n_holonomic, model.holonomic, vals)
+
+
+def velocity_residual(
+    model: Model, q: Float[Array, " nq"], qd: Float[Array, " nq"], t: Scalar = 0.0
+) -> Float[Array, " nc"]:
+    """Velocity-level residual C(q, t) q̇ + b(q, t), shape `(m + h,)`."""
+    return constraint_matrix(model, q, t) @ qd + velocity_bias(model, q, t)
+
+
+def holonomic_jacobian(model: Model, q: Float[Array, " nq"], t: Scalar = 0.0) -> Float[Array, "m nq"]:
+    """Φ_q(q, t), shape `(m, nq)`, by `jax.jacfwd` of each pair's local residual."""
+    Q = _coords(model, q)
+    jacs = [
+        jax.vmap(jax.jacfwd(_residual, argnums=1), in_axes=(0, 0, None))(g, Q[g.bodies], t)
+        for g in model.holonomic
+    ]
+    return _scatter_jacobian(model, model.n_holonomic, model.holonomic, jacs)
+
+
+def pfaffian_matrix(model: Model, q: Float[Array, " nq"]) -> Float[Array, "h nq"]:
+    """Ψ(q), shape `(h, nq)`: the Jacobian of the velocity residuals in q̇."""
+    Q = _coords(model, q)
+    jacs = [
+        jax.vmap(jax.jacfwd(_velocity_residual, argnums=2))(
+            g, Q[g.bodies], jnp.zeros_like(Q[g.bodies])
+        )
+        for g in model.pfaffian
+    ]
+    return _scatter_jacobian(model, model.n_pfaffian, model.pfaffian, jacs)
+
+
+def constraint_matrix(model: Model, q: Float[Array, " nq"], t: Scalar = 0.0) -> Float[Array, "nc nq"]:
+    """Constraint matrix C = [Φ_q; Ψ] (Wojtyra & Frączek 2013, Eq. 5).
+
+    **Arguments:**
+
+    - `model`: the mechanism.
+    - `q`: generalised coordinates, shape `(nq,)`, in [m, rad].
+    - `t`: time [s] (rheonomic pairs only).
+
+    **Returns:** C, shape `(m + h, nq)`.
+
+    !!! example
+        ```python
+        C = redundax.constraint_matrix(model, state.q, state.t)
+        ```
+    """
+    return jnp.concatenate([holonomic_jacobian(model, q, t), pfaffian_matrix(model, q)])
+
+
+def velocity_bias(model: Model, q: Float[Array, " nq"], t: Scalar = 0.0) -> Float[Array, " nc"]:
+    """b = [Φ_t; 0], so that the velocity constraints read C q̇ + b = 0."""
+    Q = _coords(model, q)
+    t = jnp.asarray(t, dtype=float)
+
+    def phi_t(g, qb):
+        return jax.jvp(lambda tt: g.residual(qb, tt), (t,), (jnp.ones_like(t),))[1]
+
+    vals = [jax.vmap(phi_t)(g, Q[g.bodies]) for g in model.holonomic]
+    return jnp.concatenate(
+        [_scatter_rows(model.n_holonomic, model.holonomic, vals), jnp.zeros(model.n_pfaffian)]
+    )
+
+
+def acceleration_rhs(
+    model: Model, q: Float[Array, " nq"], qd: Float[Array, " nq"], t: Scalar = 0.0
+) -> Float[Array, " nc"]:
+    """Γ, so that the acceleration constraints read C q̈ = Γ (Eq. 9).
+
+    Holonomic rows: Γ = −d²/ds² Φ(q + s q̇, t + s) at s = 0, which equals
+    −[(Φ_q q̇)_q q̇ + 2 Φ_qt q̇ + Φ_tt]. Pfaffian rows: Γ = −d/ds Ψ(q + s q̇) q̇ at
+    s = 0, i.e. −(Ψ q̇)_q q̇. Both by nested `jax.jvp`.
+    """
+    Q, QD = _coords(model, q, qd)
+    t = jnp.asarray(t, dtype=float)
+
+    def gamma_holonomic(g, qb, qdb):
+        def path(s):
+            return g.residual(qb + s * qdb, t + s)
+
+        def first(s):
+            return jax.jvp(path, (s,), (jnp.ones_like(s),))[1]
+
+        return -jax.jvp(first, (jnp.zeros(()),), (jnp.ones(()),))[1]
+
+    def gamma_pfaffian(g, qb, qdb):
+        def path(s):
+            return g.velocity_residual(qb + s * qdb, qdb)
+
+        return -jax.jvp(path, (jnp.zeros(()),), (jnp.ones(()),))[1]
+
+    hol = [jax.vmap(gamma_holonomic)(g, Q[g.bodies], QD[g.bodies]) for g in model.holonomic]
+    pf = [jax.vmap(gamma_pfaffian)(g, Q[g.bodies], QD[g.bodies]) for g in model.pfaffian]
+    return jnp.concatenate(
+        [
+            _scatter_rows(model.n_holonomic, model.holonomic, hol),
+            _scatter_rows(model.n_pfaffian, model.pfaffian, pf),
+        ]
+    )
+
+
+def mass_matrix(model: Model, q: Float[Array, " nq"] | None = None) -> Float[Array, "nq nq"]:
+    """Mass matrix M (constant for absolute and natural coordinates), shape `(nq, nq)`."""
+    del q
+    blocks = model.bodies.mass_blocks()
+    nb, dof = blocks.shape[0], blocks.shape[1]
+    return jnp.einsum("bkl,bc->bkcl", blocks, jnp.eye(nb)).reshape(nb * dof, nb * dof)
+
+
+def _work(model: Model, q: Float[Array, " nq"]) -> Float[Array, ""]:
+    """Virtual-work potential of the constant loads: F = ∂W/∂q."""
+    Q = _coords(model, q)
+    gravity = jnp.sum(model.bodies.mass[:, None] * Q[:-1, :2] * model.gravity)
+    L = model.loads
+    qb = Q[L.bodies]
+    points = qb[:, :2] + jax.vmap(lambda p, s: rot2(p) @ s)(qb[:, 2], L.points)
+    return gravity + jnp.sum(points * L.forces) + jnp.sum(qb[:, 2] * L.torques)
+
+
+def generalized_forces(
+    model: Model, q: Float[Array, " nq"], qd: Float[Array, " nq"] | None = None, t: Scalar = 0.0
+) -> Float[Array, " nq"]:
+    """Generalised applied forces F(q, q̇, t): gravity, constant global point forces
+    and torques, by `jax.grad` of their virtual work. No velocity-dependent inertia
+    terms arise in absolute coordinates with the frame at the centre of mass."""
+    del qd, t
+    return jax.grad(_work, argnums=1)(model, q)
+
+
+def potential_energy(model: Model, q: Float[Array, " nq"]) -> Float[Array, ""]:
+    """Potential energy of gravity and the constant loads, V = −W [J]."""
+    return -_work(model, q)
+
+
+def kinetic_energy(model: Model, qd: Float[Array, " nq"]) -> Float[Array, ""]:
+    """Kinetic energy ½ q̇ᵀ M q̇ [J]."""
+    return 0.5 * qd @ mass_matrix(model) @ qd
+
+
+def marker_positions(model: Model, q: Float[Array, " nq"]) -> Float[Array, "nm 2"]:
+    """Global positions of the model's tracked points, shape `(nm, 2)` [m]."""
+    Q = _coords(model, q)
+    qb = Q[model.markers.bodies]
+    return qb[:, :2] + jax.vmap(lambda p, s: rot2(p) @ s)(qb[:, 2], model.markers.points)
+
+
+CONSISTENCY_TOL = 1e-8
+"""Default tolerance on |Φ| [m, rad] and |C q̇ + b| [m/s, rad/s] for an initial state."""
+
+
+def check_consistency(model: Model, state, tol: float = CONSISTENCY_TOL) -> None:
+    """Raise `ValueError` if `state` violates the constraints by more than `tol`.
+
+    The message names every violated pair with its largest position and velocity
+    residual. Call it outside `jit` (it reads concrete values).
+
+    **Raises:** `ValueError` naming the pairs violated.
+    """
+    import numpy as np
+
+    phi = np.asarray(position_residual(model, state.q, state.t))
+    vel = np.asarray(velocity_residual(model, state.q, state.qd, state.t))
+    problems = []
+    for pair in model.pairs:
+        rows = np.asarray(pair.rows)
+        pos = rows[rows < model.n_holonomic]
+        p_err = float(np.max(np.abs(phi[pos]))) if pos.size else 0.0
+        v_err = float(np.max(np.abs(vel[rows])))
+        if not (p_err <= tol and v_err <= tol):
+            problems.append(
+                f"  - pair {pair.name!r}: position residual {p_err:.3g}, velocity residual "
+                f"{v_err:.3g} (tolerance {tol:g})"
+            )
+    if problems:
+        raise ValueError(
+            "inconsistent initial configuration: the state violates the constraints of "
+            f"{len(problems)} pair(s):\n" + "\n".join(problems)
+            + "\nfix the bodies' positions/angles/velocities, or project the state onto the "
+            "constraints first"
+        )

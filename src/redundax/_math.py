@@ -1,0 +1,18 @@
+"""Small geometric helpers. Knows nothing of models."""
+
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+# Ω: rotation by +90° in the plane, Wojtyra & Frączek 2013, Appendix.
+OMEGA = jnp.array([[0.0, -1.0], [1.0, 0.0]])
+
+
+def rot2(phi: Float[Array, ""]) -> Float[Array, "2 2"]:
+    """Planar rotation matrix R(φ) mapping body-frame to global components."""
+    c, s = jnp.cos(phi), jnp.sin(phi)
+    return jnp.array([[c, -s], [s, c]])
+
+
+def cross2(a: Float[Array, " 2"], b: Float[Array, " 2"]) -> Float[Array, ""]:
+    """Scalar cross product a × b of two planar vectors."""
+    return a[0] * b[1] - a[1] * b[0]

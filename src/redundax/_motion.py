@@ -1,0 +1,88 @@
+"""Prescribed motions d(t) for driving (rheonomic) constraints."""
+
+import abc
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+from ._types import Scalar
+
+
+class AbstractMotion(eqx.Module):
+    """A prescribed scalar function of time d(t), differentiable in t and in its
+    parameters. Time derivatives needed by the constraint equations come from
+    autodiff of `__call__`."""
+
+    @abc.abstractmethod
+    def __call__(self, t: Scalar) -> Float[Array, ""]:
+        raise NotImplementedError
+
+
+class Constant(AbstractMotion):
+    """d(t) = value."""
+
+    value: Float[Array, ""]
+
+    def __init__(self, value: Float[ArrayLike, ""]):
+        self.value = jnp.asarray(value, dtype=float)
+
+    def __call__(self, t: Scalar) -> Float[Array, ""]:
+        del t
+        return self.value
+
+
+class Polynomial(AbstractMotion):
+    """d(t) = Σ_k c_k t^k, coefficients in increasing powers."""
+
+    coefficients: Float[Array, " deg"]
+
+    def __init__(self, coefficients: Float[ArrayLike, " deg"]):
+        self.coefficients = jnp.asarray(coefficients, dtype=float)
+
+    def __call__(self, t: Scalar) -> Float[Array, ""]:
+        return jnp.polyval(self.coefficients[::-1], jnp.asarray(t, dtype=float))
+
+
+class SmoothSteps(AbstractMotion):
+    """A C² (quintic smoothstep) piecewise profile through given knots.
+
+    d(t) moves from `values[k]` to `values[k+1]` between `times[k]` and
+    `times[k+1]` with zero velocity and acceleration at every knot, and holds the
+    last value after the last knot. Useful for steering manoeuvres.
+    """
+
+    times: Float[Array, " knots"]
+    values: Float[Array, " knots"]
+
+    def __init__(self, times: Float[ArrayLike, " knots"], values: Float[ArrayLike, " knots"]):
+        self.times = jnp.asarray(times, dtype=float)
+        self.values = jnp.asarray(values, dtype=float)
+
+    def __call__(self, t: Scalar) -> Float[Array, ""]:
+        t = jnp.asarray(t, dtype=float)
+        t0, t1 = self.times[:-1], self.times[1:]
+        s = jnp.clip((t - t0) / (t1 - t0), 0.0, 1.0)
+        blend = s**3 * (10.0 - 15.0 * s + 6.0 * s**2)
+        return self.values[0] + jnp.sum(blend * jnp.diff(self.values))
+
+
+class Function(AbstractMotion):
+    """A user-supplied JAX function d(t, params).
+
+    `fn` must be written with `jax.numpy` so that d'(t) and d''(t) can be taken
+    by autodiff; `params` is any pytree of arrays (differentiable).
+    """
+
+    fn: Callable[[Any, Any], Any] = eqx.field(static=True)
+    params: Any
+
+    def __init__(self, fn: Callable[[Any, Any], Any], params: Any = None):
+        self.fn = fn
+        self.params = jax.tree.map(lambda x: jnp.asarray(x, dtype=float), params)
+
+    def __call__(self, t: Scalar) -> Float[Array, ""]:
+        return jnp.asarray(self.fn(t, self.params), dtype=float).reshape(())

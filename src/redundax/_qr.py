@@ -1,0 +1,98 @@
+"""Householder QR with column pivoting, written in `jax.numpy`.
+
+`jax.lax.linalg.qr(..., pivoting=True)` exists but is not differentiable, and
+lineax's QR assumes full rank. Here the *decisions* (pivot order, numerical rank)
+are taken on `lax.stop_gradient` values, and the reflections are built from the
+live values, so derivatives of Q and R exist wherever the pivot order and rank are
+locally constant. Reflections are stopped at the numerical rank: none is ever
+built from round-off.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
+
+
+class PivotedQR(eqx.Module):
+    """A E = Q R, with E the permutation `perm` (A[:, perm] = Q @ R).
+
+    - `q`: orthogonal, shape `(m, m)`; columns `rank:` span the left null space of A.
+    - `r`: upper trapezoidal, shape `(m, n)`, |r_kk| non-increasing; rows `rank:`
+      hold only round-off and are not used.
+    - `perm`: column permutation, shape `(n,)`.
+    - `rank`: numerical rank (traced int, so that batches may differ).
+    - `tolerance`: the absolute threshold on |r_kk| that decided the rank.
+    """
+
+    q: Float[Array, "m m"]
+    r: Float[Array, "m n"]
+    perm: Int[Array, " n"]
+    rank: Int[Array, ""]
+    tolerance: Float[Array, ""]
+
+    def null_mask(self) -> Bool[Array, " m"]:
+        """True for the columns of `q` that span the left null space (k ≥ rank)."""
+        return jnp.arange(self.q.shape[0]) >= self.rank
+
+
+def default_rtol(shape: tuple[int, int]) -> float:
+    """2 · eps · max(m, n), relative to |r_11| (as lineax's `resolve_rcond`)."""
+    return 2.0 * float(jnp.finfo(float).eps) * max(shape)
+
+
+def pivoted_qr(a: Float[ArrayLike, "m n"], rtol: float | None = None) -> PivotedQR:
+    """Rank-revealing Householder QR with column pivoting.
+
+    **Arguments:**
+
+    - `a`: matrix, shape `(m, n)`.
+    - `rtol`: relative rank tolerance: a pivot |r_kk| ≤ rtol · |r_11| ends the
+      factorisation. Defaults to `2 * eps * max(m, n)`.
+
+    **Returns:** a [`PivotedQR`][].
+
+    Differentiable with respect to `a` while the pivot order and the rank do not
+    change (they are discrete decisions taken on `stop_gradient` values).
+    """
+    a = jnp.asarray(a, dtype=float)
+    m, n = a.shape
+    rtol = default_rtol((m, n)) if rtol is None else rtol
+    rows = jnp.arange(m)
+    cols = jnp.arange(n)
+
+    def step(k, carry):
+        Q, R, perm, active, rank, scale = carry
+        below = rows >= k
+        sq = jnp.sum(jnp.where(below[:, None], R, 0.0) ** 2, axis=0)
+        sq = jnp.where(cols >= k, jax.lax.stop_gradient(sq), -1.0)
+        j = jnp.argmax(sq)
+        swap = cols.at[k].set(j).at[j].set(k)
+        R = R[:, swap]
+        perm = perm[swap]
+        x = jnp.where(below, R[:, k], 0.0)
+        norm_sq = jax.lax.stop_gradient(sq[j])
+        scale = jnp.where(k == 0, jnp.sqrt(jnp.maximum(norm_sq, 0.0)), scale)
+        active = active & (jnp.sqrt(jnp.maximum(norm_sq, 0.0)) > rtol * scale) & (scale > 0.0)
+        # Double-where: the norm and the normalisation are only taken when active.
+        safe_sq = jnp.where(active, jnp.sum(x**2), 1.0)
+        alpha = jnp.sqrt(safe_sq)
+        xk = x[k]
+        sign = jnp.where(xk >= 0.0, 1.0, -1.0)
+        v = x.at[k].add(sign * alpha)
+        vnorm_sq = jnp.where(active, 2.0 * alpha * (alpha + jnp.abs(xk)), 1.0)
+        v = jnp.where(active, v / jnp.sqrt(vnorm_sq), 0.0)
+        R = R - 2.0 * jnp.outer(v, v @ R)
+        Q = Q - 2.0 * jnp.outer(Q @ v, v)
+        return Q, R, perm, active, rank + active.astype(rank.dtype), scale
+
+    init = (
+        jnp.eye(m),
+        a,
+        cols,
+        jnp.asarray(True),
+        jnp.asarray(0, dtype=jnp.int32),
+        jnp.asarray(0.0),
+    )
+    Q, R, perm, _, rank, scale = jax.lax.fori_loop(0, min(m, n), step, init)
+    return PivotedQR(q=Q, r=R, perm=perm, rank=rank, tolerance=rtol * scale)

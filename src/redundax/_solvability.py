@@ -1,0 +1,296 @@
+"""Redundancy and reaction-solvability analysis (Wojtyra & Frączek 2013, §3).
+
+For a pair X with rows C_X of C, the reaction f_X = C_Xᵀ λ_X is unique iff the
+row spaces satisfy span(Cᵀ) = span(C_Xᵀ) ⊕ span(C_Yᵀ). Three independent tests
+are offered:
+
+- **QR** (the paper's method, Eq. 27): C E = Q R with column pivoting; the last
+  p = m + h − r columns N of Q span the left null space of C, and
+  B_X = C_Xᵀ N_X (N_X: the rows of N belonging to X). f_X is unique iff B_X = 0.
+- **SVD**: the same B_X with N from the left singular vectors of the zero singular
+  values. ‖B_X‖_F does not depend on the orthonormal basis N, so the two norms agree.
+- **Rank**: f_X is unique iff rank C_X + rank C_Y = rank C.
+
+λ_X itself is unique iff N_X = 0 (equivalently: f_X unique and C_X of full row rank).
+"""
+
+from collections.abc import Mapping, Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from ._assembly import constraint_matrix
+from ._model import Model
+from ._qr import default_rtol, pivoted_qr
+from ._types import Scalar
+
+UNIQUENESS_RTOL = 1e-8
+"""Default relative threshold: B_X counts as zero when ‖B_X‖_F ≤ utol · ‖C_X‖_F
+(B_X is a product of C_Xᵀ with orthonormal columns, so ‖B_X‖_F ≤ ‖C_X‖_F), and
+N_X counts as zero when ‖N_X‖_F ≤ utol."""
+
+
+def membership(n_rows: int, groups: Sequence[Sequence[int]]) -> Float[Array, "g nc"]:
+    """0/1 matrix S with S[g, k] = 1 iff row k belongs to group g."""
+    S = np.zeros((len(groups), n_rows))
+    for g, rows in enumerate(groups):
+        S[g, list(rows)] = 1.0
+    return jnp.asarray(S)
+
+
+class Solvability(eqx.Module):
+    """Per-group verdicts computed from a constraint matrix alone."""
+
+    rank: Int[Array, ""]
+    unique: Bool[Array, " g"]
+    multipliers_unique: Bool[Array, " g"]
+    b_norm: Float[Array, " g"]
+    n_norm: Float[Array, " g"]
+
+
+def _verdicts(C, S, N, rank, utol) -> Solvability:
+    # B_X = C_Xᵀ N_X for every group at once: (g, nq, nc).
+    B = jnp.einsum("gk,ka,kc->gac", S, C, N)
+    b_norm = jnp.sqrt(jnp.sum(B**2, axis=(1, 2)))
+    c_norm = jnp.sqrt(S @ jnp.sum(C**2, axis=1))
+    n_norm = jnp.sqrt(S @ jnp.sum(N**2, axis=1))
+    unique = b_norm <= utol * c_norm
+    return Solvability(
+        rank=rank,
+        unique=unique,
+        multipliers_unique=unique & (n_norm <= utol),
+        b_norm=b_norm,
+        n_norm=n_norm,
+    )
+
+
+def solvability_by_qr(
+    C: Float[Array, "nc nq"],
+    S: Float[Array, "g nc"],
+    *,
+    rtol: float | None = None,
+    utol: float = UNIQUENESS_RTOL,
+) -> Solvability:
+    """The QR test of Wojtyra & Frączek (Eq. 27) for every group (row of `S`)."""
+    qr = pivoted_qr(C, rtol)
+    N = jnp.where(qr.null_mask()[None, :], qr.q, 0.0)  # Q^col: last p columns
+    return _verdicts(C, S, N, qr.rank, utol)
+
+
+def _svd_rank(s: Float[Array, " k"], shape: tuple[int, int], rtol: float | None):
+    rtol = default_rtol(shape) if rtol is None else rtol
+    if s.shape[0] == 0:
+        return jnp.asarray(0, dtype=jnp.int32)
+    return jnp.sum(s > rtol * s[0]).astype(jnp.int32)
+
+
+def solvability_by_svd(
+    C: Float[Array, "nc nq"],
+    S: Float[Array, "g nc"],
+    *,
+    rtol: float | None = None,
+    utol: float = UNIQUENESS_RTOL,
+) -> Solvability:
+    """The B_X test with the left null space taken from the SVD of C."""
+    U, s, _ = jnp.linalg.svd(C, full_matrices=True)
+    rank = _svd_rank(s, C.shape, rtol)
+    N = jnp.where(jnp.arange(C.shape[0])[None, :] >= rank, U, 0.0)
+    return _verdicts(C, S, N, rank, utol)
+
+
+def _masked_rank(A, rtol):
+    s = jnp.linalg.svd(A, compute_uv=False)
+    return _svd_rank(s, A.shape, rtol)
+
+
+def solvability_by_rank(
+    C: Float[Array, "nc nq"], S: Float[Array, "g nc"], *, rtol: float | None = None
+) -> Solvability:
+    """The rank test: f_X unique iff rank C_X + rank C_Y = rank C; λ_X unique iff,
+    in addition, rank C_X equals the number of rows of X. `b_norm` and `n_norm`
+    are not defined by this test and are returned as NaN."""
+    rank = _masked_rank(C, rtol)
+
+    def one(s):
+        rx = _masked_rank(C * s[:, None], rtol)
+        ry = _masked_rank(C * (1.0 - s)[:, None], rtol)
+        return rx, ry
+
+    rx, ry = jax.vmap(one)(S)
+    unique = rx + ry == rank
+    full_row = rx == jnp.round(jnp.sum(S, axis=1)).astype(rx.dtype)
+    nan = jnp.full(S.shape[0], jnp.nan)
+    return Solvability(
+        rank=rank, unique=unique, multipliers_unique=unique & full_row, b_norm=nan, n_norm=nan
+    )
+
+
+class SolvabilityReport(eqx.Module):
+    """What a rigid model can say about its reactions at one configuration.
+
+    Fields are arrays so that reports batch under `jax.vmap`; the pair names and
+    rows are static. `str(report)` is a readable table, `report.to_dict()` the
+    JSON contract of the command line.
+    """
+
+    n: int = eqx.field(static=True)
+    m: int = eqx.field(static=True)
+    h: int = eqx.field(static=True)
+    names: tuple[str, ...] = eqx.field(static=True)
+    kinds: tuple[str, ...] = eqx.field(static=True)
+    rows: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    rank: Int[Array, ""]
+    rank_holonomic: Int[Array, ""]
+    rank_pfaffian: Int[Array, ""]
+    unique: Bool[Array, " g"]
+    multipliers_unique: Bool[Array, " g"]
+    b_norm: Float[Array, " g"]
+    row_unique: Bool[Array, " nc"]
+    row_b_norm: Float[Array, " nc"]
+    tolerance: Float[Array, ""]
+
+    @property
+    def redundancy(self) -> Int[Array, ""]:
+        """Degree of redundancy p = m + h − r."""
+        return self.m + self.h - self.rank
+
+    @property
+    def dof(self) -> Int[Array, ""]:
+        """Mobility n − r."""
+        return self.n - self.rank
+
+    def verdict(self, name: str) -> bool:
+        """Whether the reaction of group `name` is unique (unbatched reports)."""
+        return bool(self.unique[self.names.index(name)])
+
+    def to_dict(self) -> dict:
+        """The JSON contract of DESIGN.md §7 (rows 1-based)."""
+        return {
+            "n": self.n,
+            "m": self.m,
+            "h": self.h,
+            "rank": int(self.rank),
+            "rank_holonomic": int(self.rank_holonomic),
+            "rank_pfaffian": int(self.rank_pfaffian),
+            "redundancy": int(self.redundancy),
+            "dof": int(self.dof),
+            "pairs": {
+                name: {
+                    "kind": kind,
+                    "rows": [r + 1 for r in rows],
+                    "unique": bool(self.unique[g]),
+                    "multipliers_unique": bool(self.multipliers_unique[g]),
+                    "b_norm": float(self.b_norm[g]),
+                    "row_unique": [bool(self.row_unique[r]) for r in rows],
+                }
+                for g, (name, kind, rows) in enumerate(zip(self.names, self.kinds, self.rows))
+            },
+        }
+
+    def __str__(self) -> str:
+        d = self.to_dict()
+        lines = [
+            f"n = {d['n']} coordinates, m = {d['m']} holonomic + h = {d['h']} Pfaffian rows",
+            f"rank C = {d['rank']} (rank Φ_q = {d['rank_holonomic']}, rank Ψ = "
+            f"{d['rank_pfaffian']}), degree of redundancy p = {d['redundancy']}, "
+            f"mobility = {d['dof']}",
+            "",
+            f"{'pair':<12}{'kind':<22}{'rows':<14}{'reaction':<12}{'multipliers':<13}"
+            f"{'‖B_X‖':>10}  per-row",
+        ]
+        for name, e in d["pairs"].items():
+            rows = ",".join(str(r) for r in e["rows"])
+            per_row = " ".join("u" if u else "-" for u in e["row_unique"])
+            lines.append(
+                f"{name:<12}{e['kind']:<22}{rows:<14}"
+                f"{'unique' if e['unique'] else 'NOT unique':<12}"
+                f"{'unique' if e['multipliers_unique'] else 'not unique':<13}"
+                f"{e['b_norm']:>10.4g}  {per_row}"
+            )
+        lines.append("")
+        lines.append("per-row: u = that reaction component is unique, - = it is not")
+        return "\n".join(lines)
+
+
+def _groups_of(model: Model, groups: Mapping[str, Sequence[str | int]] | None):
+    names = [p.name for p in model.pairs]
+    kinds = [p.kind for p in model.pairs]
+    rows = [p.rows for p in model.pairs]
+    for gname, members in (groups or {}).items():
+        if gname in names:
+            raise ValueError(f"group {gname!r}: the name is already a pair's name")
+        acc: list[int] = []
+        for mbr in members:
+            if isinstance(mbr, str):
+                acc.extend(model.pair(mbr).rows)
+            elif 0 <= int(mbr) < model.n_constraints:
+                acc.append(int(mbr))
+            else:
+                raise ValueError(
+                    f"group {gname!r}: row {mbr} out of range 0..{model.n_constraints - 1}"
+                )
+        names.append(gname)
+        kinds.append("group")
+        rows.append(tuple(sorted(set(acc))))
+    return tuple(names), tuple(kinds), tuple(rows)
+
+
+def analyze_solvability(
+    model: Model,
+    q: Float[Array, " nq"],
+    t: Scalar = 0.0,
+    *,
+    groups: Mapping[str, Sequence[str | int]] | None = None,
+    rtol: float | None = None,
+    utol: float = UNIQUENESS_RTOL,
+) -> SolvabilityReport:
+    """Rank, degree of redundancy, mobility and reaction uniqueness at (q, t).
+
+    **Arguments:**
+
+    - `model`: the mechanism.
+    - `q`: generalised coordinates, shape `(nq,)` [m, rad].
+    - `t`: time [s].
+    - `groups`: extra groups of rows to test, `{name: [pair names or 0-based rows]}`.
+    - `rtol`: relative rank tolerance of the pivoted QR (default `2 eps max(m+h, n)`).
+    - `utol`: relative threshold for B_X = 0 (see `UNIQUENESS_RTOL`).
+
+    **Returns:** a [`SolvabilityReport`][]. Works under `jax.jit` and `jax.vmap`
+    (batch over `q`); the verdicts are discrete and carry no gradient.
+
+    !!! example
+        ```python
+        report = rx.analyze_solvability(model, state.q)
+        print(report)              # table
+        report.redundancy          # p
+        report.verdict("B")        # False for the mobile robot
+        ```
+    """
+    names, kinds, rows = _groups_of(model, groups)
+    C = constraint_matrix(model, q, t)
+    nc = C.shape[0]
+    qr_groups = solvability_by_qr(C, membership(nc, rows), rtol=rtol, utol=utol)
+    qr_rows = solvability_by_qr(C, jnp.eye(nc), rtol=rtol, utol=utol)
+    m = model.n_holonomic
+    rank_h = pivoted_qr(C[:m], rtol).rank if m else jnp.asarray(0, dtype=jnp.int32)
+    rank_p = pivoted_qr(C[m:], rtol).rank if model.n_pfaffian else jnp.asarray(0, dtype=jnp.int32)
+    return SolvabilityReport(
+        n=model.n_coordinates,
+        m=m,
+        h=model.n_pfaffian,
+        names=names,
+        kinds=kinds,
+        rows=rows,
+        rank=qr_groups.rank,
+        rank_holonomic=rank_h,
+        rank_pfaffian=rank_p,
+        unique=qr_groups.unique,
+        multipliers_unique=qr_groups.multipliers_unique,
+        b_norm=qr_groups.b_norm,
+        row_unique=qr_rows.unique,
+        row_b_norm=qr_rows.b_norm,
+        tolerance=jnp.asarray(utol),
+    )

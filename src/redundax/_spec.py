@@ -1,0 +1,525 @@
+"""What the user writes: bodies, pairs and loads by name, and the Mechanism that
+validates them and stacks them into a [`redundax.Model`][].
+
+Specs are plain frozen dataclasses of names and numbers; all checking happens in
+[`Mechanism.build`][], which collects *every* problem into one `ValueError`
+naming the offending body, pair and field.
+"""
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._constraints import (
+    CustomHolonomicConstraint,
+    CustomPfaffianConstraint,
+    KnifeEdgeConstraint,
+    RevoluteConstraint,
+    RevoluteDriverConstraint,
+    TranslationalConstraint,
+    TranslationalDriverConstraint,
+    WeldConstraint,
+)
+from ._model import Loads, Markers, Model, Pair, PlanarBodies, State
+from ._motion import AbstractMotion, Constant
+
+GROUND = "ground"
+Vector = Sequence[float] | Any
+
+
+class _Problems:
+    """Collects validation problems so that one error lists all of them."""
+
+    def __init__(self):
+        self.items: list[str] = []
+
+    def add(self, message: str) -> None:
+        self.items.append(message)
+
+    def vector(self, value, length: int, where: str):
+        try:
+            arr = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            self.add(f"{where}: expected {length} numbers, got {value!r}")
+            return jnp.zeros(length)
+        if arr.shape != (length,):
+            self.add(f"{where}: expected a vector of length {length}, got shape {arr.shape}")
+            return jnp.zeros(length)
+        if not np.all(np.isfinite(arr)):
+            self.add(f"{where}: contains a non-finite value {arr.tolist()}")
+        return jnp.asarray(arr)
+
+    def scalar(self, value, where: str, positive: bool = False):
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            self.add(f"{where}: expected a number, got {value!r}")
+            return jnp.asarray(1.0)
+        if not np.isfinite(x):
+            self.add(f"{where}: must be finite, got {x}")
+        elif positive and x <= 0.0:
+            self.add(f"{where}: must be positive, got {x}")
+        return jnp.asarray(x)
+
+    def raise_if_any(self, what: str) -> None:
+        if self.items:
+            lines = "\n".join(f"  - {p}" for p in self.items)
+            raise ValueError(f"invalid {what} ({len(self.items)} problem(s)):\n{lines}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Body:
+    """A planar rigid body; its frame is at its centre of mass.
+
+    **Arguments:**
+
+    - `name`: unique name ("ground" is reserved for the fixed frame).
+    - `mass`: mass [kg], > 0.
+    - `inertia`: central moment of inertia about the plane normal [kg m²], > 0.
+    - `position`, `angle`: initial pose of the body frame [m], [rad].
+    - `velocity`, `angular_velocity`: initial velocity [m/s], [rad/s].
+    """
+
+    name: str
+    mass: float
+    inertia: float
+    position: Vector = (0.0, 0.0)
+    angle: float = 0.0
+    velocity: Vector = (0.0, 0.0)
+    angular_velocity: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Revolute:
+    """Revolute joint: point `point_i` of `body_i` coincides with `point_j` of
+    `body_j` (body-frame coordinates [m]). 2 rows: global x, y."""
+
+    name: str
+    body_i: str
+    body_j: str
+    point_i: Vector = (0.0, 0.0)
+    point_j: Vector = (0.0, 0.0)
+
+    kind = "revolute"
+    size = 2
+
+    def _member(self, p: _Problems, index, rows):
+        return RevoluteConstraint(
+            bodies=index(self, ("body_i", "body_j")),
+            rows=rows,
+            s_i=p.vector(self.point_i, 2, f"pair {self.name!r} field 'point_i'"),
+            s_j=p.vector(self.point_j, 2, f"pair {self.name!r} field 'point_j'"),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Translational:
+    """Translational (prismatic) joint. `normal` is a body-j vector perpendicular
+    to the sliding axis; `angle` is the constant φ_i − φ_j [rad]. 2 rows."""
+
+    name: str
+    body_i: str
+    body_j: str
+    point_i: Vector = (0.0, 0.0)
+    point_j: Vector = (0.0, 0.0)
+    normal: Vector = (0.0, 1.0)
+    angle: float = 0.0
+
+    kind = "translational"
+    size = 2
+
+    def _member(self, p: _Problems, index, rows):
+        where = f"pair {self.name!r} field"
+        return TranslationalConstraint(
+            bodies=index(self, ("body_i", "body_j")),
+            rows=rows,
+            s_i=p.vector(self.point_i, 2, f"{where} 'point_i'"),
+            s_j=p.vector(self.point_j, 2, f"{where} 'point_j'"),
+            normal=_unit(p, self.normal, f"{where} 'normal'"),
+            angle=p.scalar(self.angle, f"{where} 'angle'"),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Weld:
+    """Weld (fixed) joint: coincident points and constant relative angle. 3 rows."""
+
+    name: str
+    body_i: str
+    body_j: str
+    point_i: Vector = (0.0, 0.0)
+    point_j: Vector = (0.0, 0.0)
+    angle: float = 0.0
+
+    kind = "weld"
+    size = 3
+
+    def _member(self, p: _Problems, index, rows):
+        where = f"pair {self.name!r} field"
+        return WeldConstraint(
+            bodies=index(self, ("body_i", "body_j")),
+            rows=rows,
+            s_i=p.vector(self.point_i, 2, f"{where} 'point_i'"),
+            s_j=p.vector(self.point_j, 2, f"{where} 'point_j'"),
+            angle=p.scalar(self.angle, f"{where} 'angle'"),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslationalDriver:
+    """Prescribed displacement: (P_j − P_i) · R_j u = d(t), with `direction` u a
+    body-j vector and P the two points. 1 row."""
+
+    name: str
+    body_i: str
+    body_j: str
+    motion: AbstractMotion
+    point_i: Vector = (0.0, 0.0)
+    point_j: Vector = (0.0, 0.0)
+    direction: Vector = (1.0, 0.0)
+
+    kind = "translational-driver"
+    size = 1
+
+    def _member(self, p: _Problems, index, rows):
+        where = f"pair {self.name!r} field"
+        return TranslationalDriverConstraint(
+            bodies=index(self, ("body_i", "body_j")),
+            rows=rows,
+            s_i=p.vector(self.point_i, 2, f"{where} 'point_i'"),
+            s_j=p.vector(self.point_j, 2, f"{where} 'point_j'"),
+            direction=_unit(p, self.direction, f"{where} 'direction'"),
+            motion=_motion(p, self.motion, f"{where} 'motion'"),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class RevoluteDriver:
+    """Prescribed relative angle φ_i − φ_j = d(t) [rad]. 1 row."""
+
+    name: str
+    body_i: str
+    body_j: str
+    motion: AbstractMotion
+
+    kind = "revolute-driver"
+    size = 1
+
+    def _member(self, p: _Problems, index, rows):
+        return RevoluteDriverConstraint(
+            bodies=index(self, ("body_i", "body_j")),
+            rows=rows,
+            motion=_motion(p, self.motion, f"pair {self.name!r} field 'motion'"),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class CustomHolonomic:
+    """Any other holonomic pair: `residual(params, qb, t) -> (size,)` where `qb`
+    stacks the coordinates [x, y, φ] of `bodies` (shape `(len(bodies), 3)`).
+    Write it with `jax.numpy`; its derivatives come from autodiff."""
+
+    name: str
+    bodies: tuple[str, ...]
+    residual: Callable[..., Any]
+    size: int
+    params: Any = None
+
+    kind = "custom"
+
+    def _member(self, p: _Problems, index, rows):
+        return CustomHolonomicConstraint(
+            bodies=index(self, ("bodies",)),
+            rows=rows,
+            fn=self.residual,
+            params=jax.tree.map(lambda x: jnp.asarray(x, dtype=float), self.params),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class KnifeEdge:
+    """Knife edge on `body` at `point`, with `normal` the body-frame unit vector
+    across the edge: the contact point has no velocity along the normal. 1 row."""
+
+    name: str
+    body: str
+    point: Vector = (0.0, 0.0)
+    normal: Vector = (0.0, 1.0)
+
+    kind = "knife-edge"
+    size = 1
+
+    def _member(self, p: _Problems, index, rows):
+        where = f"pair {self.name!r} field"
+        return KnifeEdgeConstraint(
+            bodies=index(self, ("body",)),
+            rows=rows,
+            point=p.vector(self.point, 2, f"{where} 'point'"),
+            normal=_unit(p, self.normal, f"{where} 'normal'"),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class CustomPfaffian:
+    """Any other linear nonholonomic pair: `velocity_residual(params, qb, qdb) ->
+    (size,)`, linear in `qdb`."""
+
+    name: str
+    bodies: tuple[str, ...]
+    velocity_residual: Callable[..., Any]
+    size: int
+    params: Any = None
+
+    kind = "custom-pfaffian"
+
+    def _member(self, p: _Problems, index, rows):
+        return CustomPfaffianConstraint(
+            bodies=index(self, ("bodies",)),
+            rows=rows,
+            fn=self.velocity_residual,
+            params=jax.tree.map(lambda x: jnp.asarray(x, dtype=float), self.params),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Load:
+    """A constant global `force` [N] at body point `point` [m] and a `torque` [N m]."""
+
+    body: str
+    force: Vector = (0.0, 0.0)
+    point: Vector = (0.0, 0.0)
+    torque: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Marker:
+    """A named body point whose global position is tracked."""
+
+    name: str
+    body: str
+    point: Vector = (0.0, 0.0)
+
+
+HOLONOMIC_SPECS = (Revolute, Translational, Weld, TranslationalDriver, RevoluteDriver, CustomHolonomic)
+PFAFFIAN_SPECS = (KnifeEdge, CustomPfaffian)
+
+
+def _pair_bodies(spec) -> tuple[str, ...]:
+    if isinstance(spec, (CustomHolonomic, CustomPfaffian)):
+        return tuple(spec.bodies)
+    if isinstance(spec, KnifeEdge):
+        return (spec.body,)
+    return (spec.body_i, spec.body_j)
+
+
+def _unit(p: _Problems, value, where: str):
+    v = p.vector(value, 2, where)
+    norm = float(jnp.linalg.norm(v))
+    if norm == 0.0 or not np.isfinite(norm):
+        p.add(f"{where}: must be a non-zero vector")
+        return jnp.array([1.0, 0.0])
+    return v / norm
+
+
+def _motion(p: _Problems, value, where: str) -> AbstractMotion:
+    if isinstance(value, AbstractMotion):
+        return value
+    if isinstance(value, (int, float)):
+        return Constant(value)
+    p.add(f"{where}: expected a redundax motion (Constant, Polynomial, ...), got {value!r}")
+    return Constant(0.0)
+
+
+def _rows(vectors: list, width: int = 2):
+    """Stack vectors into a `(k, width)` array, `(0, width)` when there are none."""
+    return jnp.stack(vectors) if vectors else jnp.zeros((0, width))
+
+
+def _stack(members: list):
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *members)
+
+
+def _group_key(member) -> tuple:
+    leaves, treedef = jax.tree.flatten(member)
+    return (type(member), treedef, tuple(jnp.shape(x) for x in leaves))
+
+
+def _group(members: list) -> tuple:
+    """Stack members of identical type and structure; order of first appearance."""
+    groups: dict[tuple, list] = {}
+    for m in members:
+        groups.setdefault(_group_key(m), []).append(m)
+    return tuple(_stack(ms) for ms in groups.values())
+
+
+@dataclasses.dataclass(frozen=True)
+class Mechanism:
+    """A planar mechanism described by names: bodies, pairs, loads, tracked points.
+
+    **Arguments:**
+
+    - `bodies`: the moving bodies (the ground is implicit and called "ground").
+    - `pairs`: kinematic pairs, holonomic and Pfaffian; rows of C follow this
+      order, holonomic pairs first, then Pfaffian ones.
+    - `gravity`: gravitational acceleration [m/s²], length 2.
+    - `loads`: constant applied forces and torques.
+    - `markers`: tracked points.
+
+    !!! example
+        ```python
+        mech = rx.Mechanism(
+            bodies=[rx.Body("crank", mass=1.0, inertia=0.1, position=(0.5, 0.0))],
+            pairs=[rx.Revolute("O", "crank", "ground", point_i=(-0.5, 0.0))],
+            gravity=(0.0, -9.81),
+        )
+        model, state = mech.build(), mech.initial_state()
+        ```
+    """
+
+    bodies: Sequence[Body]
+    pairs: Sequence[Any]
+    gravity: Vector = (0.0, 0.0)
+    loads: Sequence[Load] = ()
+    markers: Sequence[Marker] = ()
+
+    def build(self) -> Model:
+        """Validate everything and stack the pairs by type into a `Model`.
+
+        **Raises:** `ValueError` listing every problem found: duplicate or unknown
+        names, wrong vector lengths, non-positive masses or inertias, unknown pair
+        types.
+        """
+        p = _Problems()
+        names = [b.name for b in self.bodies]
+        if not names:
+            p.add("bodies: a mechanism needs at least one moving body")
+        seen: set[str] = set()
+        for b in self.bodies:
+            if b.name == GROUND:
+                p.add(f"body {b.name!r}: the name 'ground' is reserved for the fixed frame")
+            if b.name in seen:
+                p.add(f"body {b.name!r}: duplicate body name")
+            seen.add(b.name)
+        mass = jnp.stack(
+            [p.scalar(b.mass, f"body {b.name!r} field 'mass'", positive=True) for b in self.bodies]
+            or [jnp.zeros(())]
+        )
+        inertia = jnp.stack(
+            [
+                p.scalar(b.inertia, f"body {b.name!r} field 'inertia'", positive=True)
+                for b in self.bodies
+            ]
+            or [jnp.zeros(())]
+        )
+        nb = len(names)
+        lookup = {n: k for k, n in enumerate(names)}
+        lookup[GROUND] = nb
+
+        def index(spec, fields):
+            out = []
+            for f in fields:
+                value = getattr(spec, f)
+                for body in (value,) if isinstance(value, str) else tuple(value):
+                    if body not in lookup:
+                        p.add(
+                            f"pair {spec.name!r} field {f!r}: unknown body {body!r} "
+                            f"(known: {', '.join(names + [GROUND])})"
+                        )
+                    out.append(lookup.get(body, nb))
+            if len(out) == 2 and out[0] == out[1] and fields == ("body_i", "body_j"):
+                p.add(f"pair {spec.name!r}: body_i and body_j are the same body {spec.body_i!r}")
+            return jnp.asarray(out, dtype=jnp.int32)
+
+        hol, pf, pairs = [], [], []
+        pair_names: set[str] = set()
+        m = h = 0
+        ordered = [s for s in self.pairs if isinstance(s, HOLONOMIC_SPECS)] + [
+            s for s in self.pairs if isinstance(s, PFAFFIAN_SPECS)
+        ]
+        for spec in self.pairs:
+            if not isinstance(spec, HOLONOMIC_SPECS + PFAFFIAN_SPECS):
+                p.add(f"pairs: unknown pair type {type(spec).__name__!r} ({spec!r})")
+        for spec in ordered:
+            if spec.name in pair_names:
+                p.add(f"pair {spec.name!r}: duplicate pair name")
+            pair_names.add(spec.name)
+            size = int(spec.size)
+            if isinstance(spec, HOLONOMIC_SPECS):
+                rows, offset = jnp.arange(m, m + size, dtype=jnp.int32), 0
+                m += size
+                hol.append(spec._member(p, index, rows))
+            else:
+                rows, offset = jnp.arange(h, h + size, dtype=jnp.int32), None
+                h += size
+                pf.append(spec._member(p, index, rows))
+            bodies = _pair_bodies(spec)
+            pairs.append((spec.name, spec.kind, offset, tuple(int(r) for r in rows), bodies))
+        pairs = tuple(
+            Pair(name, kind, tuple(r if offset is not None else m + r for r in rows), bodies)
+            for name, kind, offset, rows, bodies in pairs
+        )
+
+        gravity = p.vector(self.gravity, 2, "mechanism field 'gravity'")
+
+        def body_of(owner: str, name: str) -> int:
+            if name not in lookup:
+                p.add(f"{owner}: unknown body {name!r} (known: {', '.join(names + [GROUND])})")
+            return lookup.get(name, nb)
+
+        loads = Loads(
+            bodies=jnp.asarray(
+                [body_of(f"load {k} field 'body'", ld.body) for k, ld in enumerate(self.loads)],
+                dtype=jnp.int32,
+            ),
+            points=_rows(
+                [p.vector(ld.point, 2, f"load {k} field 'point'") for k, ld in enumerate(self.loads)]
+            ),
+            forces=_rows(
+                [p.vector(ld.force, 2, f"load {k} field 'force'") for k, ld in enumerate(self.loads)]
+            ),
+            torques=jnp.asarray(
+                [p.scalar(ld.torque, f"load {k} field 'torque'") for k, ld in enumerate(self.loads)],
+                dtype=float,
+            ).reshape(-1),
+        )
+        marker_names = tuple(mk.name for mk in self.markers)
+        if len(set(marker_names)) != len(marker_names):
+            p.add("markers: duplicate marker names")
+        markers = Markers(
+            bodies=jnp.asarray(
+                [body_of(f"marker {mk.name!r} field 'body'", mk.body) for mk in self.markers],
+                dtype=jnp.int32,
+            ),
+            points=_rows(
+                [p.vector(mk.point, 2, f"marker {mk.name!r} field 'point'") for mk in self.markers]
+            ),
+            names=marker_names,
+        )
+        p.raise_if_any("mechanism")
+        return Model(
+            bodies=PlanarBodies(mass=mass, inertia=inertia, names=tuple(names)),
+            holonomic=_group(hol),
+            pfaffian=_group(pf),
+            gravity=gravity,
+            loads=loads,
+            markers=markers,
+            pairs=pairs,
+            n_holonomic=m,
+            n_pfaffian=h,
+        )
+
+    def initial_state(self) -> State:
+        """The initial state from the bodies' poses and velocities, at t = 0."""
+        p = _Problems()
+        q, qd = [], []
+        for b in self.bodies:
+            q.append(p.vector(b.position, 2, f"body {b.name!r} field 'position'"))
+            q.append(p.scalar(b.angle, f"body {b.name!r} field 'angle'")[None])
+            qd.append(p.vector(b.velocity, 2, f"body {b.name!r} field 'velocity'"))
+            qd.append(p.scalar(b.angular_velocity, f"body {b.name!r} field 'angular_velocity'")[None])
+        p.raise_if_any("initial state")
+        return State(0.0, jnp.concatenate(q), jnp.concatenate(qd))

@@ -1,0 +1,165 @@
+"""Canonical mechanisms shared by tests, experiments and notebooks."""
+
+import math
+
+from ._motion import AbstractMotion, SmoothSteps
+from ._spec import Body, KnifeEdge, Marker, Mechanism, Revolute, Translational, TranslationalDriver
+
+
+def mobile_robot_steering(amplitude: float = 0.02, offset: float | None = None) -> SmoothSteps:
+    """The steering profile d(t) of the mobile robot's manoeuvre.
+
+    The seed (Wojtyra & Frączek 2013, Fig. 2) gives d(t) only as a plot: a
+    relative displacement of ±0.02 m in the translational joint H that first turns
+    the robot right, then lets it go straight, then turns it left back to a course
+    parallel to x₀. This is a C² quintic-smoothstep version of that shape, over 10 s:
+
+    | t [s]      | 0–0.5 | 0.5–1.5 | 1.5–2.5 | 2.5–3.5 | 3.5–5.5 | 5.5–6.5 | 6.5–7.5 | 7.5–8.5 | 8.5– |
+    |------------|-------|---------|---------|---------|---------|---------|---------|---------|------|
+    | d − d(0)   | 0     | → +A    | +A      | → 0     | 0       | → −A    | −A      | → 0     | 0    |
+
+    with A = `amplitude` [m] and d(0) = −20a = −1 m, the initial value of the
+    driving constraint at q⁰. A positive displacement turns the robot right.
+    """
+    a = 0.05
+    d0 = -20.0 * a if offset is None else offset
+    A = amplitude
+    times = [0.0, 0.5, 1.5, 2.5, 3.5, 5.5, 6.5, 7.5, 8.5]
+    values = [0.0, 0.0, A, A, 0.0, 0.0, -A, -A, 0.0]
+    return SmoothSteps(times, [d0 + v for v in values])
+
+
+def mobile_robot(steering: AbstractMotion | None = None, speed: float = 0.1) -> Mechanism:
+    """The four-wheel mobile robot with a one-wheel trolley of Wojtyra & Frączek
+    (2013, §4; DESIGN.md §6): 7 bodies, n = 21, 8 joints, a driver and 5 knife
+    edges, 22 rows of C in the paper's order, p = 2.
+
+    Bodies: `platform` (1), `wheel_left` (2), `wheel_right` (3), `link_left` (4),
+    `link_right` (5), `slider` (6), `trolley` (7). Pairs `A`…`G` (revolute),
+    `H` (translational), `drive`, `W1`…`W5` (knife edges). Initial velocity: every
+    body [speed, 0, 0].
+    """
+    a = 0.05
+    zeta = math.atan(1.0 / 4.0)
+    bx, by = a * math.sin(zeta), a * math.cos(zeta)
+    cx = 4 * a - bx
+    cy = math.sqrt((5 * a) ** 2 - cx**2)
+    dx, dy = cx / 2, cy / 2 - by
+    v = (speed, 0.0)
+    bodies = [
+        Body("platform", 10.0, 0.25, position=(20 * a, 0.0), velocity=v),
+        Body("wheel_left", 1.0, 0.005, position=(24 * a, 0.0), velocity=v),
+        Body("wheel_right", 1.0, 0.005, position=(16 * a, 0.0), velocity=v),
+        Body("link_left", 1.0, 0.005, position=(20 * a + dx, dy), velocity=v),
+        Body("link_right", 1.0, 0.005, position=(20 * a - dx, dy), velocity=v),
+        Body("slider", 1.0, 0.005, position=(20 * a, 0.0), velocity=v),
+        Body("trolley", 5.0, 0.05, position=(5 * a, 0.0), velocity=v),
+    ]
+    steering = mobile_robot_steering() if steering is None else steering
+    pairs = [
+        Revolute("A", "trolley", "platform", (7 * a, 0.0), (-8 * a, 0.0)),
+        Revolute("B", "wheel_left", "platform", (0.0, 0.0), (4 * a, 0.0)),
+        Revolute("C", "wheel_right", "platform", (0.0, 0.0), (-4 * a, 0.0)),
+        Revolute("D", "link_left", "wheel_left", (cx / 2, -cy / 2), (-bx, -by)),
+        Revolute("E", "link_right", "wheel_right", (-cx / 2, -cy / 2), (bx, -by)),
+        Revolute("F", "slider", "link_left", (0.0, cy - by), (-cx / 2, cy / 2)),
+        Revolute("G", "slider", "link_right", (0.0, cy - by), (cx / 2, cy / 2)),
+        Translational("H", "slider", "platform", (0.0, 10 * a), (0.0, -10 * a), normal=(1.0, 0.0)),
+        TranslationalDriver(
+            "drive", "slider", "platform", steering, (0.0, 10 * a), (0.0, -10 * a), direction=(0.0, 1.0)
+        ),
+        KnifeEdge("W1", "wheel_left", (0.0, 0.0), (0.0, 1.0)),
+        KnifeEdge("W2", "wheel_right", (0.0, 0.0), (0.0, 1.0)),
+        KnifeEdge("W3", "platform", (0.0, -4 * a), (0.0, 1.0)),
+        KnifeEdge("W4", "platform", (0.0, 4 * a), (0.0, 1.0)),
+        KnifeEdge("W5", "trolley", (0.0, 0.0), (0.0, 1.0)),
+    ]
+    markers = [
+        Marker("platform_centre", "platform"),
+        Marker("W1", "wheel_left"),
+        Marker("W2", "wheel_right"),
+        Marker("W3", "platform", (0.0, -4 * a)),
+        Marker("W4", "platform", (0.0, 4 * a)),
+        Marker("W5", "trolley"),
+    ]
+    return Mechanism(bodies, pairs, markers=markers)
+
+
+def four_bar(
+    ground: float = 1.0, crank: float = 0.4, coupler: float = 1.2, rocker: float = 0.8,
+    crank_angle: float = math.pi / 3, gravity: float = 9.81,
+) -> Mechanism:
+    """A four-bar linkage: ground pivots O = (0, 0) and D = (ground, 0); uniform
+    slender links (m = 1 kg/m · length, J = m l²/12) assembled at `crank_angle`."""
+    O = (0.0, 0.0)
+    A = (crank * math.cos(crank_angle), crank * math.sin(crank_angle))
+    D = (ground, 0.0)
+    # B: intersection of circles |B − A| = coupler and |B − D| = rocker (upper branch).
+    ax, ay = A
+    dx, dy = D[0] - ax, D[1] - ay
+    dist = math.hypot(dx, dy)
+    along = (coupler**2 - rocker**2 + dist**2) / (2 * dist)
+    h = math.sqrt(max(coupler**2 - along**2, 0.0))
+    B = (ax + along * dx / dist - h * dy / dist, ay + along * dy / dist + h * dx / dist)
+    return Mechanism(
+        bodies=[_link("crank", O, A), _link("coupler", A, B), _link("rocker", D, B)],
+        pairs=[
+            Revolute("O", "crank", "ground", _half(O, A, -1), O),
+            Revolute("A", "crank", "coupler", _half(O, A, +1), _half(A, B, -1)),
+            Revolute("B", "coupler", "rocker", _half(A, B, +1), _half(D, B, +1)),
+            Revolute("D", "rocker", "ground", _half(D, B, -1), D),
+        ],
+        gravity=(0.0, -gravity),
+        markers=[Marker("B", "coupler", _half(A, B, +1))],
+    )
+
+
+def parallelogram(n_cranks: int = 3, spacing: float = 1.0, crank: float = 1.0,
+                  crank_angle: float = math.pi / 2, gravity: float = 9.81,
+                  angular_velocity: float = 0.0) -> Mechanism:
+    """A parallelogram linkage with `n_cranks` parallel cranks of length `crank`
+    pinned to the ground at x = k · spacing and to one coupler. `n_cranks = 2` is
+    the ordinary (p = 0) parallelogram; each extra crank adds one redundant
+    constraint. Uniform slender links, 1 kg/m."""
+    c, s = math.cos(crank_angle), math.sin(crank_angle)
+    length = (n_cranks - 1) * spacing
+    w = angular_velocity
+    tip_v = (-crank * s * w, crank * c * w)
+    bodies = []
+    pairs = []
+    for k in range(n_cranks):
+        base = (k * spacing, 0.0)
+        tip = (base[0] + crank * c, crank * s)
+        body = _link(f"crank{k + 1}", base, tip)
+        bodies.append(Body(body.name, body.mass, body.inertia, body.position, body.angle,
+                           (tip_v[0] / 2, tip_v[1] / 2), w))
+        pairs.append(Revolute(f"O{k + 1}", f"crank{k + 1}", "ground", (-crank / 2, 0.0), base))
+    cstart = (crank * c, crank * s)
+    cend = (cstart[0] + length, cstart[1])
+    coupler = _link("coupler", cstart, cend)
+    bodies.append(Body("coupler", coupler.mass, coupler.inertia, coupler.position, coupler.angle,
+                       tip_v, 0.0))
+    for k in range(n_cranks):
+        pairs.append(
+            Revolute(f"A{k + 1}", f"crank{k + 1}", "coupler", (crank / 2, 0.0),
+                     (k * spacing - length / 2, 0.0))
+        )
+    return Mechanism(bodies, pairs, gravity=(0.0, -gravity))
+
+
+def _link(name: str, start, end, density: float = 1.0) -> Body:
+    """A uniform slender link from `start` to `end` with its frame at the middle,
+    x axis along the link."""
+    lx, ly = end[0] - start[0], end[1] - start[1]
+    length = math.hypot(lx, ly)
+    mass = density * length
+    return Body(
+        name, mass, mass * length**2 / 12.0,
+        position=((start[0] + end[0]) / 2, (start[1] + end[1]) / 2),
+        angle=math.atan2(ly, lx),
+    )
+
+
+def _half(start, end, sign: int) -> tuple[float, float]:
+    """Body-frame coordinates of a link's end (sign −1: start, +1: end)."""
+    return (sign * math.hypot(end[0] - start[0], end[1] - start[1]) / 2, 0.0)
