@@ -1,0 +1,522 @@
+"""Planar mechanisms from TOML files.
+
+The format is documented in `configs/README.md`. A configuration holds numbers,
+names and a few type strings; it never executes code (custom residuals exist in
+Python only). Type strings are mapped to objects in exactly one table,
+[`TYPES`][], and nowhere else.
+
+Everything is validated before anything is built, and *every* problem found is
+reported in one [`ConfigError`][] naming the file, the entry (`pairs[3] ("D")`,
+entries counted from 0) and the key.
+"""
+
+import dataclasses
+import difflib
+import math
+import os
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from .._assembly import CONSISTENCY_TOL, check_consistency
+from .._model import Model, State
+from .._motion import Constant, Polynomial, SmoothSteps
+from .._spec import (
+    GROUND,
+    Body,
+    KnifeEdge,
+    Load,
+    Marker,
+    Mechanism,
+    Revolute,
+    RevoluteDriver,
+    Translational,
+    TranslationalDriver,
+    Weld,
+)
+
+
+class ConfigError(ValueError):
+    """An invalid configuration file.
+
+    The message starts with one line `FILE: first problem`, which names the entry
+    and the key; when there are several problems, all of them follow, one per line.
+
+    **Attributes:**
+
+    - `path`: the file, as given.
+    - `problems`: every problem found, each naming its entry and key.
+    """
+
+    def __init__(self, path: str | os.PathLike, problems: Sequence[str], hint: str | None = None):
+        self.path = str(path)
+        self.problems = tuple(problems)
+        message = f"{self.path}: {self.problems[0]}"
+        if len(self.problems) > 1:
+            message += f" (and {len(self.problems) - 1} more problem(s), all listed below)"
+            message += "".join(f"\n  - {p}" for p in self.problems)
+        if hint is not None:
+            message += f"\n{hint}"
+        super().__init__(message)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Config:
+    """A loaded configuration: the mechanism, its model, its initial state.
+
+    **Attributes:**
+
+    - `path`: the file it was read from.
+    - `name`: `[mechanism] name` (default: the file name without extension).
+    - `mechanism`: the [`redundax.Mechanism`][] described by the file.
+    - `model`: `mechanism.build()`.
+    - `state`: the initial [`redundax.State`][] (t = 0) from the bodies' poses and
+      velocities; it satisfies the constraints to `consistency_tolerance`.
+    - `simulation`: the raw `[simulation]` table (`{}` when absent); its keys are
+      read and checked by the commands that use them.
+    - `tracked`: names of the tracked points (`[[markers]]`), in file order.
+    - `consistency_tolerance`: the tolerance the initial state was checked with.
+    """
+
+    path: Path
+    name: str
+    mechanism: Mechanism
+    model: Model
+    state: State
+    simulation: dict[str, Any]
+    tracked: tuple[str, ...]
+    consistency_tolerance: float
+
+
+# --------------------------------------------------------------------------- values
+# A check takes (value, where, problems) and returns the parsed value, or None after
+# recording a problem.
+_Check = Callable[[Any, str, list[str]], Any]
+
+
+def _describe(value: Any) -> str:
+    """A value and its TOML type, for messages."""
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return f"an array of length {len(value)}"
+    kinds = {bool: "a boolean", int: "an integer", float: "a float", str: "a string"}
+    text = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    return f"{text} ({kinds.get(type(value), type(value).__name__)})"
+
+
+def _number(value: Any, where: str, problems: list[str]) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        hint = ""
+        if isinstance(value, str):
+            try:
+                float(value)
+                hint = "; write the number without quotes"
+            except ValueError:
+                pass
+        problems.append(f"{where}: expected a number, got {_describe(value)}{hint}")
+        return None
+    if not math.isfinite(value):
+        problems.append(f"{where}: must be finite, got {value}")
+        return None
+    return float(value)
+
+
+def _positive(value: Any, where: str, problems: list[str]) -> float | None:
+    x = _number(value, where, problems)
+    if x is not None and x <= 0.0:
+        problems.append(f"{where}: must be positive, got {x}")
+        return None
+    return x
+
+
+def _numbers(value: Any, where: str, problems: list[str]) -> np.ndarray | None:
+    if not isinstance(value, list) or not value:
+        problems.append(f"{where}: expected a non-empty array of numbers, got {_describe(value)}")
+        return None
+    out = [_number(v, f"{where}[{k}]", problems) for k, v in enumerate(value)]
+    return None if None in out else np.asarray(out, dtype=float)
+
+
+def _vector(value: Any, where: str, problems: list[str]) -> tuple[float, float] | None:
+    if not isinstance(value, list) or len(value) != 2:
+        problems.append(f"{where}: expected a vector [x, y] of 2 numbers, got {_describe(value)}")
+        return None
+    out = _numbers(value, where, problems)
+    return None if out is None else (float(out[0]), float(out[1]))
+
+
+def _direction(value: Any, where: str, problems: list[str]) -> tuple[float, float] | None:
+    v = _vector(value, where, problems)
+    if v is not None and v == (0.0, 0.0):
+        problems.append(f"{where}: must be a non-zero vector (it is normalised to unit length)")
+        return None
+    return v
+
+
+def _name(value: Any, where: str, problems: list[str]) -> str | None:
+    if not isinstance(value, str) or not value:
+        problems.append(f"{where}: expected a non-empty string, got {_describe(value)}")
+        return None
+    return value
+
+
+def _motion(value: Any, where: str, problems: list[str]) -> Any:
+    if not isinstance(value, dict):
+        problems.append(
+            f'{where}: expected a table such as {{ type = "constant", value = 0.0 }}, '
+            f"got {_describe(value)}"
+        )
+        return None
+    return _typed(value, "motion", where, problems)
+
+
+def _increasing_knots(values: dict[str, Any], where: str, problems: list[str]) -> None:
+    times, knots = values["times"], values["values"]
+    if len(times) != len(knots):
+        problems.append(
+            f"{where}: 'times' and 'values' must have the same length, got {len(times)} and "
+            f"{len(knots)}"
+        )
+    if len(times) < 2 or np.any(np.diff(times) <= 0.0):
+        problems.append(f"{where} key 'times': expected at least 2 strictly increasing times")
+
+
+# --------------------------------------------------------------------------- schemas
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """What one kind of entry is built into, and the keys it accepts.
+
+    **Attributes:**
+
+    - `build`: the constructor, called with the parsed keys as keyword arguments.
+    - `keys`: every accepted key and the check that parses its value.
+    - `required`: the keys that must be present; the others take the defaults of
+      `build` (listed in `configs/README.md`).
+    - `check`: an optional cross-key check on the parsed values.
+    """
+
+    build: Callable[..., Any]
+    keys: Mapping[str, _Check]
+    required: tuple[str, ...]
+    check: Callable[[dict[str, Any], str, list[str]], None] | None = None
+
+
+_TWO_BODIES: Final = {
+    "name": _name,
+    "body_i": _name,
+    "body_j": _name,
+    "point_i": _vector,
+    "point_j": _vector,
+}
+_TWO_BODIES_REQUIRED: Final = ("name", "body_i", "body_j")
+
+TYPES: Final[Mapping[str, Mapping[str, Kind]]] = {
+    "pair": {
+        "revolute": Kind(Revolute, _TWO_BODIES, _TWO_BODIES_REQUIRED),
+        "translational": Kind(
+            Translational,
+            {**_TWO_BODIES, "normal": _direction, "angle": _number},
+            _TWO_BODIES_REQUIRED,
+        ),
+        "weld": Kind(Weld, {**_TWO_BODIES, "angle": _number}, _TWO_BODIES_REQUIRED),
+        "translational-driver": Kind(
+            TranslationalDriver,
+            {**_TWO_BODIES, "direction": _direction, "motion": _motion},
+            (*_TWO_BODIES_REQUIRED, "motion"),
+        ),
+        "revolute-driver": Kind(
+            RevoluteDriver,
+            {"name": _name, "body_i": _name, "body_j": _name, "motion": _motion},
+            (*_TWO_BODIES_REQUIRED, "motion"),
+        ),
+        "knife-edge": Kind(
+            KnifeEdge,
+            {"name": _name, "body": _name, "point": _vector, "normal": _direction},
+            ("name", "body"),
+        ),
+    },
+    "motion": {
+        "constant": Kind(Constant, {"value": _number}, ("value",)),
+        "polynomial": Kind(Polynomial, {"coefficients": _numbers}, ("coefficients",)),
+        "smooth-steps": Kind(
+            SmoothSteps,
+            {"times": _numbers, "values": _numbers},
+            ("times", "values"),
+            _increasing_knots,
+        ),
+    },
+}
+"""The one table from type strings to objects: `TYPES["pair"]` for `[[pairs]] type`,
+`TYPES["motion"]` for the `motion` tables of drivers."""
+
+_BODY: Final = Kind(
+    Body,
+    {
+        "name": _name,
+        "mass": _positive,
+        "inertia": _positive,
+        "position": _vector,
+        "angle": _number,
+        "velocity": _vector,
+        "angular_velocity": _number,
+    },
+    ("name", "mass", "inertia"),
+)
+_LOAD: Final = Kind(
+    Load, {"body": _name, "force": _vector, "point": _vector, "torque": _number}, ("body",)
+)
+_MARKER: Final = Kind(Marker, {"name": _name, "body": _name, "point": _vector}, ("name", "body"))
+_MECHANISM: Final = Kind(
+    dict,
+    {"name": _name, "description": _name, "gravity": _vector, "consistency_tolerance": _positive},
+    (),
+)
+_ARRAYS: Final = ("bodies", "pairs", "loads", "markers")
+_TOP_LEVEL: Final = ("mechanism", *_ARRAYS, "simulation")
+_BODY_KEYS: Final = ("body", "body_i", "body_j")
+
+
+def _suggest(key: str, choices: Sequence[str], label: str = "allowed") -> str:
+    """`(did you mean 'mass'? allowed: ...)` for a misspelt key or name."""
+    close = difflib.get_close_matches(key, choices, n=1)
+    did_you_mean = f"did you mean {close[0]!r}? " if close else ""
+    return f"({did_you_mean}{label}: {', '.join(choices)})"
+
+
+def _keys(
+    raw: dict[str, Any], kind: Kind, where: str, problems: list[str], extra: Sequence[str] = ()
+) -> dict[str, Any] | None:
+    """Check the keys of one table against `kind` and parse their values.
+
+    Returns the parsed values, or None when a problem was recorded.
+    """
+    before = len(problems)
+    allowed = [*extra, *kind.keys]
+    for key in raw:
+        if key not in allowed:
+            problems.append(f"{where}: unknown key {key!r} {_suggest(key, allowed)}")
+    for key in kind.required:
+        if key not in raw:
+            problems.append(f"{where}: missing required key {key!r}")
+    values = {
+        key: check(raw[key], f"{where} key {key!r}", problems)
+        for key, check in kind.keys.items()
+        if key in raw
+    }
+    if len(problems) == before and kind.check is not None:
+        kind.check(values, where, problems)
+    return None if len(problems) > before else values
+
+
+def _typed(raw: dict[str, Any], table: str, where: str, problems: list[str]) -> Any:
+    """Build an entry whose `type` key selects its kind in `TYPES[table]`."""
+    kinds = TYPES[table]
+    if "type" not in raw:
+        problems.append(f"{where}: missing required key 'type' (known: {', '.join(kinds)})")
+        return None
+    kind_name = raw["type"]
+    if not isinstance(kind_name, str):
+        problems.append(
+            f"{where} key 'type': expected a string, got {_describe(kind_name)} "
+            f"(known: {', '.join(kinds)})"
+        )
+        return None
+    if kind_name not in kinds:
+        known = _suggest(kind_name, list(kinds), "known")
+        problems.append(f"{where} key 'type': unknown {table} type {kind_name!r} {known}")
+        return None
+    kind = kinds[kind_name]
+    values = _keys(raw, kind, where, problems, extra=("type",))
+    return None if values is None else kind.build(**values)
+
+
+def _entries(document: dict[str, Any], table: str, problems: list[str]) -> list[tuple[str, dict]]:
+    """The entries of the array of tables `[[table]]`, each with its location."""
+    raw = document.get(table, [])
+    if not isinstance(raw, list) or not all(isinstance(e, dict) for e in raw):
+        problems.append(f"{table}: expected an array of tables, written [[{table}]]")
+        return []
+    out = []
+    for k, entry in enumerate(raw):
+        name = entry.get("name")
+        where = f'{table}[{k}] ("{name}")' if isinstance(name, str) else f"{table}[{k}]"
+        out.append((where, entry))
+    return out
+
+
+def _check_names(
+    bodies: list[tuple[str, dict]],
+    others: Mapping[str, list[tuple[str, dict]]],
+    problems: list[str],
+) -> None:
+    """Duplicate names, the reserved name, and references to unknown bodies."""
+    for what, entries in {"body": bodies, **others}.items():
+        seen: set[str] = set()
+        for where, raw in entries:
+            name = raw.get("name")
+            if not isinstance(name, str):
+                continue
+            if name in seen:
+                problems.append(f"{where}: duplicate {what} name {name!r}; names must be unique")
+            seen.add(name)
+    for where, raw in bodies:
+        if raw.get("name") == GROUND:
+            problems.append(f"{where} key 'name': {GROUND!r} is reserved for the fixed frame")
+    names = {raw["name"] for _, raw in bodies if isinstance(raw.get("name"), str)}
+    known = [*sorted(names - {GROUND}), GROUND]
+    for entries in others.values():
+        for where, raw in entries:
+            for key in _BODY_KEYS:
+                body = raw.get(key)
+                if isinstance(body, str) and body not in known:
+                    problems.append(
+                        f"{where} key {key!r}: unknown body {body!r} "
+                        f"{_suggest(body, known, 'known bodies')}"
+                    )
+            if isinstance(raw.get("body_i"), str) and raw.get("body_i") == raw.get("body_j"):
+                problems.append(f"{where}: body_i and body_j are the same body {raw['body_i']!r}")
+
+
+def _bullets(message: str) -> list[str]:
+    """The `- item` lines of a library error, or its whole text when it has none."""
+    items = [line.strip()[2:] for line in message.splitlines() if line.strip().startswith("- ")]
+    return items or [message]
+
+
+# --------------------------------------------------------------------------- loading
+@dataclasses.dataclass(frozen=True)
+class _Parsed:
+    mechanism: Mechanism
+    options: dict[str, Any]
+    simulation: dict[str, Any]
+
+
+def _parse(path: Path, document: dict[str, Any]) -> _Parsed:
+    """Validate a parsed TOML document and describe its `Mechanism`."""
+    problems: list[str] = []
+    for key in document:
+        if key not in _TOP_LEVEL:
+            problems.append(f"top level: unknown table {key!r} {_suggest(key, _TOP_LEVEL)}")
+    if "bodies" not in document:
+        problems.append("top level: no bodies; add at least one [[bodies]] entry")
+
+    header = document.get("mechanism", {})
+    if not isinstance(header, dict):
+        problems.append("mechanism: expected a table, written [mechanism]")
+        header = {}
+    options = _keys(header, _MECHANISM, "mechanism", problems) or {}
+    simulation = document.get("simulation", {})
+    if not isinstance(simulation, dict):
+        problems.append("simulation: expected a table, written [simulation]")
+        simulation = {}
+
+    raw = {table: _entries(document, table, problems) for table in _ARRAYS}
+
+    def build(table: str, kind: Kind) -> list[Any]:
+        parsed = [_keys(entry, kind, where, problems) for where, entry in raw[table]]
+        return [kind.build(**values) for values in parsed if values is not None]
+
+    bodies = build("bodies", _BODY)
+    pairs = [_typed(entry, "pair", where, problems) for where, entry in raw["pairs"]]
+    loads = build("loads", _LOAD)
+    markers = build("markers", _MARKER)
+    _check_names(
+        raw["bodies"],
+        {"pair": raw["pairs"], "load": raw["loads"], "marker": raw["markers"]},
+        problems,
+    )
+    if problems:
+        raise ConfigError(path, problems)
+    mechanism = Mechanism(
+        bodies=bodies,
+        pairs=pairs,
+        gravity=options.get("gravity", (0.0, 0.0)),
+        loads=loads,
+        markers=markers,
+    )
+    return _Parsed(mechanism, options, dict(simulation))
+
+
+def load_config(path: str | os.PathLike) -> Config:
+    """Read, validate and build a mechanism configuration.
+
+    **Arguments:**
+
+    - `path`: a TOML file in the format of `configs/README.md`.
+
+    **Returns:** a [`Config`][] with the mechanism, its `Model` and its initial `State`.
+
+    **Raises:** [`ConfigError`][] (a `ValueError`) listing every problem: a missing
+    file, a TOML syntax error (with its line), unknown or missing keys, values of
+    the wrong type or length, non-positive masses or inertias, unknown pair or
+    motion types, unknown or duplicate names, and an initial state that violates
+    the constraints by more than `[mechanism] consistency_tolerance`.
+
+    !!! example
+        ```python
+        from redundax.io import load_config
+        config = load_config("configs/mobile_robot.toml")
+        report = rx.analyze_solvability(config.model, config.state.q)
+        ```
+    """
+    path = Path(path)
+    try:
+        with path.open("rb") as file:
+            document = tomllib.load(file)
+    except FileNotFoundError:
+        raise ConfigError(path, ["no such file"]) from None
+    except IsADirectoryError:
+        raise ConfigError(path, ["is a directory, not a configuration file"]) from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(path, [f"TOML syntax error: {err}"]) from None
+    except UnicodeDecodeError:
+        raise ConfigError(path, ["not a text file (TOML files are UTF-8)"]) from None
+
+    parsed = _parse(path, document)
+    mechanism, options = parsed.mechanism, parsed.options
+    try:
+        model = mechanism.build()
+        state = mechanism.initial_state()
+    except ValueError as err:
+        raise ConfigError(path, _bullets(str(err))) from None
+
+    tol = options.get("consistency_tolerance", CONSISTENCY_TOL)
+    try:
+        check_consistency(model, state, tol)
+    except ValueError as err:
+        raise ConfigError(
+            path,
+            [f"inconsistent initial configuration: {item}" for item in _bullets(str(err))],
+            hint="fix the bodies' position/angle/velocity so that every pair is assembled, "
+            "or loosen [mechanism] consistency_tolerance",
+        ) from None
+
+    return Config(
+        path=path,
+        name=options.get("name", path.stem),
+        mechanism=mechanism,
+        model=model,
+        state=state,
+        simulation=parsed.simulation,
+        tracked=tuple(mk.name for mk in mechanism.markers),
+        consistency_tolerance=tol,
+    )
+
+
+def load_mechanism(path: str | os.PathLike) -> Mechanism:
+    """Read and validate a configuration and return only its `Mechanism`.
+
+    **Arguments:**
+
+    - `path`: a TOML file in the format of `configs/README.md`.
+
+    **Returns:** the [`redundax.Mechanism`][] (validated: it builds, and its initial
+    state satisfies the constraints).
+
+    **Raises:** [`ConfigError`][], as [`load_config`][].
+    """
+    return load_config(path).mechanism

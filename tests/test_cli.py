@@ -1,0 +1,170 @@
+"""The `redundax` command line: `analyze`, its JSON contract (DESIGN.md §7), help,
+and one-line errors with exit status 2."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from redundax.cli import COMMANDS, main
+
+ROOT = Path(__file__).resolve().parents[1]
+MOBILE_ROBOT = ROOT / "configs" / "mobile_robot.toml"
+FOUR_BAR = ROOT / "configs" / "four_bar.toml"
+
+# DESIGN.md §6: the paper's verdicts for the mobile robot.
+UNIQUE = ("A", "D", "E", "F", "G", "H", "drive", "W5")
+NOT_UNIQUE = ("B", "C", "W1", "W2", "W3", "W4")
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _check_mobile_robot_json(result: dict) -> None:
+    for key in ("n", "m", "h", "rank", "redundancy", "dof", "pairs"):
+        assert key in result
+    assert (result["n"], result["m"], result["h"]) == (21, 17, 5)
+    assert (result["rank"], result["redundancy"], result["dof"]) == (20, 2, 1)
+    pairs = result["pairs"]
+    assert list(pairs) == [*"ABCDEFGH", "drive", "W1", "W2", "W3", "W4", "W5"]  # file order
+    assert {name for name, p in pairs.items() if p["unique"]} == set(UNIQUE)
+    assert {name for name, p in pairs.items() if not p["unique"]} == set(NOT_UNIQUE)
+    for p in pairs.values():
+        assert set(p) >= {"rows", "unique", "multipliers_unique", "b_norm"}
+        assert isinstance(p["b_norm"], float) and p["b_norm"] >= 0.0
+        assert isinstance(p["unique"], bool) and isinstance(p["multipliers_unique"], bool)
+    # Rows are 1-based, in file order, holonomic first: they tile 1..22.
+    assert pairs["A"]["rows"] == [1, 2]
+    assert pairs["C"]["rows"] == [5, 6]
+    assert pairs["drive"]["rows"] == [17]
+    assert pairs["W1"]["rows"] == [18]
+    assert pairs["W4"]["rows"] == [21]
+    assert sorted(r for p in pairs.values() for r in p["rows"]) == list(range(1, 23))
+
+
+def test_analyze_prints_the_table(capsys):
+    status, out, err = _run(capsys, "analyze", str(MOBILE_ROBOT))
+    assert status == 0, err
+    assert "degree of redundancy p = 2" in out and "mobility = 1" in out
+    assert "rank C = 20" in out
+    verdicts = {}
+    for line in out.splitlines():
+        words = line.split()
+        if words and words[0] in UNIQUE + NOT_UNIQUE:
+            verdicts[words[0]] = "NOT unique" not in line
+    assert verdicts == {**dict.fromkeys(UNIQUE, True), **dict.fromkeys(NOT_UNIQUE, False)}
+
+
+def test_analyze_json_follows_the_contract(capsys):
+    status, out, err = _run(capsys, "analyze", str(MOBILE_ROBOT), "--json")
+    assert status == 0, err
+    _check_mobile_robot_json(json.loads(out))  # the whole of stdout is one JSON object
+
+
+def test_analyze_json_with_rtol(capsys):
+    status, out, err = _run(capsys, "analyze", str(FOUR_BAR), "--json", "--rtol", "1e-10")
+    assert status == 0, err
+    result = json.loads(out)
+    assert (result["rank"], result["redundancy"], result["dof"]) == (8, 0, 1)
+    assert all(p["unique"] for p in result["pairs"].values())
+
+
+def test_console_entry_point_in_a_subprocess():
+    proc = subprocess.run(
+        [sys.executable, "-m", "redundax.cli", "analyze", "configs/mobile_robot.toml", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    _check_mobile_robot_json(json.loads(proc.stdout))
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["analyze", "--help"]])
+def test_help(capsys, argv):
+    status, out, _ = _run(capsys, *argv)
+    assert status == 0
+    assert out.startswith("usage: redundax")
+    assert "CONFIG" in out or "COMMAND" in out
+
+
+def test_program_help_lists_every_command(capsys):
+    _, out, _ = _run(capsys, "--help")
+    for name, command in COMMANDS.items():
+        assert name in out and command.summary.split()[0] in out
+
+
+def test_no_command_prints_help_and_fails(capsys):
+    status, _, err = _run(capsys)
+    assert status == 2
+    assert "usage: redundax" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["frobnicate", "x.toml"], "invalid choice: 'frobnicate'"),
+        (["analyze"], "the following arguments are required: CONFIG"),
+        (["analyze", "x.toml", "--rtol", "-1"], "expected a positive number, got '-1'"),
+    ],
+)
+def test_usage_errors(capsys, argv, message):
+    status, out, err = _run(capsys, *argv)
+    assert status == 2
+    assert out == ""
+    assert message in err
+
+
+def test_missing_file_is_one_line(capsys, tmp_path):
+    path = tmp_path / "absent.toml"
+    status, out, err = _run(capsys, "analyze", str(path), "--json")
+    assert status == 2
+    assert out == ""
+    assert err.splitlines() == [f"redundax: error: {path}: no such file"]
+
+
+def test_invalid_config_names_the_field(capsys, tmp_path):
+    text = FOUR_BAR.read_text(encoding="utf-8")
+    assert text.count("mass = 1.2\n") == 1
+    path = tmp_path / "bad.toml"
+    path.write_text(text.replace("mass = 1.2\n", "mass = -1.2\n"), encoding="utf-8")
+    status, out, err = _run(capsys, "analyze", str(path))
+    assert status == 2
+    assert out == ""
+    assert "Traceback" not in err
+    assert err.splitlines() == [
+        f"redundax: error: {path}: bodies[1] (\"coupler\") key 'mass': must be positive, got -1.2"
+    ]
+
+
+def test_several_problems_first_line_then_the_list(capsys, tmp_path):
+    text = FOUR_BAR.read_text(encoding="utf-8")
+    path = tmp_path / "bad.toml"
+    path.write_text(
+        text.replace("mass = 1.2\n", "masss = 1.2\n").replace("[simulation]", "[simulaton]"),
+        encoding="utf-8",
+    )
+    status, _, err = _run(capsys, "analyze", str(path))
+    assert status == 2
+    first, *rest = err.splitlines()
+    assert first.startswith(f"redundax: error: {path}: ")
+    assert "(and 2 more problem(s), all listed below)" in first
+    assert any("unknown key 'masss'" in line for line in rest)
+    assert any("missing required key 'mass'" in line for line in rest)
+    assert any("unknown table 'simulaton'" in line for line in rest)
+
+
+def test_toml_syntax_error(capsys, tmp_path):
+    path = tmp_path / "broken.toml"
+    path.write_text('[mechanism]\nname = "broken\n', encoding="utf-8")
+    status, _, err = _run(capsys, "analyze", str(path))
+    assert status == 2
+    assert err.startswith(f"redundax: error: {path}: TOML syntax error:")
+    assert "line 2" in err

@@ -1,0 +1,350 @@
+"""TOML configurations: the shipped files equal the Python models, and every user
+mistake is reported with the file, the entry and the key."""
+
+import dataclasses
+import re
+from pathlib import Path
+
+import jaxtyping
+import numpy as np
+import pytest
+
+import redundax as rx
+from helpers import TOL_EXACT
+from redundax import models
+from redundax.io import TYPES, Config, ConfigError, load_config, load_mechanism
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+MOBILE_ROBOT = CONFIGS / "mobile_robot.toml"
+FOUR_BAR = CONFIGS / "four_bar.toml"
+
+
+def _same_mechanism(config: Config, mechanism: rx.Mechanism) -> None:
+    """Assert that a loaded configuration and a Python mechanism are the same model."""
+    model, state = mechanism.build(), mechanism.initial_state()
+    cmodel, cstate = config.model, config.state
+    assert cmodel.pairs == model.pairs  # names, kinds, rows (file order) and bodies
+    assert cmodel.bodies.names == model.bodies.names
+    assert cmodel.markers.names == model.markers.names
+    for got, want in [
+        (cmodel.bodies.mass, model.bodies.mass),
+        (cmodel.bodies.inertia, model.bodies.inertia),
+        (cmodel.gravity, model.gravity),
+        (cmodel.markers.points, model.markers.points),
+        (cstate.q, state.q),
+        (cstate.qd, state.qd),
+    ]:
+        np.testing.assert_allclose(got, want, rtol=0.0, atol=TOL_EXACT)
+    for t in (0.0, 1.0, 3.0, 6.0, 9.0):
+        np.testing.assert_allclose(
+            rx.constraint_matrix(cmodel, cstate.q, t),
+            rx.constraint_matrix(model, state.q, t),
+            rtol=0.0,
+            atol=TOL_EXACT,
+        )
+        np.testing.assert_allclose(
+            rx.position_residual(cmodel, state.q, t),
+            rx.position_residual(model, state.q, t),
+            rtol=0.0,
+            atol=TOL_EXACT,
+        )
+    got = rx.analyze_solvability(cmodel, cstate.q, cstate.t).to_dict()
+    want = rx.analyze_solvability(model, state.q, state.t).to_dict()
+    got_b = [p.pop("b_norm") for p in got["pairs"].values()]
+    want_b = [p.pop("b_norm") for p in want["pairs"].values()]
+    assert got == want
+    np.testing.assert_allclose(got_b, want_b, rtol=0.0, atol=TOL_EXACT)
+
+
+def _reference_mobile_robot() -> rx.Mechanism:
+    """`models.mobile_robot()`, built with run-time type checks off.
+
+    Workaround: `models.mobile_robot_steering()` passes Python lists to `SmoothSteps`,
+    whose `Float[ArrayLike, " knots"]` annotation rejects lists under the tests'
+    jaxtyping + beartype hook. Remove once models.py passes arrays.
+    """
+    jaxtyping.config.update("jaxtyping_disable", True)
+    try:
+        return models.mobile_robot()
+    finally:
+        jaxtyping.config.update("jaxtyping_disable", False)
+
+
+def test_mobile_robot_config_is_models_mobile_robot():
+    config = load_config(MOBILE_ROBOT)
+    _same_mechanism(config, _reference_mobile_robot())
+    report = rx.analyze_solvability(config.model, config.state.q)
+    assert int(report.rank) == 20 and int(report.redundancy) == 2 and int(report.dof) == 1
+    assert config.tracked == ("platform_centre", "W1", "W2", "W3", "W4", "W5")
+    assert config.simulation["t_final"] == 10.0
+    assert config.name.startswith("mobile robot")
+    assert config.consistency_tolerance == 1e-8
+
+
+def test_four_bar_config_is_models_four_bar():
+    config = load_config(FOUR_BAR)
+    _same_mechanism(config, models.four_bar())
+    assert config.tracked == ("B",)
+    assert config.path == FOUR_BAR
+
+
+def test_load_mechanism_returns_the_mechanism():
+    mechanism = load_mechanism(FOUR_BAR)
+    assert [b.name for b in mechanism.bodies] == ["crank", "coupler", "rocker"]
+    assert [p.name for p in mechanism.pairs] == ["O", "A", "B", "D"]
+
+
+def test_every_key_of_the_type_table_is_a_field_of_its_object():
+    # Guards the one string → object table against changes of the specs.
+    assert set(TYPES["pair"]) == {
+        "revolute",
+        "translational",
+        "weld",
+        "translational-driver",
+        "revolute-driver",
+        "knife-edge",
+    }
+    assert set(TYPES["motion"]) == {"constant", "polynomial", "smooth-steps"}
+    for table in TYPES.values():
+        for kind in table.values():
+            fields = {f.name for f in dataclasses.fields(kind.build)}
+            assert set(kind.keys) == fields, kind.build
+            assert set(kind.required) <= set(kind.keys)
+
+
+# ------------------------------------------------------------------------ mistakes
+def _mutate(text: str, old: str, new: str) -> str:
+    """Replace the one occurrence of `old`, so that a test cannot pass vacuously."""
+    assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times"
+    return text.replace(old, new)
+
+
+def _write(tmp_path: Path, text: str, name: str = "mechanism.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _error(tmp_path: Path, text: str) -> ConfigError:
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: "), "the message must name the file"
+    return info.value
+
+
+FOUR_BAR_TEXT = FOUR_BAR.read_text(encoding="utf-8")
+MOBILE_TEXT = MOBILE_ROBOT.read_text(encoding="utf-8")
+PAIR_D = 'name = "D"\ntype = "revolute"'
+ROCKER_POSITION = "position = [1.1694048299802482, 0.3623561833049952]"
+
+MISTAKES = {
+    "unknown body": (
+        [('body_j = "rocker"', 'body_j = "rockr"')],
+        r"pairs\[2\] \(\"B\"\) key 'body_j': unknown body 'rockr' \(did you mean 'rocker'\? "
+        r"known bodies: coupler, crank, rocker, ground\)",
+    ),
+    "duplicate body name": (
+        [('name = "rocker"', 'name = "coupler"')],
+        r"bodies\[2\] \(\"coupler\"\): duplicate body name 'coupler'",
+    ),
+    "duplicate pair name": (
+        [(PAIR_D, 'name = "A"\ntype = "revolute"')],
+        r"pairs\[3\] \(\"A\"\): duplicate pair name 'A'",
+    ),
+    "wrong vector length": (
+        [("point_i = [0.6, 0.0]", "point_i = [0.6, 0.0, 0.0]")],
+        r"pairs\[2\] \(\"B\"\) key 'point_i': expected a vector \[x, y\] of 2 numbers, "
+        r"got an array of length 3",
+    ),
+    "non-positive mass": (
+        [("mass = 1.2", "mass = 0.0")],
+        r"bodies\[1\] \(\"coupler\"\) key 'mass': must be positive, got 0.0",
+    ),
+    "non-positive inertia": (
+        [("inertia = 0.144", "inertia = -0.144")],
+        r"bodies\[1\] \(\"coupler\"\) key 'inertia': must be positive, got -0.144",
+    ),
+    "unknown pair type": (
+        [(PAIR_D, 'name = "D"\ntype = "revolut"')],
+        r"pairs\[3\] \(\"D\"\) key 'type': unknown pair type 'revolut' \(did you mean "
+        r"'revolute'\? known: revolute, translational, weld, translational-driver, "
+        r"revolute-driver, knife-edge\)",
+    ),
+    "typo in a key": (
+        [("mass = 0.4\n", "masss = 0.4\n")],
+        r"bodies\[0\] \(\"crank\"\): unknown key 'masss' \(did you mean 'mass'\?",
+    ),
+    "missing required key": (
+        [('body_i = "crank"\nbody_j = "ground"\n', 'body_i = "crank"\n')],
+        r"pairs\[0\] \(\"O\"\): missing required key 'body_j'",
+    ),
+    "string where a number is expected": (
+        [("mass = 1.2", 'mass = "1.2"')],
+        r"bodies\[1\] \(\"coupler\"\) key 'mass': expected a number, got '1.2' \(a string\); "
+        r"write the number without quotes",
+    ),
+    "array where a number is expected": (
+        [("angle = 0.3207220116342567", "angle = [0.3207220116342567]")],
+        r"bodies\[1\] \(\"coupler\"\) key 'angle': expected a number, got an array of length 1",
+    ),
+    "typo in the mechanism table": (
+        [("gravity = [0.0, -9.81]", "gravty = [0.0, -9.81]")],
+        r"mechanism: unknown key 'gravty' \(did you mean 'gravity'\?",
+    ),
+    "pair type that is not a string": (
+        [(PAIR_D, 'name = "D"\ntype = 1')],
+        r"pairs\[3\] \(\"D\"\) key 'type': expected a string, got 1 \(an integer\) "
+        r"\(known: revolute,",
+    ),
+    "unknown table": (
+        [("[simulation]", "[simulaton]")],
+        r"top level: unknown table 'simulaton' \(did you mean 'simulation'\?",
+    ),
+    "reserved body name": (
+        [('name = "crank"', 'name = "ground"')],
+        r"bodies\[0\] \(\"ground\"\) key 'name': 'ground' is reserved for the fixed frame",
+    ),
+    "pair between a body and itself": (
+        [('body_i = "rocker"\nbody_j = "ground"', 'body_i = "rocker"\nbody_j = "rocker"')],
+        r"pairs\[3\] \(\"D\"\): body_i and body_j are the same body 'rocker'",
+    ),
+    "marker on an unknown body": (
+        [('body = "coupler"', 'body = "copler"')],
+        r"markers\[0\] \(\"B\"\) key 'body': unknown body 'copler' \(did you mean 'coupler'\?",
+    ),
+    "zero normal": (
+        [
+            (
+                "[[markers]]",
+                '[[pairs]]\nname = "K"\ntype = "knife-edge"\nbody = "crank"\n'
+                "normal = [0.0, 0.0]\n\n[[markers]]",
+            )
+        ],
+        r"pairs\[4\] \(\"K\"\) key 'normal': must be a non-zero vector",
+    ),
+    "load with an unknown key": (
+        [
+            (
+                "[[markers]]",
+                '[[loads]]\nbody = "crank"\nforce = [1.0, 0.0]\ntorqe = 1.0\n\n[[markers]]',
+            )
+        ],
+        r"loads\[0\]: unknown key 'torqe' \(did you mean 'torque'\?",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_a_mistake_is_reported_with_entry_and_key(tmp_path, mistake):
+    edits, message = MISTAKES[mistake]
+    text = FOUR_BAR_TEXT
+    for old, new in edits:
+        text = _mutate(text, old, new)
+    err = _error(tmp_path, text)
+    assert isinstance(err, ValueError)
+    assert any(re.search(message, p) for p in err.problems), err.problems
+    assert re.search(message, str(err))
+
+
+MOTION = (
+    'motion = { type = "smooth-steps", times = [0.0, 0.5, 1.5, 2.5, 3.5, 5.5, 6.5, 7.5, 8.5], '
+    "values = [-1.0, -1.0, -0.98, -0.98, -1.0, -1.0, -1.02, -1.02, -1.0] }"
+)
+
+
+@pytest.mark.parametrize(
+    ("motion", "message"),
+    [
+        (
+            MOTION.replace('"smooth-steps"', '"smoothsteps"'),
+            r"pairs\[8\] \(\"drive\"\) key 'motion' key 'type': unknown motion type "
+            r"'smoothsteps' \(did you mean 'smooth-steps'\? known: constant, polynomial, "
+            r"smooth-steps\)",
+        ),
+        (
+            MOTION.replace("5.5, 6.5", "6.5, 5.5"),
+            r"pairs\[8\] \(\"drive\"\) key 'motion' key 'times': expected at least 2 strictly "
+            r"increasing times",
+        ),
+        (
+            MOTION.replace("-1.02, -1.02, -1.0]", "-1.02, -1.02]"),
+            r"'times' and 'values' must have the same length, got 9 and 8",
+        ),
+        ('motion = { type = "constant" }', r"key 'motion': missing required key 'value'"),
+        ("motion = -1.0", r"key 'motion': expected a table such as"),
+    ],
+)
+def test_a_motion_mistake_is_reported(tmp_path, motion, message):
+    err = _error(tmp_path, _mutate(MOBILE_TEXT, MOTION, motion))
+    assert re.search(message, str(err)), str(err)
+
+
+def test_all_problems_are_reported_at_once(tmp_path):
+    text = _mutate(FOUR_BAR_TEXT, "mass = 1.2", "mass = -1.2")
+    text = _mutate(text, 'body_j = "rocker"', 'body_j = "rockr"')
+    text = _mutate(text, "inertia = 0.144", "inertia_ = 0.144")
+    err = _error(tmp_path, text)
+    assert len(err.problems) == 4, err.problems  # 'inertia_' is unknown and 'inertia' missing
+    first, *rest = str(err).splitlines()
+    assert first.endswith("(and 3 more problem(s), all listed below)")
+    assert len(rest) == 4 and all(line.startswith("  - ") for line in rest)
+
+
+def test_toml_syntax_error_gives_the_line(tmp_path):
+    text = _mutate(FOUR_BAR_TEXT, "inertia = 0.144\n", "inertia = 0.144 kg m²\n")
+    line = text.splitlines().index("inertia = 0.144 kg m²") + 1
+    err = _error(tmp_path, text)
+    assert re.search(rf"TOML syntax error: .*\(at line {line}, column \d+\)", str(err))
+
+
+def test_missing_file(tmp_path):
+    path = tmp_path / "absent.toml"
+    with pytest.raises(ConfigError, match=r"absent\.toml: no such file"):
+        load_config(path)
+    with pytest.raises(ConfigError, match=r"absent\.toml: no such file"):
+        load_mechanism(path)
+
+
+def test_missing_bodies(tmp_path):
+    err = _error(tmp_path, '[mechanism]\nname = "nothing"\n')
+    assert re.search(r"top level: no bodies; add at least one \[\[bodies\]\] entry", str(err))
+
+
+def test_inconsistent_initial_configuration(tmp_path):
+    # Move the rocker by 1 cm: pairs B and D (its two pins) are violated, O and A are not.
+    text = _mutate(
+        FOUR_BAR_TEXT, ROCKER_POSITION, "position = [1.1794048299802482, 0.3623561833049952]"
+    )
+    err = _error(tmp_path, text)
+    assert [p.split(":")[1].strip() for p in err.problems] == ["pair 'B'", "pair 'D'"]
+    assert all(p.startswith("inconsistent initial configuration: pair") for p in err.problems)
+    assert "consistency_tolerance" in str(err)
+
+
+def test_consistency_tolerance_is_read_from_the_file(tmp_path):
+    moved = _mutate(
+        FOUR_BAR_TEXT, ROCKER_POSITION, "position = [1.1794048299802482, 0.3623561833049952]"
+    )
+    loose = _mutate(
+        moved, "gravity = [0.0, -9.81]", "gravity = [0.0, -9.81]\nconsistency_tolerance = 0.1"
+    )
+    config = load_config(_write(tmp_path, loose))
+    assert config.consistency_tolerance == 0.1
+    _error(tmp_path, moved)  # the same mechanism fails at the default tolerance
+
+
+def test_errors_of_mechanism_build_name_the_file(tmp_path, monkeypatch):
+    # Whatever Mechanism.build still rejects is reported with the file name prefixed.
+    def build(self):
+        raise ValueError("invalid mechanism (1 problem(s)):\n  - pair 'O': something wrong")
+
+    monkeypatch.setattr(rx.Mechanism, "build", build)
+    err = _error(tmp_path, FOUR_BAR_TEXT)
+    assert err.problems == ("pair 'O': something wrong",)
+
+
+def test_a_valid_edit_loads(tmp_path):
+    # The error tests edit FOUR_BAR_TEXT; unedited (in tmp_path) it loads.
+    config = load_config(_write(tmp_path, FOUR_BAR_TEXT))
+    assert config.model.n_constraints == 8
