@@ -20,6 +20,20 @@ from ._assembly import (
     velocity_bias as velocity_bias,
     velocity_residual as velocity_residual,
 )
+from ._dynamics import (
+    AbstractRedundancyMethod as AbstractRedundancyMethod,
+    AugmentedLagrangian as AugmentedLagrangian,
+    Elimination as Elimination,
+    NullSpace as NullSpace,
+    Penalty as Penalty,
+    Terms as Terms,
+    WeightedMinimumNorm as WeightedMinimumNorm,
+    dynamics_terms as dynamics_terms,
+    eliminate as eliminate,
+    minimum_norm_multipliers as minimum_norm_multipliers,
+    null_space_acceleration as null_space_acceleration,
+    solve_dynamics as solve_dynamics,
+)
 from ._model import Model as Model, Pair as Pair, State as State
 from ._motion import (
     AbstractMotion as AbstractMotion,
@@ -28,6 +42,9 @@ from ._motion import (
     Polynomial as Polynomial,
     SmoothSteps as SmoothSteps,
 )
+from ._reactions import Reactions as Reactions, reactions as reactions
+from ._simulate import Trajectory as Trajectory, simulate as simulate
+from ._stabilisation import Baumgarte as Baumgarte, Projection as Projection
 from ._qr import PivotedQR as PivotedQR, pivoted_qr as pivoted_qr
 from ._solvability import (
     Solvability as Solvability,

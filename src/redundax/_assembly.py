@@ -179,7 +179,7 @@ def mass_matrix(model: Model, q: Float[Array, " nq"] | None = None) -> Float[Arr
 def _work(model: Model, q: Float[Array, " nq"]) -> Float[Array, ""]:
     """Virtual-work potential of the constant loads: F = ∂W/∂q."""
     Q = _coords(model, q)
-    gravity = jnp.sum(model.bodies.mass[:, None] * Q[:-1, :2] * model.gravity)
+    gravity = jnp.sum(model.bodies.mass[:, None] * Q[:-1, :2] * model.gravity[None, :])
     L = model.loads
     qb = Q[L.bodies]
     points = qb[:, :2] + jax.vmap(lambda p, s: rot2(p) @ s)(qb[:, 2], L.points)

@@ -1,7 +1,7 @@
 """Prescribed motions d(t) for driving (rheonomic) constraints."""
 
 import abc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import equinox as eqx
@@ -40,7 +40,7 @@ class Polynomial(AbstractMotion):
 
     coefficients: Float[Array, " deg"]
 
-    def __init__(self, coefficients: Float[ArrayLike, " deg"]):
+    def __init__(self, coefficients: ArrayLike | Sequence[float]):
         self.coefficients = jnp.asarray(coefficients, dtype=float)
 
     def __call__(self, t: Scalar) -> Float[Array, ""]:
@@ -58,7 +58,9 @@ class SmoothSteps(AbstractMotion):
     times: Float[Array, " knots"]
     values: Float[Array, " knots"]
 
-    def __init__(self, times: Float[ArrayLike, " knots"], values: Float[ArrayLike, " knots"]):
+    def __init__(
+        self, times: ArrayLike | Sequence[float], values: ArrayLike | Sequence[float]
+    ):
         self.times = jnp.asarray(times, dtype=float)
         self.values = jnp.asarray(values, dtype=float)
 

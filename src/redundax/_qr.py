@@ -41,7 +41,9 @@ def default_rtol(shape: tuple[int, int]) -> float:
     return 2.0 * float(jnp.finfo(float).eps) * max(shape)
 
 
-def pivoted_qr(a: Float[ArrayLike, "m n"], rtol: float | None = None) -> PivotedQR:
+def pivoted_qr(
+    a: Float[ArrayLike, "m n"], rtol: float | None = None, rank: Int[ArrayLike, ""] | None = None
+) -> PivotedQR:
     """Rank-revealing Householder QR with column pivoting.
 
     **Arguments:**
@@ -49,6 +51,12 @@ def pivoted_qr(a: Float[ArrayLike, "m n"], rtol: float | None = None) -> Pivoted
     - `a`: matrix, shape `(m, n)`.
     - `rtol`: relative rank tolerance: a pivot |r_kk| ≤ rtol · |r_11| ends the
       factorisation. Defaults to `2 * eps * max(m, n)`.
+    - `rank`: if given, exactly `rank` reflections are made whatever the pivots'
+      size: the rank decided once elsewhere (e.g. at a regular configuration, since
+      it is a property of the mechanism's structure) is imposed, and the result is
+      the best rank-`rank` factorisation in the pivoted order. Off the constraint
+      manifold dependent rows become independent by round-off-sized amounts; a
+      fixed rank keeps everything built on the factorisation continuous there.
 
     **Returns:** a [`PivotedQR`][].
 
@@ -60,9 +68,10 @@ def pivoted_qr(a: Float[ArrayLike, "m n"], rtol: float | None = None) -> Pivoted
     rtol = default_rtol((m, n)) if rtol is None else rtol
     rows = jnp.arange(m)
     cols = jnp.arange(n)
+    fixed_rank = rank
 
     def step(k, carry):
-        Q, R, perm, active, rank, scale = carry
+        Q, R, perm, active, count, scale = carry
         below = rows >= k
         sq = jnp.sum(jnp.where(below[:, None], R, 0.0) ** 2, axis=0)
         sq = jnp.where(cols >= k, jax.lax.stop_gradient(sq), -1.0)
@@ -73,7 +82,11 @@ def pivoted_qr(a: Float[ArrayLike, "m n"], rtol: float | None = None) -> Pivoted
         x = jnp.where(below, R[:, k], 0.0)
         norm_sq = jax.lax.stop_gradient(sq[j])
         scale = jnp.where(k == 0, jnp.sqrt(jnp.maximum(norm_sq, 0.0)), scale)
-        active = active & (jnp.sqrt(jnp.maximum(norm_sq, 0.0)) > rtol * scale) & (scale > 0.0)
+        if fixed_rank is None:
+            big = jnp.sqrt(jnp.maximum(norm_sq, 0.0)) > rtol * scale
+            active = active & big & (scale > 0.0)
+        else:
+            active = k < fixed_rank
         # Double-where: the norm and the normalisation are only taken when active.
         safe_sq = jnp.where(active, jnp.sum(x**2), 1.0)
         alpha = jnp.sqrt(safe_sq)
@@ -84,7 +97,7 @@ def pivoted_qr(a: Float[ArrayLike, "m n"], rtol: float | None = None) -> Pivoted
         v = jnp.where(active, v / jnp.sqrt(vnorm_sq), 0.0)
         R = R - 2.0 * jnp.outer(v, v @ R)
         Q = Q - 2.0 * jnp.outer(Q @ v, v)
-        return Q, R, perm, active, rank + active.astype(rank.dtype), scale
+        return Q, R, perm, active, count + active.astype(count.dtype), scale
 
     init = (
         jnp.eye(m),

@@ -226,11 +226,12 @@ def _groups_of(model: Model, groups: Mapping[str, Sequence[str | int]] | None):
         for mbr in members:
             if isinstance(mbr, str):
                 acc.extend(model.pair(mbr).rows)
-            elif 0 <= int(mbr) < model.n_constraints:
-                acc.append(int(mbr))
+            elif 1 <= int(mbr) <= model.n_constraints:
+                acc.append(int(mbr) - 1)
             else:
                 raise ValueError(
-                    f"group {gname!r}: row {mbr} out of range 0..{model.n_constraints - 1}"
+                    f"group {gname!r}: row {mbr} out of range 1..{model.n_constraints} "
+                    "(rows are 1-based, as in the paper and the command line)"
                 )
         names.append(gname)
         kinds.append("group")
@@ -254,7 +255,7 @@ def analyze_solvability(
     - `model`: the mechanism.
     - `q`: generalised coordinates, shape `(nq,)` [m, rad].
     - `t`: time [s].
-    - `groups`: extra groups of rows to test, `{name: [pair names or 0-based rows]}`.
+    - `groups`: extra groups of rows to test, `{name: [pair names or 1-based rows]}`.
     - `rtol`: relative rank tolerance of the pivoted QR (default `2 eps max(m+h, n)`).
     - `utol`: relative threshold for B_X = 0 (see `UNIQUENESS_RTOL`).
 

@@ -1,0 +1,368 @@
+"""Equations of motion M q̈ + Cᵀ λ = F, C q̈ = Γ, and the ways of handling
+redundant constraints (Wojtyra & Frączek 2013 §3.1; DESIGN.md §2).
+
+With redundancy (rank C = r < m + h) q̈ is unique and λ is not. Every method
+below returns the same q̈ (the penalty method only in its limit) and a λ of its
+own choosing; only the reactions of uniquely solvable pairs agree between methods.
+"""
+
+import abc
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Int
+
+from ._assembly import (
+    acceleration_rhs,
+    constraint_matrix,
+    generalized_forces,
+    mass_matrix,
+    position_residual,
+    velocity_bias,
+)
+from ._model import Model
+from ._qr import pivoted_qr
+from ._types import Scalar
+
+
+class Terms(eqx.Module):
+    """Everything the equations of motion need at (q, q̇, t)."""
+
+    C: Float[Array, "nc nq"]
+    b: Float[Array, " nc"]
+    gamma: Float[Array, " nc"]
+    phi: Float[Array, " m"]
+    M: Float[Array, "nq nq"]
+    F: Float[Array, " nq"]
+    velocity_error: Float[Array, " nc"]
+
+
+def dynamics_terms(
+    model: Model, q: Float[Array, " nq"], qd: Float[Array, " nq"], t: Scalar
+) -> Terms:
+    """C, b, Γ, Φ, M and F at (q, q̇, t), all by autodiff."""
+    C = constraint_matrix(model, q, t)
+    b = velocity_bias(model, q, t)
+    return Terms(
+        C=C,
+        b=b,
+        gamma=acceleration_rhs(model, q, qd, t),
+        phi=position_residual(model, q, t),
+        M=mass_matrix(model, q),
+        F=generalized_forces(model, q, qd, t),
+        velocity_error=C @ qd + b,
+    )
+
+
+def _pad_square(a: Float[Array, "r c"], size: int) -> Float[Array, "size size"]:
+    out = jnp.zeros((size, size))
+    r, c = min(a.shape[0], size), min(a.shape[1], size)
+    return out.at[:r, :c].set(a[:r, :c])
+
+
+def _pad_vector(v: Float[Array, " k"], size: int) -> Float[Array, " size"]:
+    k = min(v.shape[0], size)
+    return jnp.zeros(size).at[:k].set(v[:k])
+
+
+def null_space_acceleration(
+    C: Float[Array, "nc nq"],
+    M: Float[Array, "nq nq"],
+    F: Float[Array, " nq"],
+    gamma: Float[Array, " nc"],
+    rtol: float | None = None,
+    rank: Int[ArrayLike, ""] | None = None,
+) -> Float[Array, " nq"]:
+    """Solve [Vᵀ M; C] q̈ = [Vᵀ F; Γ] (Eq. 13) with V from the pivoted QR of Cᵀ.
+
+    Cᵀ P = Q R (n × (m+h)), rank r, and q̈ = Q y. The range part y[:r] solves
+    C q̈ = Γ in the least-squares sense, R₁ R₁ᵀ y[:r] = R₁ Pᵀ Γ with R₁ = R[:r]:
+    when drift makes Γ slightly inconsistent (off the constraint manifold, with
+    dependent rows), this is the pivot-independent C⁺Γ, so q̈ stays a smooth
+    function of the state. The last n − r rows, Q[:, r:]ᵀ (M Q y − F) = 0, are the
+    null-space equations with V = Q[:, r:]. Both are stacked into one square,
+    nonsingular system so that the rank may be a traced value.
+    """
+    n = C.shape[1]
+    qr = pivoted_qr(C.T, rtol, rank)
+    Q = qr.q
+    k = jnp.arange(n)[:, None]
+    R1 = jnp.where(k < qr.rank, qr.r, 0.0)
+    G = jnp.where(k < qr.rank, R1 @ R1.T, Q.T @ M @ Q)
+    rhs = jnp.where(k[:, 0] < qr.rank, R1 @ gamma[qr.perm], Q.T @ F)
+    return Q @ jnp.linalg.solve(G, rhs)
+
+
+def minimum_norm_multipliers(
+    C: Float[Array, "nc nq"],
+    f: Float[Array, " nq"],
+    rtol: float | None = None,
+    rank: Int[ArrayLike, ""] | None = None,
+) -> Float[Array, " nc"]:
+    """The λ of least Euclidean norm with Cᵀ λ = f (f in the range of Cᵀ).
+
+    C E = Q R, rank r: Rᵀ d = Eᵀ f with d = Qᵀ λ fixes d[:r] (triangular); the
+    remaining d[r:], the coordinates of λ in the left null space of C, are set to
+    zero (Wojtyra & Frączek 2013, Eqs. 22–25).
+    """
+    nc = C.shape[0]
+    qr = pivoted_qr(C, rtol, rank)
+    a = jnp.arange(nc)[:, None]
+    H = jnp.where(a < qr.rank, _pad_square(qr.r.T, nc), jnp.eye(nc))
+    rhs = jnp.where(a[:, 0] < qr.rank, _pad_vector(f[qr.perm], nc), 0.0)
+    return qr.q @ jnp.linalg.solve(H, rhs)
+
+
+class AbstractRedundancyMethod(eqx.Module):
+    """A way of handling redundant constraints: it yields q̈ and one choice of λ."""
+
+    @abc.abstractmethod
+    def prepare(self, C: Float[Array, "nc nq"]) -> "AbstractRedundancyMethod":
+        """Take the method's discrete decisions once, from C at a regular
+        configuration (e.g. the rank), and return the method ready to use."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def acceleration(self, terms: Terms, gamma: Float[Array, " nc"]) -> Float[Array, " nq"]:
+        """q̈ for the (possibly stabilised) acceleration right-hand side `gamma`."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def multipliers(
+        self, terms: Terms, gamma: Float[Array, " nc"], qdd: Float[Array, " nq"]
+    ) -> Float[Array, " nc"]:
+        """λ consistent with q̈ (M q̈ + Cᵀ λ = F)."""
+        raise NotImplementedError
+
+
+class NullSpace(AbstractRedundancyMethod):
+    """Null-space formulation for q̈ (Eq. 13), minimum-norm λ (pseudoinverse).
+
+    `rtol`: relative rank tolerance of the pivoted QR.
+
+    The minimum Euclidean norm mixes rows of different units (N and N m for a
+    weld, for instance), so the non-unique multipliers it returns change when a
+    row is rescaled; unique reactions do not.
+    """
+
+    rtol: float | None = None
+    rank: Int[ArrayLike, ""] | None = None
+
+    def prepare(self, C):
+        return NullSpace(rtol=self.rtol, rank=pivoted_qr(C, self.rtol).rank)
+
+    def acceleration(self, terms, gamma):
+        return null_space_acceleration(terms.C, terms.M, terms.F, gamma, self.rtol, self.rank)
+
+    def multipliers(self, terms, gamma, qdd):
+        return minimum_norm_multipliers(terms.C, terms.F - terms.M @ qdd, self.rtol, self.rank)
+
+
+class WeightedMinimumNorm(AbstractRedundancyMethod):
+    """Null-space q̈; λ of least weighted norm Σ_k w_k λ_k² with Cᵀ λ = F − M q̈.
+
+    With `weights=None` the weights are w_k = C_k M⁻¹ C_kᵀ ("mass-weighted"): each
+    multiplier is weighted by the acceleration its unit value would cause, which
+    makes the result independent of the scaling (units) of each row of C.
+    """
+
+    weights: Float[Array, " nc"] | None = None
+    rtol: float | None = None
+    rank: Int[ArrayLike, ""] | None = None
+
+    def prepare(self, C):
+        rank = pivoted_qr(C, self.rtol).rank
+        return WeightedMinimumNorm(weights=self.weights, rtol=self.rtol, rank=rank)
+
+    def acceleration(self, terms, gamma):
+        return null_space_acceleration(terms.C, terms.M, terms.F, gamma, self.rtol, self.rank)
+
+    def multipliers(self, terms, gamma, qdd):
+        C = terms.C
+        if self.weights is None:
+            w = jnp.einsum("ka,ka->k", C, jnp.linalg.solve(terms.M, C.T).T)
+        else:
+            w = jnp.asarray(self.weights, dtype=float)
+        # Rows of C that vanish (w = 0) carry no reaction; keep them harmless.
+        w = jnp.where(w > 0.0, w, 1.0)
+        s = jnp.sqrt(w)
+        mu = minimum_norm_multipliers(
+            C / s[:, None], terms.F - terms.M @ qdd, self.rtol, self.rank
+        )
+        return mu / s
+
+
+class Elimination(AbstractRedundancyMethod):
+    """Redundant-constraint elimination: the rows `keep` (0-based) form an
+    independent set; the other rows are dropped and their multipliers are zero.
+
+    Build it with [`redundax.eliminate`][], which checks that the dropped rows are
+    really redundant, or chooses them with the pivoted QR.
+    """
+
+    keep: tuple[int, ...] = eqx.field(static=True)
+    n_rows: int = eqx.field(static=True)
+
+    def prepare(self, C):
+        return self
+
+    def _solve(self, terms, gamma):
+        idx = np.asarray(self.keep, dtype=int)
+        Cs = terms.C[idx]
+        n, r = terms.M.shape[0], idx.size
+        K = jnp.block([[terms.M, Cs.T], [Cs, jnp.zeros((r, r))]])
+        sol = jnp.linalg.solve(K, jnp.concatenate([terms.F, gamma[idx]]))
+        lam = jnp.zeros(self.n_rows).at[idx].set(sol[n:])
+        return sol[:n], lam
+
+    def acceleration(self, terms, gamma):
+        return self._solve(terms, gamma)[0]
+
+    def multipliers(self, terms, gamma, qdd):
+        return self._solve(terms, gamma)[1]
+
+    @property
+    def eliminated(self) -> tuple[int, ...]:
+        """Dropped rows, 0-based."""
+        return tuple(k for k in range(self.n_rows) if k not in self.keep)
+
+
+def eliminate(
+    model: Model,
+    q: Float[ArrayLike, " nq"],
+    t: Scalar = 0.0,
+    rows: tuple[int, ...] | None = None,
+    rtol: float | None = None,
+) -> Elimination:
+    """An [`Elimination`][] of `rows` (1-based, as numbered in the paper and in the
+    solvability report), or of rows chosen by the pivoted QR of Cᵀ when `rows` is
+    None. Decided once, at the configuration (q, t), outside any trace.
+
+    **Raises:** `ValueError` if a row is out of range, or if dropping the rows
+    would lower the rank of C (the message names the rows that are not redundant).
+    """
+    C = np.asarray(constraint_matrix(model, jnp.asarray(q, dtype=float), t))
+    nc = C.shape[0]
+    qr = pivoted_qr(C.T, rtol)
+    rank = int(qr.rank)
+    if rows is None:
+        keep = tuple(sorted(int(k) for k in np.asarray(qr.perm)[:rank]))
+        return Elimination(keep=keep, n_rows=nc)
+    bad = [r for r in rows if not 1 <= int(r) <= nc]
+    if bad:
+        raise ValueError(f"eliminate: rows {bad} out of range 1..{nc} (rows are 1-based)")
+    drop = sorted({int(r) - 1 for r in rows})
+    keep = tuple(k for k in range(nc) if k not in drop)
+    if len(keep) != rank or int(pivoted_qr(C[list(keep)].T, rtol).rank) != rank:
+        names = {k: p.name for p in model.pairs for k in p.rows}
+        desc = ", ".join(f"{k + 1} (pair {names[k]!r})" for k in drop)
+        raise ValueError(
+            f"eliminate: dropping rows {desc} changes the motion: rank C = {rank} and "
+            f"degree of redundancy {nc - rank}, but the kept rows have rank "
+            f"{int(pivoted_qr(C[list(keep)].T, rtol).rank)} with {len(keep)} rows. Drop exactly "
+            f"{nc - rank} rows that are dependent on the others (see the solvability report)."
+        )
+    return Elimination(keep=keep, n_rows=nc)
+
+
+class AugmentedLagrangian(AbstractRedundancyMethod):
+    """Bayo's augmented Lagrangian iteration at acceleration level:
+    (M + α CᵀC) q̈ₖ₊₁ = F − Cᵀ λₖ + α Cᵀ Γ,  λₖ₊₁ = λₖ + α (C q̈ₖ₊₁ − Γ), λ₀ = 0.
+
+    `penalty` α is relative: α = penalty · max diag(M) / max diag(CᵀC).
+    Started from λ₀ = 0 the iterates stay in the range of C, so the limit is the
+    minimum-norm λ. `iterations` is fixed (differentiable; no data-dependent loop).
+    """
+
+    penalty: float = 1e6
+    iterations: int = eqx.field(static=True, default=8)
+
+    def prepare(self, C):
+        return self
+
+    def _solve(self, terms, gamma):
+        C, M, F = terms.C, terms.M, terms.F
+        CtC = C.T @ C
+        alpha = self.penalty * jnp.max(jnp.diag(M)) / jnp.maximum(jnp.max(jnp.diag(CtC)), 1e-300)
+        K = M + alpha * CtC
+        lu = jax.scipy.linalg.lu_factor(K)
+
+        def step(_, carry):
+            _, lam = carry
+            qdd = jax.scipy.linalg.lu_solve(lu, F - C.T @ lam + alpha * C.T @ gamma)
+            return qdd, lam + alpha * (C @ qdd - gamma)
+
+        return jax.lax.fori_loop(0, self.iterations, step, (jnp.zeros_like(F), jnp.zeros_like(gamma)))
+
+    def acceleration(self, terms, gamma):
+        return self._solve(terms, gamma)[0]
+
+    def multipliers(self, terms, gamma, qdd):
+        return self._solve(terms, gamma)[1]
+
+
+class Penalty(AbstractRedundancyMethod):
+    """Penalty formulation (Bayo, García de Jalón & Serna 1988): each row behaves
+    as a stiff spring-damper, λ = α (C q̈ − Γ + 2 ξ ω (C q̇ + b) + ω² Φ), so that
+    (M + Cᵀ α C) q̈ = F + Cᵀ α (Γ − 2ξω (C q̇ + b) − ω² Φ).
+
+    `stiffness` α [per row or scalar] sets how rigid the rows are; the motion tends
+    to the rigid one as α → ∞, and λ is unique for finite α but depends on the
+    ratios of the α's on non-unique pairs. Pfaffian rows get no ω² term.
+    Its spring-damper terms are its own drift control: any `stabilisation` passed
+    alongside is ignored.
+    """
+
+    stiffness: Float[ArrayLike, "..."] = 1e8
+    omega: float = 10.0
+    xi: float = 1.0
+
+    def prepare(self, C):
+        return self
+
+    def _solve(self, terms):
+        C, M, F = terms.C, terms.M, terms.F
+        nc = C.shape[0]
+        alpha = jnp.broadcast_to(jnp.asarray(self.stiffness, dtype=float), (nc,))
+        phi = jnp.concatenate([terms.phi, jnp.zeros(nc - terms.phi.shape[0])])
+        target = (
+            terms.gamma - 2.0 * self.xi * self.omega * terms.velocity_error - self.omega**2 * phi
+        )
+        K = M + C.T @ (alpha[:, None] * C)
+        qdd = jnp.linalg.solve(K, F + C.T @ (alpha * target))
+        return qdd, alpha * (C @ qdd - target)
+
+    def acceleration(self, terms, gamma):
+        del gamma  # the penalty carries its own stabilisation terms
+        return self._solve(terms)[0]
+
+    def multipliers(self, terms, gamma, qdd):
+        del gamma, qdd
+        return self._solve(terms)[1]
+
+
+def solve_dynamics(
+    model: Model,
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nq"],
+    t: Scalar = 0.0,
+    *,
+    method: AbstractRedundancyMethod = NullSpace(),
+    stabilisation=None,
+) -> tuple[Float[Array, " nq"], Float[Array, " nc"]]:
+    """Accelerations q̈ and multipliers λ at (q, q̇, t) by `method`.
+
+    **Arguments:**
+
+    - `model`, `q`, `qd`, `t`: the mechanism and its state [m, rad, s].
+    - `method`: how redundant constraints are handled (default [`NullSpace`][]).
+    - `stabilisation`: a drift-control term for Γ (e.g. [`Baumgarte`][]) or None.
+
+    **Returns:** `(qdd, lam)`, shapes `(nq,)` and `(m + h,)`.
+    """
+    terms = dynamics_terms(model, q, qd, t)
+    gamma = terms.gamma if stabilisation is None else stabilisation.gamma(terms)
+    qdd = method.acceleration(terms, gamma)
+    return qdd, method.multipliers(terms, gamma, qdd)

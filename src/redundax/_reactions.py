@@ -1,0 +1,94 @@
+"""Joint reactions with their uniqueness flags.
+
+The total generalised reaction f = Cᵀ λ = F − M q̈ is always unique. The reaction
+of pair X, f_X = C_Xᵀ λ_X, is unique only when the solvability analysis says so;
+otherwise the numbers are those of the chosen method, and the flag says so.
+"""
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float
+
+from ._dynamics import AbstractRedundancyMethod, NullSpace, dynamics_terms
+from ._model import Model
+from ._solvability import UNIQUENESS_RTOL, membership, solvability_by_qr
+from ._types import Scalar
+
+
+class Reactions(eqx.Module):
+    """Reactions at one state (fields batch under `jax.vmap`).
+
+    - `unique`: per pair, whether a rigid model determines its reaction.
+    - `multipliers`: λ, shape `(m + h,)`, as chosen by `method` (non-unique rows
+      depend on the method).
+    - `wrench`: per pair, the force and moment the pair exerts on every moving
+      body, at the body's centre of mass, global components: shape
+      `(npairs, nb, 3)` with [F_x, F_y, M_z] in [N, N, N m]; equal to −C_Xᵀ λ_X.
+    - `total`: the total generalised reaction f = F − M q̈ (= Cᵀ λ), shape `(nq,)`.
+    - `qdd`: accelerations.
+    """
+
+    names: tuple[str, ...] = eqx.field(static=True)
+    rows: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    method: str = eqx.field(static=True)
+    unique: Bool[Array, " npairs"]
+    multipliers: Float[Array, " nc"]
+    wrench: Float[Array, "npairs nb 3"]
+    total: Float[Array, " nq"]
+    qdd: Float[Array, " nq"]
+
+    def pair(self, name: str) -> tuple[Float[Array, "nb 3"], Bool[Array, ""]]:
+        """`(wrench, unique)` of the pair called `name`."""
+        k = self.names.index(name)
+        return self.wrench[k], self.unique[k]
+
+
+def reactions(
+    model: Model,
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nq"],
+    t: Scalar = 0.0,
+    *,
+    method: AbstractRedundancyMethod = NullSpace(),
+    stabilisation=None,
+    rtol: float | None = None,
+    utol: float = UNIQUENESS_RTOL,
+) -> Reactions:
+    """Per-pair reactions at (q, q̇, t) by `method`, with their uniqueness flags.
+
+    **Arguments:**
+
+    - `model`, `q`, `qd`, `t`: mechanism and state [m, rad, s].
+    - `method`: how redundant constraints are handled (default minimum norm).
+    - `stabilisation`: the drift-control term used in the simulation, if any, so
+      that the reactions match the simulated accelerations.
+    - `rtol`, `utol`: rank and uniqueness tolerances of the solvability test.
+
+    **Returns:** a [`Reactions`][]. Works under `jax.jit`, `jax.vmap`, `jax.grad`.
+
+    !!! example
+        ```python
+        r = rx.reactions(model, state.q, state.qd, state.t)
+        wrench_D, unique_D = r.pair("D")
+        ```
+    """
+    terms = dynamics_terms(model, q, qd, t)
+    method = method.prepare(terms.C)
+    gamma = terms.gamma if stabilisation is None else stabilisation.gamma(terms)
+    qdd = method.acceleration(terms, gamma)
+    lam = method.multipliers(terms, gamma, qdd)
+    rows = tuple(p.rows for p in model.pairs)
+    S = membership(model.n_constraints, rows)
+    verdict = solvability_by_qr(terms.C, S, rtol=rtol, utol=utol)
+    nb, dof = model.bodies.count, model.bodies.dof
+    wrench = -jnp.einsum("gk,ka,k->ga", S, terms.C, lam).reshape(len(rows), nb, dof)
+    return Reactions(
+        names=model.pair_names,
+        rows=rows,
+        method=type(method).__name__,
+        unique=verdict.unique,
+        multipliers=lam,
+        wrench=wrench,
+        total=terms.F - terms.M @ qdd,
+        qdd=qdd,
+    )

@@ -1,0 +1,90 @@
+"""Drift control: Baumgarte terms in Γ, and projection onto the constraint
+manifold (González et al. 2011, Eqs. 2–3; DESIGN.md §2)."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ._assembly import constraint_matrix, mass_matrix, position_residual, velocity_bias
+from ._model import Model
+from ._qr import pivoted_qr
+from ._types import Scalar
+
+
+class Baumgarte(eqx.Module):
+    """Γ ← Γ − 2α (C q̇ + b) − β² [Φ; 0].
+
+    `alpha` [1/s] damps velocity drift (holonomic and Pfaffian rows), `beta` [1/s]
+    position drift (holonomic rows). α = β gives critical damping of the drift.
+    """
+
+    alpha: float = 10.0
+    beta: float = 10.0
+
+    def gamma(self, terms) -> Float[Array, " nc"]:
+        """Stabilised Γ from the `Terms` of the equations of motion."""
+        velocity_error = terms.velocity_error
+        nc, m = terms.C.shape[0], terms.phi.shape[0]
+        phi = jnp.concatenate([terms.phi, jnp.zeros(nc - m)])
+        return terms.gamma - 2.0 * self.alpha * velocity_error - self.beta**2 * phi
+
+
+def _weighted_pinv_step(M, A, residual, rank):
+    """Δ = L⁻¹ (A L⁻¹)⁺ residual with M = Lᵀ L: the mass-weighted least-norm
+    correction (W = L⁻¹ (A L⁻¹)⁺ of González et al.). The pseudoinverse keeps the
+    `rank` largest singular values: near the manifold, dependent rows of A are
+    independent only by tiny amounts, which must not be inverted."""
+    L = jnp.linalg.cholesky(M).T  # upper: M = Lᵀ L
+    AL = jax.scipy.linalg.solve_triangular(L, A.T, trans="T").T  # A L⁻¹
+    U, s, Vt = jnp.linalg.svd(AL, full_matrices=False)
+    keep = jnp.arange(s.shape[0]) < rank
+    s_inv = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
+    z = Vt.T @ (s_inv * (U.T @ residual))
+    return jax.scipy.linalg.solve_triangular(L, z)
+
+
+class Projection(eqx.Module):
+    """Project q onto Φ(q, t) = 0 (fixed-point iteration q ← q − W Φ) and then q̇
+    onto C q̇ + b = 0 (q̇ ← q̇ − W (C q̇ + b), holonomic and Pfaffian rows), with
+    W = L⁻¹ (A L⁻¹)⁺, M = Lᵀ L (González et al. 2011, Eqs. 2–3).
+
+    `iterations` is a fixed count (so the projection is differentiable); the
+    ranks of Φ_q and C are taken at the configuration being projected unless
+    given (`simulate` passes the ranks found at the initial configuration).
+    """
+
+    iterations: int = eqx.field(static=True, default=4)
+
+    def positions(
+        self, model: Model, q: Float[Array, " nq"], t: Scalar, rank=None
+    ) -> Float[Array, " nq"]:
+        m = model.n_holonomic
+        if m == 0:
+            return q
+        M = mass_matrix(model, q)
+        if rank is None:
+            rank = pivoted_qr(constraint_matrix(model, q, t)[:m]).rank
+
+        def step(_, q):
+            A = constraint_matrix(model, q, t)[:m]
+            return q - _weighted_pinv_step(M, A, position_residual(model, q, t), rank)
+
+        return jax.lax.fori_loop(0, self.iterations, step, q)
+
+    def velocities(
+        self, model: Model, q: Float[Array, " nq"], qd: Float[Array, " nq"], t: Scalar, rank=None
+    ) -> Float[Array, " nq"]:
+        if model.n_constraints == 0:
+            return qd
+        C = constraint_matrix(model, q, t)
+        if rank is None:
+            rank = pivoted_qr(C).rank
+        residual = C @ qd + velocity_bias(model, q, t)
+        return qd - _weighted_pinv_step(mass_matrix(model, q), C, residual, rank)
+
+    def __call__(self, model: Model, q, qd, t, ranks=None):
+        """Project positions, then velocities. `ranks` = (rank Φ_q, rank C) or None."""
+        rank_q, rank_c = (None, None) if ranks is None else ranks
+        q = self.positions(model, q, t, rank_q)
+        return q, self.velocities(model, q, qd, t, rank_c)
