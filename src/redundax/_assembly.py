@@ -5,6 +5,7 @@ Every derivative comes from autodiff of the members' local residuals
 scattered into the global arrays by the members' `rows` and `bodies` indices.
 """
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
@@ -213,6 +214,11 @@ def marker_positions(model: Model, q: Float[Array, " nq"]) -> Float[Array, "nm 2
     return qb[:, :2] + jax.vmap(lambda p, s: rot2(p) @ s)(qb[:, 2], model.markers.points)
 
 
+@eqx.filter_jit
+def _residuals(model: Model, q, qd, t):
+    return position_residual(model, q, t), velocity_residual(model, q, qd, t)
+
+
 CONSISTENCY_TOL = 1e-8
 """Default tolerance on |Φ| [m, rad] and |C q̇ + b| [m/s, rad/s] for an initial state."""
 
@@ -227,8 +233,7 @@ def check_consistency(model: Model, state, tol: float = CONSISTENCY_TOL) -> None
     """
     import numpy as np
 
-    phi = np.asarray(position_residual(model, state.q, state.t))
-    vel = np.asarray(velocity_residual(model, state.q, state.qd, state.t))
+    phi, vel = map(np.asarray, _residuals(model, state.q, state.qd, state.t))
     problems = []
     for pair in model.pairs:
         rows = np.asarray(pair.rows)

@@ -271,6 +271,11 @@ def analyze_solvability(
         ```
     """
     names, kinds, rows = _groups_of(model, groups)
+    return _analyze(model, q, t, names, kinds, rows, rtol, utol)
+
+
+@eqx.filter_jit
+def _analyze(model, q, t, names, kinds, rows, rtol, utol) -> SolvabilityReport:
     C = constraint_matrix(model, q, t)
     nc = C.shape[0]
     qr_groups = solvability_by_qr(C, membership(nc, rows), rtol=rtol, utol=utol)
