@@ -87,7 +87,7 @@ def test_console_entry_point_in_a_subprocess():
     _check_mobile_robot_json(json.loads(proc.stdout))
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["analyze", "--help"]])
+@pytest.mark.parametrize("argv", [["--help"], ["analyze", "--help"], ["simulate", "--help"]])
 def test_help(capsys, argv):
     status, out, _ = _run(capsys, *argv)
     assert status == 0

@@ -5,6 +5,7 @@ import dataclasses
 import re
 from pathlib import Path
 
+import diffrax
 import jaxtyping
 import numpy as np
 import pytest
@@ -12,7 +13,15 @@ import pytest
 import redundax as rx
 from helpers import TOL_EXACT
 from redundax import models
-from redundax.io import TYPES, Config, ConfigError, load_config, load_mechanism
+from redundax.io import (
+    TYPES,
+    Config,
+    ConfigError,
+    EliminatedRows,
+    SimulationOptions,
+    load_config,
+    load_mechanism,
+)
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 MOBILE_ROBOT = CONFIGS / "mobile_robot.toml"
@@ -76,7 +85,10 @@ def test_mobile_robot_config_is_models_mobile_robot():
     report = rx.analyze_solvability(config.model, config.state.q)
     assert int(report.rank) == 20 and int(report.redundancy) == 2 and int(report.dof) == 1
     assert config.tracked == ("platform_centre", "W1", "W2", "W3", "W4", "W5")
-    assert config.simulation["t_final"] == 10.0
+    assert config.simulation.raw == {"t_final": 10.0, "rtol": 1e-8, "atol": 1e-10}
+    assert (config.simulation.t_final, config.simulation.rtol) == (10.0, 1e-8)
+    assert config.simulation.atol == 1e-10
+    assert config.rheonomic == ("drive",)
     assert config.name.startswith("mobile robot")
     assert config.consistency_tolerance == 1e-8
 
@@ -86,6 +98,8 @@ def test_four_bar_config_is_models_four_bar():
     _same_mechanism(config, models.four_bar())
     assert config.tracked == ("B",)
     assert config.path == FOUR_BAR
+    assert config.simulation.t_final == 2.0
+    assert config.rheonomic == ()
 
 
 def test_load_mechanism_returns_the_mechanism():
@@ -105,11 +119,28 @@ def test_every_key_of_the_type_table_is_a_field_of_its_object():
         "knife-edge",
     }
     assert set(TYPES["motion"]) == {"constant", "polynomial", "smooth-steps"}
-    for table in TYPES.values():
+    assert set(TYPES["solver"]) == {"tsit5", "dopri5", "dopri8", "kvaerno5"}
+    assert set(TYPES["method"]) == {
+        "null-space",
+        "weighted-minimum-norm",
+        "elimination",
+        "augmented-lagrangian",
+        "penalty",
+    }
+    assert set(TYPES["stabilisation"]) == {"baumgarte", "none"}
+    assert set(TYPES["initial"]) == {"refuse", "project"}
+    for name, table in TYPES.items():
         for kind in table.values():
-            fields = {f.name for f in dataclasses.fields(kind.build)}
-            assert set(kind.keys) == fields, kind.build
             assert set(kind.required) <= set(kind.keys)
+            if not dataclasses.is_dataclass(kind.build):
+                assert not kind.keys  # the "none" choices
+                continue
+            fields = {f.name for f in dataclasses.fields(kind.build)}
+            arguments = {kind.names.get(key, key) for key in kind.keys}
+            if name in ("pair", "motion"):
+                assert arguments == fields, kind.build  # every field settable from a file
+            else:
+                assert arguments <= fields, kind.build
 
 
 # ------------------------------------------------------------------------ mistakes
@@ -348,3 +379,208 @@ def test_a_valid_edit_loads(tmp_path):
     # The error tests edit FOUR_BAR_TEXT; unedited (in tmp_path) it loads.
     config = load_config(_write(tmp_path, FOUR_BAR_TEXT))
     assert config.model.n_constraints == 8
+
+
+# ---------------------------------------------------------------------- [simulation]
+def _with_simulation(text: str, table: str) -> str:
+    """`text` (a shipped file) with its [simulation] table replaced by `table`."""
+    head, sep, _ = text.partition("[simulation]")
+    assert sep, "the file has a [simulation] table"
+    return f"{head}[simulation]\n{table}\n"
+
+
+def test_simulation_defaults(tmp_path):
+    text = FOUR_BAR_TEXT.partition("[simulation]")[0]
+    options = load_config(_write(tmp_path, text)).simulation
+    assert isinstance(options, SimulationOptions)
+    assert (options.t_final, options.rtol, options.atol, options.n_save) == (
+        10.0,
+        1e-8,
+        1e-10,
+        201,
+    )
+    assert options.max_steps == 100_000
+    assert isinstance(options.solver, diffrax.Tsit5)
+    assert isinstance(options.method, rx.NullSpace)
+    assert options.stabilisation == rx.Baumgarte(alpha=10.0, beta=10.0)
+    assert options.projection is None and options.initial_projection is None
+    assert dict(options.choices) == {
+        "solver": "tsit5",
+        "method": "null-space",
+        "stabilisation": "baumgarte",
+        "initial": "refuse",
+    }
+    assert options.raw == {}
+
+
+def test_simulation_options_are_mapped_to_objects(tmp_path):
+    table = """t_final = 3
+rtol = 1e-6
+atol = 1e-9
+n_save = 11
+max_steps = 500
+solver = "kvaerno5"
+method = "penalty"
+stiffness = 1e7
+omega = 5.0
+xi = 0.5
+stabilisation = "none"
+projection = true
+initial = "project"
+"""
+    options = load_config(_write(tmp_path, _with_simulation(FOUR_BAR_TEXT, table))).simulation
+    assert (options.t_final, options.rtol, options.atol, options.n_save) == (3.0, 1e-6, 1e-9, 11)
+    assert isinstance(options.t_final, float) and options.max_steps == 500
+    assert isinstance(options.solver, diffrax.Kvaerno5)
+    assert options.method == rx.Penalty(stiffness=1e7, omega=5.0, xi=0.5)
+    assert options.stabilisation is None
+    assert isinstance(options.projection, rx.Projection)
+    assert isinstance(options.initial_projection, rx.Projection)
+    assert options.choices["method"] == "penalty" and options.choices["initial"] == "project"
+    assert options.raw["stiffness"] == 1e7
+
+
+@pytest.mark.parametrize(
+    ("table", "method"),
+    [
+        ('method = "weighted-minimum-norm"', rx.WeightedMinimumNorm()),
+        ('method = "augmented-lagrangian"\npenalty = 1e5', rx.AugmentedLagrangian(penalty=1e5)),
+        ('stabilisation = "baumgarte"\nbaumgarte_alpha = 2\nbaumgarte_beta = 3', None),
+    ],
+)
+def test_simulation_method_and_stabilisation_keys(tmp_path, table, method):
+    options = load_config(_write(tmp_path, _with_simulation(FOUR_BAR_TEXT, table))).simulation
+    if method is None:
+        assert options.stabilisation == rx.Baumgarte(alpha=2.0, beta=3.0)
+    else:
+        assert options.method == method
+
+
+def test_elimination_rows_from_the_file_are_decided_at_the_initial_state(tmp_path):
+    text = _with_simulation(MOBILE_TEXT, 'method = "elimination"\neliminate = [6, 21]')
+    method = load_config(_write(tmp_path, text)).simulation.method
+    assert isinstance(method, rx.Elimination)
+    assert method.eliminated == (5, 20)  # 0-based
+    text = _with_simulation(MOBILE_TEXT, 'method = "elimination"')
+    method = load_config(_write(tmp_path, text)).simulation.method
+    assert isinstance(method, rx.Elimination) and len(method.eliminated) == 2
+    assert EliminatedRows().rows is None
+
+
+SIMULATION_MISTAKES = {
+    "unknown method": (
+        'method = "nullspace"',
+        r"simulation key 'method': unknown method 'nullspace' \(did you mean 'null-space'\? "
+        r"known: null-space, weighted-minimum-norm, elimination, augmented-lagrangian, penalty\)",
+    ),
+    "unknown solver": (
+        'solver = "rk4"',
+        r"simulation key 'solver': unknown solver 'rk4' \(known: tsit5, dopri5, dopri8, kvaerno5\)",
+    ),
+    "unknown key": (
+        "tfinal = 2.0",
+        r"simulation: unknown key 'tfinal' \(did you mean 't_final'\? allowed: ",
+    ),
+    "negative t_final": ("t_final = -1.0", r"simulation key 't_final': must be positive, got -1.0"),
+    "zero rtol": ("rtol = 0", r"simulation key 'rtol': must be positive, got 0.0"),
+    "string t_final": (
+        't_final = "2"',
+        r"simulation key 't_final': expected a number, got '2' \(a string\); write the number "
+        r"without quotes",
+    ),
+    "n_save too small": ("n_save = 1", r"simulation key 'n_save': must be at least 2"),
+    "n_save not an integer": (
+        "n_save = 20.5",
+        r"simulation key 'n_save': expected an integer, got 20.5 \(a float\)",
+    ),
+    "max_steps zero": ("max_steps = 0", r"simulation key 'max_steps': must be a positive integer"),
+    "projection not a boolean": (
+        'projection = "yes"',
+        r"simulation key 'projection': expected true or false, got 'yes' \(a string\)",
+    ),
+    "unknown initial": (
+        'initial = "assemble"',
+        r"simulation key 'initial': unknown initial 'assemble' \(known: refuse, project\)",
+    ),
+    "method not a string": (
+        "method = 1",
+        r"simulation key 'method': expected a string, got 1 \(an integer\)",
+    ),
+    "key of another method": (
+        "stiffness = 1e6",
+        r"simulation key 'stiffness': applies only with method = 'penalty', but "
+        r"method = 'null-space'",
+    ),
+    "eliminate without elimination": (
+        "eliminate = [6, 21]",
+        r"simulation key 'eliminate': applies only with method = 'elimination'",
+    ),
+    "baumgarte key without baumgarte": (
+        'stabilisation = "none"\nbaumgarte_alpha = 1.0',
+        r"simulation key 'baumgarte_alpha': applies only with stabilisation = 'baumgarte', "
+        r"but stabilisation = 'none'",
+    ),
+    "negative baumgarte": (
+        "baumgarte_beta = -1",
+        r"simulation key 'baumgarte_beta': must be zero or positive, got -1.0",
+    ),
+    "rows not integers": (
+        'method = "elimination"\neliminate = [6.0, 21]',
+        r"simulation key 'eliminate'\[0\]: expected an integer, got 6.0 \(a float\)",
+    ),
+    "row zero": (
+        'method = "elimination"\neliminate = [0, 21]',
+        r"simulation key 'eliminate': rows are numbered from 1, got \[0, 21\]",
+    ),
+    "not a table": (None, r"simulation: expected a table, written \[simulation\]"),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(SIMULATION_MISTAKES))
+def test_a_simulation_mistake_is_reported_with_its_key(tmp_path, mistake):
+    table, message = SIMULATION_MISTAKES[mistake]
+    if table is None:
+        text = "simulation = 1\n" + FOUR_BAR_TEXT.partition("[simulation]")[0]
+    else:
+        text = _with_simulation(FOUR_BAR_TEXT, table)
+    err = _error(tmp_path, text)
+    assert re.search(message, err.problems[0]), err.problems
+    assert len(err.problems) == 1, err.problems
+
+
+def test_simulation_mistakes_are_reported_with_the_others(tmp_path):
+    text = _with_simulation(FOUR_BAR_TEXT, 't_final = 0\nmethod = "penalti"')
+    err = _error(tmp_path, _mutate(text, "mass = 1.2", "mass = -1.2"))
+    assert len(err.problems) == 3
+    assert any("key 't_final'" in p for p in err.problems)
+    assert any("unknown method 'penalti' (did you mean 'penalty'?" in p for p in err.problems)
+    assert any("key 'mass'" in p for p in err.problems)
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        (
+            "[1, 21]",
+            r"simulation key 'eliminate': dropping rows 1 \(pair 'A'\), 21 \(pair 'W4'\) "
+            r"changes the motion",
+        ),
+        ("[6, 30]", r"simulation key 'eliminate': rows \[30\] out of range 1..22"),
+    ],
+)
+def test_eliminating_rows_that_are_not_redundant(tmp_path, rows, message):
+    text = _with_simulation(MOBILE_TEXT, f'method = "elimination"\neliminate = {rows}')
+    err = _error(tmp_path, text)
+    assert len(err.problems) == 1
+    assert re.search(message, err.problems[0]), err.problems
+    assert "\n" not in str(err)
+
+
+def test_initial_project_accepts_an_inconsistent_state(tmp_path):
+    moved = _mutate(
+        FOUR_BAR_TEXT, ROCKER_POSITION, "position = [1.1794048299802482, 0.3623561833049952]"
+    )
+    err = _error(tmp_path, moved)
+    assert 'initial = "project"' in str(err)  # the hint names the way out
+    config = load_config(_write(tmp_path, _with_simulation(moved, 'initial = "project"')))
+    assert isinstance(config.simulation.initial_projection, rx.Projection)

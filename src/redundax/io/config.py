@@ -1,9 +1,10 @@
-"""Planar mechanisms from TOML files.
+"""Planar mechanisms, and the options of their simulation, from TOML files.
 
 The format is documented in `configs/README.md`. A configuration holds numbers,
 names and a few type strings; it never executes code (custom residuals exist in
-Python only). Type strings are mapped to objects in exactly one table,
-[`TYPES`][], and nowhere else.
+Python only). Type strings (pair and motion types, solvers, redundancy methods,
+stabilisation, the initial-state policy) are mapped to objects in exactly one
+table, [`TYPES`][], and nowhere else.
 
 Everything is validated before anything is built, and *every* problem found is
 reported in one [`ConfigError`][] naming the file, the entry (`pairs[3] ("D")`,
@@ -19,9 +20,18 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+import diffrax
 import numpy as np
 
 from .._assembly import CONSISTENCY_TOL, check_consistency
+from .._dynamics import (
+    AbstractRedundancyMethod,
+    AugmentedLagrangian,
+    NullSpace,
+    Penalty,
+    WeightedMinimumNorm,
+    eliminate,
+)
 from .._model import Model, State
 from .._motion import Constant, Polynomial, SmoothSteps
 from .._spec import (
@@ -37,6 +47,7 @@ from .._spec import (
     TranslationalDriver,
     Weld,
 )
+from .._stabilisation import Baumgarte, Projection
 
 
 class ConfigError(ValueError):
@@ -64,6 +75,46 @@ class ConfigError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
+class SimulationOptions:
+    """The `[simulation]` table, checked and mapped to objects (defaults where a key
+    is absent), ready for [`redundax.simulate`][].
+
+    **Attributes:**
+
+    - `t_final`: end time [s] (`t_final`, default 10).
+    - `rtol`, `atol`: tolerances of the step-size controller (1e-8, 1e-10).
+    - `n_save`: number of equally spaced saved states in [0, t_final] (201).
+    - `max_steps`: the most integrator steps before giving up (100000).
+    - `solver`: the Diffrax solver (`solver`, default `diffrax.Tsit5()`).
+    - `method`: the [`redundax.AbstractRedundancyMethod`][] (`method`, default
+      `NullSpace()`); `"elimination"` is decided by [`redundax.eliminate`][] at the
+      initial configuration.
+    - `stabilisation`: `Baumgarte(alpha, beta)` or None (`stabilisation`).
+    - `projection`: `Projection()` at every saved state, or None (`projection`).
+    - `initial_projection`: `Projection()` when `initial = "project"`, None when
+      the initial state is refused unless consistent (`initial = "refuse"`).
+    - `choices`: the type string chosen (or defaulted) for each of `solver`,
+      `method`, `stabilisation` and `initial`, for reports.
+    - `raw`: the table as written in the file (`{}` when absent).
+    """
+
+    t_final: float = 10.0
+    rtol: float = 1e-8
+    atol: float = 1e-10
+    n_save: int = 201
+    max_steps: int = 100_000
+    solver: diffrax.AbstractSolver = dataclasses.field(default_factory=diffrax.Tsit5)
+    method: AbstractRedundancyMethod = dataclasses.field(default_factory=NullSpace)
+    stabilisation: Baumgarte | None = dataclasses.field(default_factory=Baumgarte)
+    projection: Projection | None = None
+    initial_projection: Projection | None = None
+    choices: Mapping[str, str] = dataclasses.field(
+        default_factory=lambda: dict(_SIMULATION_CHOICES)
+    )
+    raw: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class Config:
     """A loaded configuration: the mechanism, its model, its initial state.
 
@@ -75,10 +126,12 @@ class Config:
     - `model`: `mechanism.build()`.
     - `state`: the initial [`redundax.State`][] (t = 0) from the bodies' poses and
       velocities; it satisfies the constraints to `consistency_tolerance`.
-    - `simulation`: the raw `[simulation]` table (`{}` when absent); its keys are
-      read and checked by the commands that use them.
+    - `simulation`: the [`SimulationOptions`][] of the `[simulation]` table
+      (defaults when absent); `simulation.raw` is the table as written.
     - `tracked`: names of the tracked points (`[[markers]]`), in file order.
-    - `consistency_tolerance`: the tolerance the initial state was checked with.
+    - `consistency_tolerance`: the tolerance the initial state was checked with
+      (with `[simulation] initial = "project"` the state is not checked here but
+      projected by `simulate`).
     """
 
     path: Path
@@ -86,9 +139,21 @@ class Config:
     mechanism: Mechanism
     model: Model
     state: State
-    simulation: dict[str, Any]
+    simulation: SimulationOptions
     tracked: tuple[str, ...]
     consistency_tolerance: float
+
+    @property
+    def rheonomic(self) -> tuple[str, ...]:
+        """Names of the pairs that prescribe motion: drivers whose d(t) is not a
+        `"constant"` motion. Their reactions do work, so the mechanical energy of
+        the mechanism is not conserved; knife edges are workless and do not count."""
+        return tuple(
+            pair.name
+            for pair in self.mechanism.pairs
+            if isinstance(pair, (TranslationalDriver, RevoluteDriver))
+            and not isinstance(pair.motion, Constant)
+        )
 
 
 # --------------------------------------------------------------------------- values
@@ -164,6 +229,63 @@ def _name(value: Any, where: str, problems: list[str]) -> str | None:
     return value
 
 
+def _non_negative(value: Any, where: str, problems: list[str]) -> float | None:
+    x = _number(value, where, problems)
+    if x is not None and x < 0.0:
+        problems.append(f"{where}: must be zero or positive, got {x}")
+        return None
+    return x
+
+
+def _integer(value: Any, where: str, problems: list[str]) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        problems.append(f"{where}: expected an integer, got {_describe(value)}")
+        return None
+    return value
+
+
+def _save_count(value: Any, where: str, problems: list[str]) -> int | None:
+    k = _integer(value, where, problems)
+    if k is not None and k < 2:
+        problems.append(f"{where}: must be at least 2 (the initial and the final state), got {k}")
+        return None
+    return k
+
+
+def _positive_integer(value: Any, where: str, problems: list[str]) -> int | None:
+    k = _integer(value, where, problems)
+    if k is not None and k < 1:
+        problems.append(f"{where}: must be a positive integer, got {k}")
+        return None
+    return k
+
+
+def _boolean(value: Any, where: str, problems: list[str]) -> bool | None:
+    if not isinstance(value, bool):
+        problems.append(f"{where}: expected true or false, got {_describe(value)}")
+        return None
+    return value
+
+
+def _rows(value: Any, where: str, problems: list[str]) -> tuple[int, ...] | None:
+    if not isinstance(value, list) or not value:
+        problems.append(
+            f"{where}: expected a non-empty array of row numbers (1-based), such as [6, 21], "
+            f"got {_describe(value)}"
+        )
+        return None
+    rows = [_integer(v, f"{where}[{k}]", problems) for k, v in enumerate(value)]
+    if None in rows:
+        return None
+    if any(r < 1 for r in rows):
+        problems.append(f"{where}: rows are numbered from 1, got {rows}")
+        return None
+    if len(set(rows)) != len(rows):
+        problems.append(f"{where}: duplicate rows in {rows}")
+        return None
+    return tuple(rows)
+
+
 def _motion(value: Any, where: str, problems: list[str]) -> Any:
     if not isinstance(value, dict):
         problems.append(
@@ -197,12 +319,35 @@ class Kind:
     - `required`: the keys that must be present; the others take the defaults of
       `build` (listed in `configs/README.md`).
     - `check`: an optional cross-key check on the parsed values.
+    - `names`: the keyword of `build` for a key whose name differs from it
+      (`baumgarte_alpha` → `alpha`).
     """
 
     build: Callable[..., Any]
     keys: Mapping[str, _Check]
     required: tuple[str, ...]
     check: Callable[[dict[str, Any], str, list[str]], None] | None = None
+    names: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def arguments(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The keyword arguments of `build` from parsed key values."""
+        return {self.names.get(key, key): value for key, value in values.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class EliminatedRows:
+    """`method = "elimination"` as read from a file, before the model exists.
+
+    `rows`: the rows of C to drop (1-based), or None to let the pivoted QR choose.
+    [`load_config`][] turns it into `redundax.eliminate(model, q0, t0, rows)`.
+    """
+
+    rows: tuple[int, ...] | None = None
+
+
+def _nothing() -> None:
+    """The object of a choice that means "none" (`stabilisation = "none"`)."""
+    return None
 
 
 _TWO_BODIES: Final = {
@@ -249,9 +394,62 @@ TYPES: Final[Mapping[str, Mapping[str, Kind]]] = {
             _increasing_knots,
         ),
     },
+    "solver": {
+        "tsit5": Kind(diffrax.Tsit5, {}, ()),
+        "dopri5": Kind(diffrax.Dopri5, {}, ()),
+        "dopri8": Kind(diffrax.Dopri8, {}, ()),
+        "kvaerno5": Kind(diffrax.Kvaerno5, {}, ()),
+    },
+    "method": {
+        "null-space": Kind(NullSpace, {}, ()),
+        "weighted-minimum-norm": Kind(WeightedMinimumNorm, {}, ()),
+        "elimination": Kind(EliminatedRows, {"eliminate": _rows}, (), names={"eliminate": "rows"}),
+        "augmented-lagrangian": Kind(AugmentedLagrangian, {"penalty": _positive}, ()),
+        "penalty": Kind(
+            Penalty, {"stiffness": _positive, "omega": _non_negative, "xi": _non_negative}, ()
+        ),
+    },
+    "stabilisation": {
+        "baumgarte": Kind(
+            Baumgarte,
+            {"baumgarte_alpha": _non_negative, "baumgarte_beta": _non_negative},
+            (),
+            names={"baumgarte_alpha": "alpha", "baumgarte_beta": "beta"},
+        ),
+        "none": Kind(_nothing, {}, ()),
+    },
+    "initial": {
+        "refuse": Kind(_nothing, {}, ()),
+        "project": Kind(Projection, {}, ()),
+    },
 }
-"""The one table from type strings to objects: `TYPES["pair"]` for `[[pairs]] type`,
-`TYPES["motion"]` for the `motion` tables of drivers."""
+"""The one table from type strings to objects. `TYPES["pair"]` for `[[pairs]] type`,
+`TYPES["motion"]` for the `motion` tables of drivers; `TYPES["solver"]`,
+`TYPES["method"]`, `TYPES["stabilisation"]` and `TYPES["initial"]` for the keys of
+the same names in `[simulation]`, whose other keys depend on the choice (`eliminate`
+for `"elimination"`, `stiffness` for `"penalty"`, ...)."""
+
+_SIMULATION_CHOICES: Final = {
+    "solver": "tsit5",
+    "method": "null-space",
+    "stabilisation": "baumgarte",
+    "initial": "refuse",
+}
+"""The `[simulation]` keys that choose an entry of `TYPES[key]`, and their defaults."""
+
+_SIMULATION: Final = Kind(
+    SimulationOptions,
+    {
+        "t_final": _positive,
+        "rtol": _positive,
+        "atol": _positive,
+        "n_save": _save_count,
+        "max_steps": _positive_integer,
+        "projection": _boolean,
+    },
+    (),
+)
+"""The `[simulation]` keys that do not depend on a choice."""
 
 _BODY: Final = Kind(
     Body,
@@ -381,6 +579,81 @@ def _check_names(
                 problems.append(f"{where}: body_i and body_j are the same body {raw['body_i']!r}")
 
 
+def _simulation(raw: dict[str, Any], problems: list[str]) -> dict[str, Any] | None:
+    """Check the `[simulation]` table and map its choices to objects.
+
+    Returns the keyword arguments of [`SimulationOptions`][], or None after
+    recording problems. Keys that belong to a choice other than the one made
+    (`stiffness` with `method = "null-space"`) are reported as such, not as unknown
+    keys. An `"elimination"` is returned as [`EliminatedRows`][]: it needs the model.
+    """
+    where = "simulation"
+    before = len(problems)
+    chosen: dict[str, str] = {}
+    for table, default in _SIMULATION_CHOICES.items():
+        name = raw.get(table, default)
+        kinds = TYPES[table]
+        if not isinstance(name, str):
+            problems.append(
+                f"{where} key {table!r}: expected a string, got {_describe(name)} "
+                f"(known: {', '.join(kinds)})"
+            )
+        elif name not in kinds:
+            problems.append(
+                f"{where} key {table!r}: unknown {table} {name!r} "
+                f"{_suggest(name, list(kinds), 'known')}"
+            )
+        else:
+            chosen[table] = name
+    kinds = {table: TYPES[table][name] for table, name in chosen.items()}
+
+    owners: dict[str, list[tuple[str, str]]] = {}
+    for table in _SIMULATION_CHOICES:
+        for name, kind in TYPES[table].items():
+            for key in kind.keys:
+                owners.setdefault(key, []).append((table, name))
+    allowed = [*_SIMULATION_CHOICES, *_SIMULATION.keys, *owners]
+    for key in raw:
+        if key in _SIMULATION_CHOICES or key in _SIMULATION.keys:
+            continue
+        if key not in owners:
+            problems.append(f"{where}: unknown key {key!r} {_suggest(key, allowed)}")
+            continue
+        table = owners[key][0][0]
+        if table in chosen and all(chosen[t] != n for t, n in owners[key]):
+            needed = " or ".join(f"{t} = {n!r}" for t, n in owners[key])
+            problems.append(
+                f"{where} key {key!r}: applies only with {needed}, but {table} = {chosen[table]!r}"
+            )
+
+    values = _keys(
+        {key: value for key, value in raw.items() if key in _SIMULATION.keys},
+        _SIMULATION,
+        where,
+        problems,
+    )
+    objects = {}
+    for table, kind in kinds.items():
+        parsed = _keys(
+            {key: value for key, value in raw.items() if key in kind.keys}, kind, where, problems
+        )
+        if parsed is not None:
+            objects[table] = kind.build(**kind.arguments(parsed))
+    if len(problems) > before or values is None:
+        return None
+    projection = values.pop("projection", False)
+    return {
+        **values,
+        "solver": objects["solver"],
+        "method": objects["method"],
+        "stabilisation": objects["stabilisation"],
+        "projection": Projection() if projection else None,
+        "initial_projection": objects["initial"],
+        "choices": chosen,
+        "raw": dict(raw),
+    }
+
+
 def _bullets(message: str) -> list[str]:
     """The `- item` lines of a library error, or its whole text when it has none."""
     items = [line.strip()[2:] for line in message.splitlines() if line.strip().startswith("- ")]
@@ -409,10 +682,11 @@ def _parse(path: Path, document: dict[str, Any]) -> _Parsed:
         problems.append("mechanism: expected a table, written [mechanism]")
         header = {}
     options = _keys(header, _MECHANISM, "mechanism", problems) or {}
-    simulation = document.get("simulation", {})
-    if not isinstance(simulation, dict):
+    simulation_table = document.get("simulation", {})
+    if not isinstance(simulation_table, dict):
         problems.append("simulation: expected a table, written [simulation]")
-        simulation = {}
+        simulation_table = {}
+    simulation = _simulation(simulation_table, problems)
 
     raw = {table: _entries(document, table, problems) for table in _ARRAYS}
 
@@ -429,7 +703,7 @@ def _parse(path: Path, document: dict[str, Any]) -> _Parsed:
         {"pair": raw["pairs"], "load": raw["loads"], "marker": raw["markers"]},
         problems,
     )
-    if problems:
+    if problems or simulation is None:
         raise ConfigError(path, problems)
     mechanism = Mechanism(
         bodies=bodies,
@@ -438,7 +712,7 @@ def _parse(path: Path, document: dict[str, Any]) -> _Parsed:
         loads=loads,
         markers=markers,
     )
-    return _Parsed(mechanism, options, dict(simulation))
+    return _Parsed(mechanism, options, simulation)
 
 
 def load_config(path: str | os.PathLike) -> Config:
@@ -448,13 +722,16 @@ def load_config(path: str | os.PathLike) -> Config:
 
     - `path`: a TOML file in the format of `configs/README.md`.
 
-    **Returns:** a [`Config`][] with the mechanism, its `Model` and its initial `State`.
+    **Returns:** a [`Config`][] with the mechanism, its `Model`, its initial `State`
+    and its [`SimulationOptions`][].
 
     **Raises:** [`ConfigError`][] (a `ValueError`) listing every problem: a missing
     file, a TOML syntax error (with its line), unknown or missing keys, values of
     the wrong type or length, non-positive masses or inertias, unknown pair or
-    motion types, unknown or duplicate names, and an initial state that violates
-    the constraints by more than `[mechanism] consistency_tolerance`.
+    motion types, unknown or duplicate names, an initial state that violates
+    the constraints by more than `[mechanism] consistency_tolerance` (unless
+    `[simulation] initial = "project"`), invalid `[simulation]` options, and
+    `eliminate` rows that are not redundant.
 
     !!! example
         ```python
@@ -477,7 +754,7 @@ def load_config(path: str | os.PathLike) -> Config:
         raise ConfigError(path, ["not a text file (TOML files are UTF-8)"]) from None
 
     parsed = _parse(path, document)
-    mechanism, options = parsed.mechanism, parsed.options
+    mechanism, options, simulation = parsed.mechanism, parsed.options, parsed.simulation
     try:
         model = mechanism.build()
         state = mechanism.initial_state()
@@ -485,15 +762,25 @@ def load_config(path: str | os.PathLike) -> Config:
         raise ConfigError(path, _bullets(str(err))) from None
 
     tol = options.get("consistency_tolerance", CONSISTENCY_TOL)
-    try:
-        check_consistency(model, state, tol)
-    except ValueError as err:
-        raise ConfigError(
-            path,
-            [f"inconsistent initial configuration: {item}" for item in _bullets(str(err))],
-            hint="fix the bodies' position/angle/velocity so that every pair is assembled, "
-            "or loosen [mechanism] consistency_tolerance",
-        ) from None
+    if simulation["initial_projection"] is None:
+        try:
+            check_consistency(model, state, tol)
+        except ValueError as err:
+            raise ConfigError(
+                path,
+                [f"inconsistent initial configuration: {item}" for item in _bullets(str(err))],
+                hint="fix the bodies' position/angle/velocity so that every pair is assembled, "
+                'loosen [mechanism] consistency_tolerance, or set [simulation] initial = "project"',
+            ) from None
+
+    rows = simulation["method"]
+    if isinstance(rows, EliminatedRows):
+        key = "method" if rows.rows is None else "eliminate"
+        try:
+            simulation["method"] = eliminate(model, state.q, state.t, rows=rows.rows)
+        except ValueError as err:
+            message = str(err).removeprefix("eliminate: ")
+            raise ConfigError(path, [f"simulation key {key!r}: {message}"]) from None
 
     return Config(
         path=path,
@@ -501,7 +788,7 @@ def load_config(path: str | os.PathLike) -> Config:
         mechanism=mechanism,
         model=model,
         state=state,
-        simulation=parsed.simulation,
+        simulation=SimulationOptions(**simulation),
         tracked=tuple(mk.name for mk in mechanism.markers),
         consistency_tolerance=tol,
     )

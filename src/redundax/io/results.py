@@ -1,0 +1,329 @@
+"""Time histories of a simulated run, written as NPZ or CSV (chosen by extension).
+
+A run is a [`redundax.Trajectory`][] and the [`redundax.Reactions`][] evaluated at
+every saved state (batched with `jax.vmap`). [`write_run`][] stores the saved
+times, q, q̇, q̈, the tracked points, every pair's reaction wrench with its
+`unique` flag, the multipliers, the constraint violations and the energy.
+
+Files are written atomically (a temporary file in the same directory, then
+`os.replace`), so a reader never sees half a file, and an existing file is never
+overwritten unless `force=True`.
+
+**NPZ layout** (`numpy.load`, no pickles):
+
+| array | shape | meaning |
+|---|---|---|
+| `t` | (T,) | saved times [s] |
+| `q`, `qd`, `qdd` | (T, nq) | coordinates and derivatives; body b: x, y, φ at 3b, 3b+1, 3b+2 |
+| `tracked` | (T, nm, 2) | global positions of the tracked points [m] |
+| `tracked_names` | (nm,) | their names |
+| `reaction/<PAIR>` | (T, nb, 3) | wrench [Fx, Fy, Mz] [N, N, N m] of the pair on each body |
+| `unique/<PAIR>` | () bool | whether a rigid model determines the pair's reaction |
+| `rows/<PAIR>` | (k,) int | the pair's rows of C, 1-based |
+| `multipliers` | (T, nc) | λ as chosen by the method (rows in the order of C) |
+| `total_reaction` | (T, nq) | f = F − M q̈ = Cᵀ λ, always unique |
+| `position_violation` | (T,) | max \\|Φ\\| [m, rad] |
+| `velocity_violation` | (T,) | max \\|C q̇ + b\\| [m/s, rad/s] |
+| `energy` | (T,) | kinetic + potential energy [J] |
+| `body_names`, `pair_names` | (nb,), (npairs,) | names in model order |
+| `meta` | () str | JSON: mechanism, configuration file, method, units, ... |
+
+The wrench of a pair acts on every moving body at the body's centre of mass, in
+global axes (zero for the bodies the pair does not connect).
+
+**CSV layout**: a first line `# redundax run: {JSON metadata}`, then one header
+row and one row per saved time. Columns: `t`; `q[k]`, `qd[k]`, `qdd[k]` (k
+0-based, as in `q`); `tracked.<MARKER>.x`, `.y`; for every pair and every moving
+body it connects, `reaction.<PAIR>.<BODY>.Fx`, `.Fy`, `.Mz`, each suffixed
+` (not unique)` when a rigid model does not determine that pair's reaction (the
+numbers are then only the method's choice); `position_violation`,
+`velocity_violation`, `energy`. Read it with `pandas.read_csv(path, comment="#")`
+or `numpy.genfromtxt(path, delimiter=",", skip_header=2)`.
+"""
+
+import contextlib
+import datetime
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from .._assembly import marker_positions
+from .._model import Model
+from .._reactions import Reactions
+from .._simulate import Trajectory
+from .._spec import GROUND
+from .config import Config
+
+FORMAT = "redundax run 1"
+"""The `format` entry of the metadata; changes when the layout does."""
+
+SUFFIXES = (".npz", ".csv")
+"""File extensions [`write_run`][] understands."""
+
+NOT_UNIQUE = " (not unique)"
+"""Suffix of the CSV columns of reactions that a rigid model does not determine."""
+
+_HISTORIES = (
+    "t", "q", "qd", "qdd", "multipliers", "total_reaction",
+    "position_violation", "velocity_violation", "energy",
+)  # fmt: skip
+"""The arrays stored under their own name, as they are."""
+
+
+def check_output(path: str | os.PathLike, force: bool = False) -> Path:
+    """Check, before a long computation, that [`write_run`][] can write `path`.
+
+    **Returns:** `path` as a `Path`.
+
+    **Raises:** `ValueError` for an extension other than `.npz` or `.csv`;
+    `FileExistsError` if the file exists and `force` is False; `FileNotFoundError`
+    if its directory does not exist.
+    """
+    path = Path(path)
+    if path.suffix.lower() not in SUFFIXES:
+        raise ValueError(
+            f"{path}: unknown output format {path.suffix or '(no extension)'!r}; "
+            f"use a file name ending in {' or '.join(SUFFIXES)}"
+        )
+    if path.exists() and not force:
+        raise FileExistsError(f"{path}: already exists; pass force=True to overwrite it")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"{path}: no such directory {str(path.parent)!r}")
+    return path
+
+
+@contextlib.contextmanager
+def _atomic(path: Path, force: bool, text: bool) -> Iterator[Any]:
+    """A temporary file beside `path`, moved onto it when the block succeeds."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w" if text else "wb", **({"newline": ""} if text else {})) as file:
+            yield file
+        if force:
+            os.replace(temporary, path)
+        else:
+            # A hard link fails if `path` appeared meanwhile: no silent overwrite.
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                raise FileExistsError(
+                    f"{path}: already exists; pass force=True to overwrite it"
+                ) from None
+            except OSError:  # a file system without hard links
+                if path.exists():
+                    raise FileExistsError(
+                        f"{path}: already exists; pass force=True to overwrite it"
+                    ) from None
+                os.replace(temporary, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def _histories(
+    model: Model,
+    trajectory: Trajectory,
+    reactions: Reactions,
+    unique: Mapping[str, bool] | None,
+) -> dict[str, Any]:
+    names = model.pair_names
+    if tuple(reactions.names) != names:
+        raise ValueError(
+            f"the reactions are of pairs {reactions.names}, the model has pairs {names}"
+        )
+    T = trajectory.ts.shape[0]
+    if reactions.wrench.shape[0] != T:
+        raise ValueError(
+            f"reactions at {reactions.wrench.shape[0]} states for a trajectory of {T}: "
+            "evaluate them at every saved state (jax.vmap over trajectory.q, qd, ts)"
+        )
+    if unique is None:
+        # Unique throughout the run: a verdict that changes (at a singular
+        # configuration) counts as not unique.
+        flags = np.all(np.asarray(reactions.unique), axis=0)
+        unique = {name: bool(flag) for name, flag in zip(names, flags, strict=True)}
+    missing = [name for name in names if name not in unique]
+    if missing:
+        raise ValueError(f"unique: no flag for pair(s) {', '.join(missing)}")
+    return {
+        "t": np.asarray(trajectory.ts),
+        "q": np.asarray(trajectory.q),
+        "qd": np.asarray(trajectory.qd),
+        "qdd": np.asarray(reactions.qdd),
+        "tracked": np.asarray(jax.vmap(lambda q: marker_positions(model, q))(trajectory.q)),
+        "wrench": np.asarray(reactions.wrench),
+        "unique": {name: bool(unique[name]) for name in names},
+        "multipliers": np.asarray(reactions.multipliers),
+        "total_reaction": np.asarray(reactions.total),
+        "position_violation": np.asarray(trajectory.position_violation),
+        "velocity_violation": np.asarray(trajectory.velocity_violation),
+        "energy": np.asarray(trajectory.energy),
+    }
+
+
+def _metadata(source: Config | Model, method: str, extra: Mapping[str, Any] | None):
+    meta: dict[str, Any] = {"format": FORMAT}
+    if isinstance(source, Config):
+        meta.update(mechanism=source.name, config=str(source.path))
+    meta.update(
+        method=method,
+        created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        units="SI: s, m, rad, N, N m, J",
+        coordinates="q[k], k 0-based: body b has x, y, phi at 3b, 3b+1, 3b+2",
+        reactions="wrench [Fx, Fy, Mz] a pair exerts on a moving body at its centre of "
+        "mass, global axes; a reaction that is not unique is only the method's choice",
+    )
+    meta.update(extra or {})
+    return meta
+
+
+def _write_npz(file, model: Model, data: dict[str, Any], meta: dict[str, Any]) -> None:
+    arrays = {key: data[key] for key in ("tracked", *_HISTORIES)}
+    arrays["tracked_names"] = np.asarray(model.markers.names, dtype=str)
+    arrays["body_names"] = np.asarray(model.bodies.names, dtype=str)
+    arrays["pair_names"] = np.asarray(model.pair_names, dtype=str)
+    for k, pair in enumerate(model.pairs):
+        arrays[f"reaction/{pair.name}"] = data["wrench"][:, k]
+        arrays[f"unique/{pair.name}"] = np.asarray(data["unique"][pair.name])
+        arrays[f"rows/{pair.name}"] = np.asarray([r + 1 for r in pair.rows], dtype=np.int64)
+    arrays["meta"] = np.asarray(json.dumps(meta))
+    np.savez(file, **arrays)
+
+
+def _write_csv(file, model: Model, data: dict[str, Any], meta: dict[str, Any]) -> None:
+    T, nq = data["q"].shape
+    names, columns = ["t"], [data["t"][:, None]]
+    for key in ("q", "qd", "qdd"):
+        names += [f"{key}[{k}]" for k in range(nq)]
+        columns.append(data[key])
+    for m, marker in enumerate(model.markers.names):
+        names += [f"tracked.{marker}.x", f"tracked.{marker}.y"]
+        columns.append(data["tracked"][:, m])
+    bodies = model.bodies.names
+    for k, pair in enumerate(model.pairs):
+        suffix = "" if data["unique"][pair.name] else NOT_UNIQUE
+        for body in pair.bodies:
+            if body == GROUND:
+                continue
+            b = bodies.index(body)
+            names += [f"reaction.{pair.name}.{body}.{c}{suffix}" for c in ("Fx", "Fy", "Mz")]
+            columns.append(data["wrench"][:, k, b])
+    for key in ("position_violation", "velocity_violation", "energy"):
+        names.append(key)
+        columns.append(data[key][:, None])
+    table = np.concatenate(columns, axis=1)
+    file.write(f"# redundax run: {json.dumps(meta)}\n")
+    file.write(",".join(_csv_field(name) for name in names) + "\n")
+    for row in table.tolist():
+        file.write(",".join(repr(x) for x in row) + "\n")
+
+
+def _csv_field(name: str) -> str:
+    """Quote a column name that contains a comma or a quote (RFC 4180)."""
+    if any(c in name for c in ',"\n'):
+        return '"' + name.replace('"', '""') + '"'
+    return name
+
+
+def write_run(
+    path: str | os.PathLike,
+    source: Config | Model,
+    trajectory: Trajectory,
+    reactions: Reactions,
+    *,
+    unique: Mapping[str, bool] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    force: bool = False,
+) -> Path:
+    """Write the time histories of a run to `path`, as NPZ or CSV by its extension.
+
+    **Arguments:**
+
+    - `path`: a file name ending in `.npz` or `.csv` (layouts in the module
+      docstring).
+    - `source`: the [`Config`][] the run came from (its name and file go into the
+      metadata), or just the `Model`.
+    - `trajectory`: the [`redundax.Trajectory`][] of `simulate`.
+    - `reactions`: [`redundax.Reactions`][] at every saved state, batched:
+      `jax.vmap(lambda q, qd, t: reactions(model, q, qd, t, method=...))(
+      trajectory.q, trajectory.qd, trajectory.ts)`.
+    - `unique`: the verdict per pair name; default: unique at every saved state
+      (from `reactions.unique`). Pass the verdict of
+      [`redundax.analyze_solvability`][] at the initial configuration to state the
+      structural answer.
+    - `metadata`: extra JSON-serialisable entries for the metadata.
+    - `force`: overwrite an existing file.
+
+    **Returns:** the path written.
+
+    **Raises:** as [`check_output`][]: `ValueError` for an unknown extension,
+    `FileExistsError` if the file exists and `force` is False; `ValueError` if the
+    reactions do not belong to the model or to the trajectory.
+
+    !!! example
+        ```python
+        traj = rx.simulate(config.model, config.state, 10.0)
+        reac = jax.vmap(lambda q, qd, t: rx.reactions(config.model, q, qd, t))(
+            traj.q, traj.qd, traj.ts
+        )
+        write_run("run.npz", config, traj, reac)
+        ```
+    """
+    path = check_output(path, force)
+    model = source.model if isinstance(source, Config) else source
+    data = _histories(model, trajectory, reactions, unique)
+    meta = _metadata(source, reactions.method, metadata)
+    if path.suffix.lower() == ".npz":
+        with _atomic(path, force, text=False) as file:
+            _write_npz(file, model, data, meta)
+    else:
+        with _atomic(path, force, text=True) as file:
+            _write_csv(file, model, data, meta)
+    return path
+
+
+def read_run(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a run written by [`write_run`][] as NPZ.
+
+    **Returns:** a dict with the arrays `t`, `q`, `qd`, `qdd`, `multipliers`,
+    `total_reaction`, `position_violation`, `velocity_violation`, `energy`
+    (NumPy), and
+    - `tracked`: {marker: (T, 2) array}, in model order;
+    - `reactions`: {pair: (T, nb, 3) wrench array}, in model order;
+    - `unique`: {pair: bool}; `rows`: {pair: tuple of 1-based rows};
+    - `bodies`: the body names, in the order of the wrenches' second axis;
+    - `meta`: the metadata dict.
+
+    **Raises:** `ValueError` if the file is not an NPZ run of this format;
+    `FileNotFoundError` if it does not exist.
+    """
+    path = Path(path)
+    if path.suffix.lower() != ".npz":
+        raise ValueError(f"{path}: read_run reads .npz runs only (CSV is for other tools)")
+    with np.load(path, allow_pickle=False) as npz:
+        files = set(npz.files)
+        if "meta" not in files:
+            raise ValueError(f"{path}: not a redundax run (no 'meta' entry)")
+        meta = json.loads(str(npz["meta"]))
+        if meta.get("format") != FORMAT:
+            raise ValueError(
+                f"{path}: unknown run format {meta.get('format')!r}, expected {FORMAT!r}"
+            )
+        out: dict[str, Any] = {key: npz[key] for key in _HISTORIES}
+        tracked = npz["tracked"]
+        out["tracked"] = {
+            str(name): tracked[:, m] for m, name in enumerate(npz["tracked_names"].tolist())
+        }
+        pairs = [str(name) for name in npz["pair_names"].tolist()]
+        out["reactions"] = {name: npz[f"reaction/{name}"] for name in pairs}
+        out["unique"] = {name: bool(npz[f"unique/{name}"]) for name in pairs}
+        out["rows"] = {name: tuple(int(r) for r in npz[f"rows/{name}"]) for name in pairs}
+        out["bodies"] = tuple(str(name) for name in npz["body_names"].tolist())
+        out["meta"] = meta
+    return out

@@ -1,0 +1,267 @@
+"""`redundax simulate`: the JSON contract (DESIGN.md §7), the run files written by
+`--out` (NPZ, CSV), refusing to overwrite, the redundancy methods of `[simulation]`,
+and one-line errors naming the key.
+
+Runs are short (`--t-final 1`): the cost is the compilation, once per mechanism and
+method in this process."""
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from redundax.cli import main
+from redundax.io import check_output, read_run
+
+ROOT = Path(__file__).resolve().parents[1]
+MOBILE_ROBOT = ROOT / "configs" / "mobile_robot.toml"
+FOUR_BAR = ROOT / "configs" / "four_bar.toml"
+MOBILE_TEXT = MOBILE_ROBOT.read_text(encoding="utf-8")
+
+T_FINAL = "1.0"  # s: through the first steering step (0.5–1.5 s), yet fast
+MARKERS = ("platform_centre", "W1", "W2", "W3", "W4", "W5")
+# DESIGN.md §6: the paper's verdicts for the mobile robot.
+UNIQUE = ("A", "D", "E", "F", "G", "H", "drive", "W5")
+NOT_UNIQUE = ("B", "C", "W1", "W2", "W3", "W4")
+# The defaults rtol 1e-8, atol 1e-10 and Baumgarte α = β = 10 /s keep the drift of
+# the robot well below this over 1 s (about 4e-10 measured).
+TOL_DRIFT = 1e-7
+# Four-bar under gravity, 1 s at the default tolerances: 8e-8 J measured.
+TOL_ENERGY = 1e-6
+# The motion does not depend on the redundancy method: null space and elimination
+# agree to the integrator's tolerance (1e-10 measured).
+TOL_SAME_MOTION = 1e-7
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main([str(a) for a in argv])
+    return status, out.getvalue(), err.getvalue()
+
+
+def _config_with(tmp_path: Path, table: str, name: str = "robot.toml") -> Path:
+    """The mobile robot with `table` added to its [simulation] table."""
+    path = tmp_path / name
+    path.write_text(MOBILE_TEXT.rstrip("\n") + "\n" + table + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def robot(tmp_path_factory) -> dict:
+    """One null-space run of the mobile robot with `--json --out run.npz`."""
+    folder = tmp_path_factory.mktemp("robot")
+    npz = folder / "run.npz"
+    status, out, err = _run("simulate", MOBILE_ROBOT, "--t-final", T_FINAL, "--json", "--out", npz)
+    assert status == 0, err
+    return {"status": status, "out": out, "err": err, "npz": npz, "folder": folder}
+
+
+def test_json_follows_the_contract(robot):
+    assert robot["err"] == ""  # no progress on stderr when it is not a terminal
+    summary = json.loads(robot["out"])  # the whole of stdout is one JSON object
+    assert isinstance(summary["t_final"], float) and summary["t_final"] == 1.0
+    assert isinstance(summary["steps"], int) and summary["steps"] > 0
+    assert isinstance(summary["max_constraint_violation"], float)
+    assert 0.0 <= summary["max_constraint_violation"] < TOL_DRIFT
+    assert summary["max_constraint_violation"] == max(
+        summary["max_position_violation"], summary["max_velocity_violation"]
+    )
+    assert len(summary["final_q"]) == 21
+    assert all(isinstance(x, float) for x in summary["final_q"])
+    assert list(summary["tracked"]) == list(MARKERS)
+    for point in summary["tracked"].values():
+        assert len(point) == 2 and all(isinstance(x, float) for x in point)
+    # The platform centre is body 1's origin: its tracked point is q[0:2].
+    assert summary["tracked"]["platform_centre"] == summary["final_q"][:2]
+    assert summary["energy_error"] is None  # the driver does work
+    assert summary["rheonomic"] == ["drive"]
+    assert summary["method"] == "null-space" and summary["eliminated_rows"] is None
+    assert {name for name, u in summary["unique"].items() if u} == set(UNIQUE)
+    assert {name for name, u in summary["unique"].items() if not u} == set(NOT_UNIQUE)
+    assert summary["out"] == str(robot["npz"])
+
+
+def test_npz_run_is_consistent_with_the_json(robot):
+    summary = json.loads(robot["out"])
+    run = read_run(robot["npz"])
+    T = run["t"].shape[0]
+    assert T == 201 and run["t"][-1] == summary["t_final"]
+    assert run["q"].shape == run["qd"].shape == run["qdd"].shape == (T, 21)
+    np.testing.assert_array_equal(run["q"][-1], summary["final_q"])
+    assert list(run["tracked"]) == list(MARKERS)
+    for name, point in summary["tracked"].items():
+        np.testing.assert_array_equal(run["tracked"][name][-1], point)
+    assert list(run["reactions"]) == [*"ABCDEFGH", "drive", "W1", "W2", "W3", "W4", "W5"]
+    assert run["unique"]["D"] is True and run["unique"]["B"] is False
+    assert run["unique"] == summary["unique"]
+    assert run["reactions"]["B"].shape == (T, 7, 3)
+    assert run["rows"]["C"] == (5, 6) and run["rows"]["W4"] == (21,)
+    assert run["multipliers"].shape == (T, 22)
+    # Sane minimum-norm multipliers all along (no rank flip off the manifold).
+    assert np.all(np.isfinite(run["multipliers"])) and np.abs(run["multipliers"]).max() < 1e3
+    assert run["meta"]["method"] == "null-space" and run["meta"]["config"] == str(MOBILE_ROBOT)
+    assert run["position_violation"].max() <= summary["max_constraint_violation"]
+    # Plain numpy reads it without pickles, with the documented names.
+    with np.load(robot["npz"], allow_pickle=False) as npz:
+        assert {"t", "q", "qd", "qdd", "tracked", "reaction/B", "unique/B"} <= set(npz.files)
+        assert npz["tracked"].shape == (T, 6, 2) and not bool(npz["unique/B"])
+
+
+def test_csv_run_marks_the_non_unique_columns(robot):
+    csv = robot["folder"] / "run.csv"
+    status, out, err = _run("simulate", MOBILE_ROBOT, "--t-final", T_FINAL, "--json", "--out", csv)
+    assert status == 0, err
+    summary = json.loads(out)
+    meta, header, *rows = csv.read_text(encoding="utf-8").splitlines()
+    assert meta.startswith("# redundax run: ")
+    assert json.loads(meta.removeprefix("# redundax run: "))["mechanism"].startswith("mobile")
+    columns = header.split(",")
+    assert len(rows) == 201 and all(len(r.split(",")) == len(columns) for r in rows)
+    assert columns[:2] == ["t", "q[0]"] and "tracked.W3.x" in columns
+    assert "reaction.B.platform.Fx (not unique)" in columns
+    assert "reaction.B.wheel_left.Mz (not unique)" in columns
+    assert "reaction.D.link_left.Fy" in columns
+    for column in columns:
+        pair = column.split(".")[1] if column.startswith("reaction.") else None
+        if pair is not None:
+            assert column.endswith("(not unique)") == (pair in NOT_UNIQUE), column
+    table = np.array([[float(x) for x in r.split(",")] for r in rows])
+    q = [columns.index(f"q[{k}]") for k in range(21)]
+    np.testing.assert_array_equal(table[-1, q], summary["final_q"])
+    x, y = columns.index("tracked.W3.x"), columns.index("tracked.W3.y")
+    np.testing.assert_array_equal(table[-1, [x, y]], summary["tracked"]["W3"])
+    assert sorted(p.name for p in robot["folder"].iterdir()) == ["run.csv", "run.npz"]  # no temp
+
+
+def test_refuses_to_overwrite_without_force(robot, tmp_path):
+    path = tmp_path / "run.npz"
+    path.write_bytes(b"precious")
+    status, out, err = _run("simulate", MOBILE_ROBOT, "--t-final", T_FINAL, "--out", path)
+    assert status == 2 and out == ""
+    assert err.splitlines() == [
+        f"redundax: error: {path}: already exists; pass --force to overwrite it"
+    ]
+    assert path.read_bytes() == b"precious"
+    # With --force it is replaced; the human summary this time.
+    status, out, err = _run(
+        "simulate", MOBILE_ROBOT, "--t-final", T_FINAL, "--out", path, "--force"
+    )
+    assert status == 0, err
+    assert read_run(path)["unique"]["D"] is True
+    assert "tracked points at t = 1 s" in out and "platform_centre" in out
+    assert "NOT unique (the method's choice only): B, C, W1, W2, W3, W4" in out
+    assert "energy error: n/a" in out and f"wrote {path}" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.npz"]
+
+
+def test_elimination_rows_from_the_config(robot, tmp_path):
+    config = _config_with(tmp_path, 'method = "elimination"\neliminate = [6, 21]')
+    npz = tmp_path / "elim.npz"
+    status, out, err = _run("simulate", config, "--t-final", T_FINAL, "--json", "--out", npz)
+    assert status == 0, err
+    summary, reference = json.loads(out), json.loads(robot["out"])
+    assert summary["method"] == "elimination" and summary["eliminated_rows"] == [6, 21]
+    np.testing.assert_allclose(
+        summary["final_q"], reference["final_q"], rtol=0.0, atol=TOL_SAME_MOTION
+    )
+    run = read_run(npz)
+    assert np.all(run["multipliers"][:, [5, 20]] == 0.0)  # rows 6 and 21, exactly
+    assert np.any(run["multipliers"][:, 4] != 0.0)
+    # Unique reactions agree with the null-space run; the flags are the same.
+    assert run["unique"] == read_run(robot["npz"])["unique"]
+
+
+def test_four_bar_conserves_energy():
+    status, out, err = _run("simulate", FOUR_BAR, "--t-final", T_FINAL, "--json")
+    assert status == 0, err
+    summary = json.loads(out)
+    assert isinstance(summary["energy_error"], float)
+    assert 0.0 <= summary["energy_error"] < TOL_ENERGY
+    assert summary["rheonomic"] == [] and list(summary["tracked"]) == ["B"]
+    assert len(summary["final_q"]) == 9 and all(summary["unique"].values())
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_only_on_a_terminal_and_never_on_stdout():
+    out, err = io.StringIO(), _Terminal()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["simulate", str(FOUR_BAR), "--t-final", T_FINAL, "--json"])
+    assert status == 0, err.getvalue()
+    assert json.loads(out.getvalue())["t_final"] == 1.0  # stdout: exactly the JSON object
+    lines = err.getvalue().splitlines()
+    assert lines and all(line.startswith("redundax: ") for line in lines)
+    assert "simulating four-bar linkage to t = 1 s" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (
+            'method = "nullspace"',
+            "simulation key 'method': unknown method 'nullspace' (did you mean 'null-space'?",
+        ),
+        ("max_step = 0.1", "simulation: unknown key 'max_step'"),
+        ("t_final = -1.0", "simulation key 't_final': must be positive, got -1.0"),
+        (
+            'method = "elimination"\neliminate = [1, 21]',
+            "simulation key 'eliminate': dropping rows 1 (pair 'A'), 21 (pair 'W4') changes "
+            "the motion",
+        ),
+        ("stiffness = 1e6", "simulation key 'stiffness': applies only with method = 'penalty'"),
+    ],
+)
+def test_bad_simulation_options_give_one_line_naming_the_key(tmp_path, table, message):
+    if table.startswith("t_final"):
+        path = tmp_path / "robot.toml"
+        path.write_text(MOBILE_TEXT.replace("t_final = 10.0", table), encoding="utf-8")
+    else:
+        path = _config_with(tmp_path, table)
+    status, out, err = _run("simulate", path, "--json")
+    assert status == 2 and out == ""
+    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"redundax: error: {path}: {message}"), err
+
+
+def test_bad_t_final_argument():
+    status, out, err = _run("simulate", MOBILE_ROBOT, "--t-final", "-1")
+    assert status == 2 and out == ""
+    assert err.startswith("usage: redundax simulate")  # argparse: usage, then the error
+    assert err.splitlines()[-1] == (
+        "redundax simulate: error: argument --t-final: expected a positive number, got '-1'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("run.txt", "unknown output format '.txt'; use a file name ending in .npz or .csv"),
+        ("no/such/dir/run.npz", "no such directory 'no/such/dir'"),
+    ],
+)
+def test_bad_out_is_refused_before_simulating(tmp_path, monkeypatch, name, message):
+    monkeypatch.chdir(tmp_path)
+    status, out, err = _run("simulate", MOBILE_ROBOT, "--out", name)
+    assert status == 2 and out == ""
+    assert err.splitlines() == [f"redundax: error: {name}: {message}"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_output(tmp_path):
+    assert check_output(tmp_path / "a.csv") == tmp_path / "a.csv"
+    (tmp_path / "a.csv").write_text("x")
+    with pytest.raises(FileExistsError, match="already exists; pass force=True"):
+        check_output(tmp_path / "a.csv")
+    assert check_output(tmp_path / "a.csv", force=True) == tmp_path / "a.csv"
+    with pytest.raises(ValueError, match="unknown output format"):
+        check_output(tmp_path / "a")
+    with pytest.raises(ValueError, match="reads .npz runs only"):
+        read_run(tmp_path / "a.csv")
