@@ -22,3 +22,23 @@ def central_difference(f, x, h=None):
         e.flat[k] = h
         out.flat[k] = (float(f(x + e)) - float(f(x - e))) / (2 * h)
     return out
+
+# --- dynamics (tests/test_dynamics.py) ---
+# Same motion by different methods at rtol = 1e-10, atol = 1e-12 (issue 3): max |Δq| [m, rad].
+TOL_SAME_MOTION = 1e-7
+# Unique reactions by different methods: relative difference.
+TOL_SAME_REACTION = 1e-6
+# Non-unique reactions must differ by more than this (relative) somewhere in the run.
+MIN_NONUNIQUE_DIFFERENCE = 1e-3
+# Constraint violation with projection (positions and velocities).
+TOL_PROJECTED_VIOLATION = 1e-9
+# Documented bound with Baumgarte (α = β = 10 /s) alone at rtol = 1e-8, atol = 1e-10.
+TOL_BAUMGARTE_VIOLATION = 1e-8
+# Energy drift relative to the largest kinetic energy of the run (rtol = 1e-11).
+TOL_ENERGY_RELATIVE = 1e-7
+# IFToMM A01 high-precision threshold [m].
+TOL_A01_POSITION = 1e-3
+# Closed-form reactions (with 1e-9-kg "massless" links or 1e-12 m² point-mass inertia).
+TOL_CLOSED_FORM = 1e-6
+# Gradients through Diffrax against central differences: relative error.
+TOL_FD_SOLVE = 1e-5

@@ -20,6 +20,11 @@ from ._assembly import (
     velocity_bias as velocity_bias,
     velocity_residual as velocity_residual,
 )
+from ._diagnostics import (
+    RankHistory as RankHistory,
+    rank_history as rank_history,
+    singular_instants as singular_instants,
+)
 from ._dynamics import (
     AbstractRedundancyMethod as AbstractRedundancyMethod,
     AugmentedLagrangian as AugmentedLagrangian,

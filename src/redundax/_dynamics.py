@@ -119,9 +119,13 @@ class AbstractRedundancyMethod(eqx.Module):
     """A way of handling redundant constraints: it yields q̈ and one choice of λ."""
 
     @abc.abstractmethod
-    def prepare(self, C: Float[Array, "nc nq"]) -> "AbstractRedundancyMethod":
+    def prepare(
+        self, C: Float[Array, "nc nq"], rank: Int[ArrayLike, ""] | None = None
+    ) -> "AbstractRedundancyMethod":
         """Take the method's discrete decisions once, from C at a regular
-        configuration (e.g. the rank), and return the method ready to use."""
+        configuration, and return the method ready to use. `rank`, if given, is
+        the rank of C decided by the caller; a method already prepared is returned
+        unchanged."""
         raise NotImplementedError
 
     @abc.abstractmethod
@@ -150,8 +154,11 @@ class NullSpace(AbstractRedundancyMethod):
     rtol: float | None = None
     rank: Int[ArrayLike, ""] | None = None
 
-    def prepare(self, C):
-        return NullSpace(rtol=self.rtol, rank=pivoted_qr(C, self.rtol).rank)
+    def prepare(self, C, rank=None):
+        if self.rank is not None:
+            return self
+        rank = pivoted_qr(C, self.rtol).rank if rank is None else rank
+        return NullSpace(rtol=self.rtol, rank=rank)
 
     def acceleration(self, terms, gamma):
         return null_space_acceleration(terms.C, terms.M, terms.F, gamma, self.rtol, self.rank)
@@ -172,8 +179,10 @@ class WeightedMinimumNorm(AbstractRedundancyMethod):
     rtol: float | None = None
     rank: Int[ArrayLike, ""] | None = None
 
-    def prepare(self, C):
-        rank = pivoted_qr(C, self.rtol).rank
+    def prepare(self, C, rank=None):
+        if self.rank is not None:
+            return self
+        rank = pivoted_qr(C, self.rtol).rank if rank is None else rank
         return WeightedMinimumNorm(weights=self.weights, rtol=self.rtol, rank=rank)
 
     def acceleration(self, terms, gamma):
@@ -205,7 +214,7 @@ class Elimination(AbstractRedundancyMethod):
     keep: tuple[int, ...] = eqx.field(static=True)
     n_rows: int = eqx.field(static=True)
 
-    def prepare(self, C):
+    def prepare(self, C, rank=None):
         return self
 
     def _solve(self, terms, gamma):
@@ -279,7 +288,7 @@ class AugmentedLagrangian(AbstractRedundancyMethod):
     penalty: float = 1e6
     iterations: int = eqx.field(static=True, default=8)
 
-    def prepare(self, C):
+    def prepare(self, C, rank=None):
         return self
 
     def _solve(self, terms, gamma):
@@ -319,7 +328,7 @@ class Penalty(AbstractRedundancyMethod):
     omega: float = 10.0
     xi: float = 1.0
 
-    def prepare(self, C):
+    def prepare(self, C, rank=None):
         return self
 
     def _solve(self, terms):

@@ -7,12 +7,17 @@ otherwise the numbers are those of the chosen method, and the flag says so.
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from ._dynamics import AbstractRedundancyMethod, NullSpace, dynamics_terms
 from ._model import Model
+from ._qr import pivoted_qr
 from ._solvability import UNIQUENESS_RTOL, membership, solvability_by_qr
 from ._types import Scalar
+
+
+DRIFT_RTOL = 1e-8
+"""Rank tolerance for states taken from a simulation (slightly off the manifold)."""
 
 
 class Reactions(eqx.Module):
@@ -51,7 +56,8 @@ def reactions(
     *,
     method: AbstractRedundancyMethod = NullSpace(),
     stabilisation=None,
-    rtol: float | None = None,
+    rank: Int[ArrayLike, ""] | None = None,
+    rtol: float = DRIFT_RTOL,
     utol: float = UNIQUENESS_RTOL,
 ) -> Reactions:
     """Per-pair reactions at (q, q̇, t) by `method`, with their uniqueness flags.
@@ -62,7 +68,13 @@ def reactions(
     - `method`: how redundant constraints are handled (default minimum norm).
     - `stabilisation`: the drift-control term used in the simulation, if any, so
       that the reactions match the simulated accelerations.
-    - `rtol`, `utol`: rank and uniqueness tolerances of the solvability test.
+    - `rank`: the rank of C, if decided elsewhere (e.g. at the initial state).
+    - `rtol`: relative rank tolerance used when `rank` is None. The default,
+      `DRIFT_RTOL` = 1e-8, is looser than the analysis's: along a simulated
+      motion the state is off the constraint manifold by the integration error,
+      which makes dependent rows independent by that much, and such rows must
+      still count as dependent.
+    - `utol`: uniqueness tolerance of the solvability test.
 
     **Returns:** a [`Reactions`][]. Works under `jax.jit`, `jax.vmap`, `jax.grad`.
 
@@ -73,13 +85,15 @@ def reactions(
         ```
     """
     terms = dynamics_terms(model, q, qd, t)
-    method = method.prepare(terms.C)
+    if rank is None:
+        rank = pivoted_qr(terms.C, rtol).rank
+    method = method.prepare(terms.C, rank)
     gamma = terms.gamma if stabilisation is None else stabilisation.gamma(terms)
     qdd = method.acceleration(terms, gamma)
     lam = method.multipliers(terms, gamma, qdd)
     rows = tuple(p.rows for p in model.pairs)
     S = membership(model.n_constraints, rows)
-    verdict = solvability_by_qr(terms.C, S, rtol=rtol, utol=utol)
+    verdict = solvability_by_qr(terms.C, S, utol=utol, rank=rank)
     nb, dof = model.bodies.count, model.bodies.dof
     wrench = -jnp.einsum("gk,ka,k->ga", S, terms.C, lam).reshape(len(rows), nb, dof)
     return Reactions(

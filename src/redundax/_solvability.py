@@ -20,7 +20,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from ._assembly import constraint_matrix
 from ._model import Model
@@ -73,9 +73,11 @@ def solvability_by_qr(
     *,
     rtol: float | None = None,
     utol: float = UNIQUENESS_RTOL,
+    rank: Int[ArrayLike, ""] | None = None,
 ) -> Solvability:
-    """The QR test of Wojtyra & Frączek (Eq. 27) for every group (row of `S`)."""
-    qr = pivoted_qr(C, rtol)
+    """The QR test of Wojtyra & Frączek (Eq. 27) for every group (row of `S`).
+    `rank`, if given, imposes the rank (see `pivoted_qr`)."""
+    qr = pivoted_qr(C, rtol, rank)
     N = jnp.where(qr.null_mask()[None, :], qr.q, 0.0)  # Q^col: last p columns
     return _verdicts(C, S, N, qr.rank, utol)
 

@@ -163,3 +163,93 @@ def _link(name: str, start, end, density: float = 1.0) -> Body:
 def _half(start, end, sign: int) -> tuple[float, float]:
     """Body-frame coordinates of a link's end (sign −1: start, +1: end)."""
     return (sign * math.hypot(end[0] - start[0], end[1] - start[1]) / 2, 0.0)
+
+
+def pendulum(length: float = 1.0, mass: float = 1.0, inertia: float = 0.0,
+             angle: float = 0.0, gravity: float = 9.81) -> Mechanism:
+    """A pendulum pinned to the ground at the origin (IFToMM benchmark A01 with the
+    defaults: L = 1 m, m = 1 kg, released at rest from (−1, 0)).
+
+    The body frame is at the bob; `angle` is the angle of the rod from the −x axis
+    (0: bob at (−L, 0)), positive counter-clockwise (towards −y first). A point
+    mass needs `inertia` > 0 for the model: the default, 1e-12 m² · mass, changes the
+    period by a relative 5e-13.
+    """
+    inertia = inertia if inertia > 0.0 else 1e-12 * mass * length**2
+    c, s = math.cos(angle), math.sin(angle)
+    bob = (-length * c, -length * s)
+    return Mechanism(
+        bodies=[Body("bob", mass, inertia, position=bob, angle=angle)],
+        pairs=[Revolute("O", "bob", "ground", (length, 0.0), (0.0, 0.0))],
+        gravity=(0.0, -gravity),
+        markers=[Marker("P1", "bob")],
+    )
+
+
+def slider_crank(crank: float = 0.2, rod: float = 0.6, masses=(1.0, 1.0, 1.0),
+                 crank_angle: float = 0.3, speed: float = 2 * math.pi,
+                 gravity: float = 9.81, driven: bool = True) -> Mechanism:
+    """A slider-crank: crank O–A pinned to the ground at the origin, connecting rod
+    A–B, slider at B on the global x axis. With `driven`, a revolute driver turns
+    the crank at the constant `speed` [rad/s] from `crank_angle`. Uniform slender
+    links (J = m l²/12); the slider's inertia is m · 1e-4 m².
+    """
+    from ._motion import Polynomial
+    from ._spec import RevoluteDriver
+
+    mc, mr, ms = masses
+    A = (crank * math.cos(crank_angle), crank * math.sin(crank_angle))
+    B = (A[0] + math.sqrt(rod**2 - A[1] ** 2), 0.0)
+    w = speed if driven else 0.0
+    # Initial velocities from the exact kinematics of the crank turning at w:
+    # v_B − v_A = ψ̇ Ω (B − A), whose y component gives the rod's ψ̇.
+    va = (-w * A[1], w * A[0])
+    wr = -w * crank * math.cos(crank_angle) / (B[0] - A[0])
+    vb = (_slider_speed(crank, rod, crank_angle, w), 0.0)
+    vmid_rod = ((va[0] + vb[0]) / 2, va[1] / 2)
+    crank_body = _link("crank", (0.0, 0.0), A, density=mc / crank)
+    rod_body = _link("rod", A, B, density=mr / rod)
+    bodies = [
+        Body("crank", mc, crank_body.inertia, crank_body.position, crank_body.angle,
+             (va[0] / 2, va[1] / 2), w),
+        Body("rod", mr, rod_body.inertia, rod_body.position, rod_body.angle, vmid_rod, wr),
+        Body("slider", ms, ms * 1e-4, B, 0.0, vb, 0.0),
+    ]
+    pairs = [
+        Revolute("O", "crank", "ground", (-crank / 2, 0.0), (0.0, 0.0)),
+        Revolute("A", "crank", "rod", (crank / 2, 0.0), (-rod / 2, 0.0)),
+        Revolute("B", "rod", "slider", (rod / 2, 0.0), (0.0, 0.0)),
+        Translational("P", "slider", "ground", normal=(0.0, 1.0)),
+    ]
+    if driven:
+        pairs.append(RevoluteDriver("drive", "crank", "ground", Polynomial([crank_angle, speed])))
+    return Mechanism(bodies, pairs, gravity=(0.0, -gravity),
+                     markers=[Marker("B", "slider")])
+
+
+def _slider_speed(r: float, l: float, theta: float, w: float) -> float:
+    """dx_B/dt of x_B = r cos θ + sqrt(l² − r² sin² θ)."""
+    s, c = math.sin(theta), math.cos(theta)
+    return w * (-r * s - r**2 * s * c / math.sqrt(l**2 - (r * s) ** 2))
+
+
+def n_four_bar(n: int = 1, speed: float = 1.0, gravity: float = 9.81) -> Mechanism:
+    """IFToMM benchmark A02: a chain of `n` four-bar parallelograms. Cranks k = 0…n
+    of length 1 m are pinned to the ground at (k, 0) and start vertical; couplers
+    k = 1…n join the tips of cranks k − 1 and k. Slender links, 1 kg, 1 m. The tip
+    B0 of crank 0 starts at (0, 1) with velocity (`speed`, 0). p = 0 at regular
+    configurations; the rank of C drops when the cranks lie along the ground line.
+    """
+    w = -speed  # crank angular velocity for a tip moving at +speed in x from vertical
+    bodies, pairs = [], []
+    for k in range(n + 1):
+        b = _link(f"crank{k}", (float(k), 0.0), (float(k), 1.0))
+        bodies.append(Body(b.name, b.mass, b.inertia, b.position, b.angle, (speed / 2, 0.0), w))
+        pairs.append(Revolute(f"O{k}", f"crank{k}", "ground", (-0.5, 0.0), (float(k), 0.0)))
+    for k in range(1, n + 1):
+        b = _link(f"coupler{k}", (k - 1.0, 1.0), (float(k), 1.0))
+        bodies.append(Body(b.name, b.mass, b.inertia, b.position, b.angle, (speed, 0.0), 0.0))
+        pairs.append(Revolute(f"A{k}", f"crank{k - 1}", f"coupler{k}", (0.5, 0.0), (-0.5, 0.0)))
+        pairs.append(Revolute(f"B{k}", f"crank{k}", f"coupler{k}", (0.5, 0.0), (0.5, 0.0)))
+    return Mechanism(bodies, pairs, gravity=(0.0, -gravity),
+                     markers=[Marker("B0", "crank0", (0.5, 0.0))])

@@ -1,0 +1,296 @@
+"""Equations of motion, methods of handling redundancy, drift control, and
+simulation (issue 3). Oracles: closed forms, the IFToMM A01 reference, a second
+method in the library, central finite differences in the test."""
+
+import math
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers import (
+    MIN_NONUNIQUE_DIFFERENCE,
+    TOL_A01_POSITION,
+    TOL_BAUMGARTE_VIOLATION,
+    TOL_CLOSED_FORM,
+    TOL_ENERGY_RELATIVE,
+    TOL_FD_SOLVE,
+    TOL_PROJECTED_VIOLATION,
+    TOL_SAME_MOTION,
+    TOL_SAME_REACTION,
+    central_difference,
+)
+
+import redundax as rx
+from redundax import models
+
+BENCHMARKS = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "benchmark-data"
+TIGHT = dict(rtol=1e-10, atol=1e-12)
+VARIANTS = {"{6,21}": (6, 21), "{18,21}": (18, 21), "{19,21}": (19, 21)}
+UNIQUE = ["A", "D", "E", "F", "G", "H", "drive", "W5"]
+NOT_UNIQUE = ["B", "C", "W1", "W2", "W3", "W4"]
+
+
+@pytest.fixture(scope="module")
+def robot():
+    mech = models.mobile_robot()
+    return mech.build(), mech.initial_state()
+
+
+@pytest.fixture(scope="module")
+def robot_runs(robot):
+    """The 10 s manoeuvre by the null-space method and the paper's three
+    elimination variants, with the reactions of each along its own motion."""
+    model, s = robot
+    methods = {"null-space": rx.NullSpace()}
+    methods.update({k: rx.eliminate(model, s.q, s.t, rows) for k, rows in VARIANTS.items()})
+    runs = {}
+    for name, method in methods.items():
+        traj = rx.simulate(model, s, 10.0, method=method, n_save=101, **TIGHT)
+        reac = jax.vmap(
+            lambda q, qd, t, method=method: rx.reactions(
+                model, q, qd, t, method=method, stabilisation=rx.Baumgarte()
+            )
+        )(traj.q, traj.qd, traj.ts)
+        runs[name] = (traj, reac)
+    return runs
+
+
+def _rel(a, b):
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+
+def test_methods_give_the_same_motion(robot_runs):
+    ref = robot_runs["null-space"][0]
+    for name, (traj, _) in robot_runs.items():
+        assert float(np.max(np.abs(traj.q - ref.q))) < TOL_SAME_MOTION, name
+        assert float(np.max(np.abs(traj.qd - ref.qd))) < TOL_SAME_MOTION, name
+
+
+def test_unique_reactions_agree_and_non_unique_differ(robot_runs, robot):
+    model, _ = robot
+    reac = {k: r for k, (_, r) in robot_runs.items()}
+    k = {n: model.pair_names.index(n) for n in model.pair_names}
+    for name in UNIQUE:
+        assert bool(np.all(reac["null-space"].unique[:, k[name]])), name
+        for v in VARIANTS:
+            assert _rel(reac[v].wrench[:, k[name]], reac["null-space"].wrench[:, k[name]]) < TOL_SAME_REACTION
+    variants = list(VARIANTS)
+    for name in ["B", "C", "W1", "W2", "W3"]:
+        assert not bool(np.any(reac["null-space"].unique[:, k[name]])), name
+        for a, b in [(0, 1), (0, 2), (1, 2)]:
+            diff = _rel(reac[variants[a]].wrench[:, k[name]], reac[variants[b]].wrench[:, k[name]])
+            # W1 is eliminated in {18,21} and W2 in {19,21}; B, C, W3 differ in every pair
+            # of variants (Wojtyra & Frączek 2013, §4.4).
+            if name in ("B", "C", "W3") or name in ("W1", "W2"):
+                assert diff > MIN_NONUNIQUE_DIFFERENCE, (name, variants[a], variants[b])
+    # W4 is eliminated by all three variants but not by the minimum-norm solution.
+    assert float(np.max(np.abs(reac["null-space"].wrench[:, k["W4"]]))) > 1e-3
+
+
+def test_eliminated_rows_carry_exactly_zero(robot_runs):
+    for name, rows in VARIANTS.items():
+        lam = np.asarray(robot_runs[name][1].multipliers)
+        assert np.all(lam[:, [r - 1 for r in rows]] == 0.0)
+        assert np.max(np.abs(lam)) > 0.1
+
+
+def test_manoeuvre_turns_right_then_left(robot_runs):
+    traj = robot_runs["null-space"][0]
+    y = np.asarray(traj.q[:, 1])
+    heading = np.asarray(traj.q[:, 2])
+    assert y.min() < -0.01 and np.argmin(heading) < np.argmax(heading) or heading.min() < -0.05
+    assert abs(heading[-1]) < 0.05  # back to a course parallel to x0
+
+
+def test_projection_keeps_violation_at_round_off(robot):
+    model, s = robot
+    traj = rx.simulate(model, s, 10.0, projection=rx.Projection(), n_save=201, **TIGHT)
+    assert float(traj.position_violation.max()) < TOL_PROJECTED_VIOLATION
+    assert float(traj.velocity_violation.max()) < TOL_PROJECTED_VIOLATION
+
+
+def test_baumgarte_alone_bounds_violation(robot):
+    model, s = robot
+    traj = rx.simulate(model, s, 10.0, rtol=1e-8, atol=1e-10, n_save=201)
+    assert float(traj.position_violation.max()) < TOL_BAUMGARTE_VIOLATION
+    assert float(traj.velocity_violation.max()) < 10 * TOL_BAUMGARTE_VIOLATION
+    free = rx.simulate(model, s, 10.0, rtol=1e-8, atol=1e-10, n_save=201, stabilisation=None)
+    # Without drift control the violation is larger: the bound is Baumgarte's doing.
+    assert float(free.position_violation.max()) > float(traj.position_violation.max())
+
+
+def test_redundant_parallelogram_conserves_energy():
+    mech = models.parallelogram(3, crank_angle=1.0)
+    model, s = mech.build(), mech.initial_state()
+    assert int(rx.analyze_solvability(model, s.q).redundancy) == 1
+    traj = rx.simulate(model, s, 10.0, rtol=1e-11, atol=1e-13, n_save=201)
+    kinetic = jax.vmap(lambda qd: rx.kinetic_energy(model, qd))(traj.qd)
+    drift = float(np.max(np.abs(traj.energy - traj.energy[0])))
+    assert float(kinetic.max()) > 1.0  # it really swings
+    assert drift < TOL_ENERGY_RELATIVE * float(kinetic.max())
+
+
+def _crank_crossings(traj, n_cranks):
+    phi = np.asarray(traj.q).reshape(len(traj.ts), -1, 3)[:, :n_cranks, 2]
+    k = np.floor(phi[:, 0] / np.pi)
+    return phi, np.nonzero(np.diff(k))[0]
+
+
+@pytest.mark.parametrize("n, energy_tol", [(1, 1e-6), (10, 5e-2)])
+def test_singular_passages_keep_the_parallelogram_branch(n, energy_tol):
+    """A02-type chains pass the flat configuration (cranks along the ground line)
+    about twice a second. The parallelogram branch keeps all cranks parallel; the
+    augmented Lagrangian (smooth through the rank drop) keeps it."""
+    mech = models.n_four_bar(n)
+    model, s = mech.build(), mech.initial_state()
+    traj = rx.simulate(model, s, 10.0, method=rx.AugmentedLagrangian(), n_save=1001, **TIGHT)
+    phi, crossings = _crank_crossings(traj, n + 1)
+    assert len(crossings) >= 8
+    assert float(np.max(np.abs(phi - phi[:, :1]))) < 1e-5  # every crank parallel to crank 0
+    energy = np.asarray(traj.energy)
+    assert float(np.max(np.abs(energy - energy[0]))) < energy_tol * abs(float(energy[0]) or 1.0)
+    instants = rx.singular_instants(model, traj)
+    assert len(instants) == len(crossings)
+    ts = np.asarray(traj.ts)
+    for (t, gap, rank), k in zip(instants, crossings):
+        assert ts[k] <= t <= ts[k + 1]
+        assert rank < model.n_constraints and gap < 1e-6
+
+
+def _pendulum_reaction(q, length, mass, inertia, g=9.81):
+    """Force of the pin on a rigid pendulum whose centre of mass is at the bob, from
+    energy (released at rest from the horizontal): I_O ω² = 2 m g (0 − y),
+    α = −m g x / I_O, a = α Ω r − ω² r, F = m a − m (0, −g)."""
+    x, y = q[0], q[1]
+    I_O = mass * length**2 + inertia
+    w2 = 2 * mass * g * (-y) / I_O
+    alpha = -mass * g * x / I_O
+    a = alpha * np.array([-y, x]) - w2 * np.array([x, y])
+    return mass * a - mass * np.array([0.0, -g])
+
+
+def test_pendulum_against_a01_and_closed_form_reactions():
+    mech = models.pendulum()
+    model, s = mech.build(), mech.initial_state()
+    ref = np.loadtxt(BENCHMARKS / "A01_simple_pendulum_P1.csv", delimiter=",", comments="#",
+                     skiprows=5)
+    ref = ref[ref[:, 0] <= 20.0]
+    traj = rx.simulate(model, s, 20.0, ts=jnp.asarray(ref[:, 0]), **TIGHT)
+    pos = np.asarray(jax.vmap(lambda q: rx.marker_positions(model, q)[0])(traj.q))
+    assert float(np.max(np.linalg.norm(pos - ref[:, 1:3], axis=1))) < TOL_A01_POSITION
+    reac = jax.vmap(lambda q, qd, t: rx.reactions(model, q, qd, t))(traj.q, traj.qd, traj.ts)
+    J = float(model.bodies.inertia[0])
+    for k in range(0, len(ref), 7):
+        expected = _pendulum_reaction(np.asarray(traj.q[k]), 1.0, 1.0, J)
+        np.testing.assert_allclose(reac.wrench[k, 0, 0, :2], expected, atol=TOL_CLOSED_FORM * 30)
+    assert bool(np.all(reac.unique))
+
+
+def test_slider_crank_closed_form_reactions():
+    """Driven slider-crank with (nearly) massless crank and rod: the rod is a
+    two-force member. Slider: m ẍ_B = F_x, and the guide carries N = m g − F_y,
+    with x_B(θ) = r cos θ + sqrt(l² − r² sin² θ), θ = θ₀ + ω t."""
+    r, l, ms, w, th0 = 0.2, 0.6, 2.0, 2 * math.pi, 0.3
+    mech = models.slider_crank(r, l, (1e-9, 1e-9, ms), th0, w)
+    model, s = mech.build(), mech.initial_state()
+    assert int(rx.analyze_solvability(model, s.q).dof) == 0
+    traj = rx.simulate(model, s, 1.0, n_save=41, **TIGHT)
+
+    def x_b(theta):
+        return r * jnp.cos(theta) + jnp.sqrt(l**2 - (r * jnp.sin(theta)) ** 2)
+
+    reac = jax.vmap(lambda q, qd, t: rx.reactions(model, q, qd, t))(traj.q, traj.qd, traj.ts)
+    kB, kP = model.pair_names.index("B"), model.pair_names.index("P")
+    for k in range(len(traj.ts)):
+        theta = th0 + w * float(traj.ts[k])
+        acc = w**2 * float(jax.grad(jax.grad(x_b))(theta))
+        A = np.array([r * math.cos(theta), r * math.sin(theta)])
+        B = np.array([float(x_b(theta)), 0.0])
+        e = (B - A) / l
+        force_x = ms * acc  # on the slider, from the rod (along e)
+        force = force_x / e[0] * e
+        on_slider_B = np.asarray(reac.wrench[k, kB, 2, :2])
+        on_slider_P = np.asarray(reac.wrench[k, kP, 2, :2])
+        np.testing.assert_allclose(on_slider_B, force, atol=TOL_CLOSED_FORM * 100)
+        np.testing.assert_allclose(on_slider_P, [0.0, ms * 9.81 - force[1]], atol=TOL_CLOSED_FORM * 100)
+
+
+def test_jit_vmap_and_grad_through_the_solve():
+    mech = models.pendulum(inertia=0.01)
+    model, s = mech.build(), mech.initial_state()
+
+    def final_y(length, mass):
+        m = eqx.tree_at(lambda m: (m.holonomic[0].s_i, m.bodies.mass), model,
+                        (jnp.stack([length, 0.0]), jnp.atleast_1d(mass)))
+        state = rx.State(0.0, jnp.stack([-length, 0.0, 0.0]), jnp.zeros(3))
+        return rx.simulate(m, state, 1.0, n_save=2, **TIGHT).q[-1, 1]
+
+    p0 = np.array([1.0, 1.0])
+    grad = np.asarray(jax.grad(lambda p: final_y(p[0], p[1]))(jnp.asarray(p0)))
+    fd = central_difference(lambda p: final_y(jnp.asarray(p[0]), jnp.asarray(p[1])), p0)
+    np.testing.assert_allclose(grad, fd, rtol=TOL_FD_SOLVE)
+    assert abs(grad[1]) > 1e-3  # the mass matters because the inertia is not zero
+
+    angles = jnp.array([0.0, 0.3, 0.6])
+    states = jax.vmap(lambda a: rx.State(0.0, jnp.stack([-jnp.cos(a), -jnp.sin(a), a]), jnp.zeros(3)))(angles)
+    batched = jax.vmap(lambda st: rx.simulate(model, st, 1.0, n_save=3, **TIGHT).q)(states)
+    for k, a in enumerate(angles):
+        single = rx.simulate(model, rx.State(0.0, states.q[k], states.qd[k]), 1.0, n_save=3, **TIGHT).q
+        np.testing.assert_allclose(batched[k], single, atol=1e-12)
+        assert float(a) == float(angles[k])
+
+    f = jax.jit(lambda q, qd: rx.solve_dynamics(model, q, qd, 0.0))
+    np.testing.assert_allclose(f(s.q, s.qd)[0], rx.solve_dynamics(model, s.q, s.qd, 0.0)[0], atol=1e-13)
+
+
+def test_implicit_solver_matches_explicit():
+    mech = models.four_bar()
+    model, s = mech.build(), mech.initial_state()
+    explicit = rx.simulate(model, s, 1.0, n_save=5, **TIGHT)
+    implicit = rx.simulate(model, s, 1.0, n_save=5, solver=diffrax.Kvaerno5(), **TIGHT)
+    np.testing.assert_allclose(implicit.q, explicit.q, atol=1e-7)
+
+
+def test_inconsistent_initial_state_refused_or_projected():
+    mech = models.four_bar()
+    model, s = mech.build(), mech.initial_state()
+    bad = rx.State(s.t, s.q.at[3].add(0.01), s.qd)  # move the coupler 1 cm
+    with pytest.raises(ValueError, match=r"inconsistent initial configuration(.|\n)*pair 'A'"):
+        rx.simulate(model, bad, 0.1)
+    traj = rx.simulate(model, bad, 0.1, initial_projection=rx.Projection(), n_save=3)
+    assert 0.005 < float(traj.initial_correction[0]) < 0.02
+    assert float(traj.position_violation.max()) < 1e-9
+
+
+def test_eliminating_a_row_that_is_not_redundant_is_refused(robot):
+    model, s = robot
+    with pytest.raises(ValueError, match=r"rows 1 \(pair 'A'\), 21 \(pair 'W4'\) changes the motion"):
+        rx.eliminate(model, s.q, s.t, (1, 21))
+    with pytest.raises(ValueError, match="out of range"):
+        rx.eliminate(model, s.q, s.t, (23,))
+    auto = rx.eliminate(model, s.q, s.t)
+    assert len(auto.eliminated) == 2
+
+
+def test_every_method_same_accelerations_and_unique_reactions(robot_runs, robot):
+    """Minimum norm, mass-weighted minimum norm, elimination, augmented Lagrangian:
+    same q̈ and same unique reactions at states along the manoeuvre; the penalty
+    method converges to them as its stiffness grows."""
+    model, _ = robot
+    traj = robot_runs["null-space"][0]
+    methods = [rx.NullSpace(), rx.WeightedMinimumNorm(), rx.AugmentedLagrangian(),
+               rx.eliminate(model, traj.q[0], 0.0)]
+    k_unique = [model.pair_names.index(n) for n in UNIQUE]
+    for i in (20, 55, 80):
+        q, qd, t = traj.q[i], traj.qd[i], traj.ts[i]
+        ref = rx.reactions(model, q, qd, t)
+        for m in methods:
+            r = rx.reactions(model, q, qd, t, method=m)
+            assert _rel(r.qdd, ref.qdd) < TOL_SAME_REACTION
+            assert _rel(r.wrench[k_unique], ref.wrench[k_unique]) < TOL_SAME_REACTION
+        errors = [_rel(rx.reactions(model, q, qd, t, method=rx.Penalty(stiffness=a)).wrench[k_unique],
+                       ref.wrench[k_unique]) for a in (1e4, 1e6, 1e8)]
+        assert errors[0] > errors[1] > errors[2]
