@@ -101,8 +101,11 @@ def test_manoeuvre_turns_right_then_left(robot_runs):
     traj = robot_runs["null-space"][0]
     y = np.asarray(traj.q[:, 1])
     heading = np.asarray(traj.q[:, 2])
-    assert y.min() < -0.01 and np.argmin(heading) < np.argmax(heading) or heading.min() < -0.05
-    assert abs(heading[-1]) < 0.05  # back to a course parallel to x0
+    # Right turn first (heading decreasing, platform moving to −y), then left back to a
+    # course parallel to x₀ (seed Figs. 2–3).
+    assert heading.min() < -0.2 and np.argmin(heading) < len(heading) // 2
+    assert y[-1] < -0.1 and heading.max() < 0.01
+    assert abs(heading[-1]) < 0.01
 
 
 def test_projection_keeps_violation_at_round_off(robot):
@@ -123,7 +126,9 @@ def test_baumgarte_alone_bounds_violation(robot):
 
 
 def test_redundant_parallelogram_conserves_energy():
-    mech = models.parallelogram(3, crank_angle=1.0)
+    # Hanging cranks released 1 rad from the vertical: they swing between −π/2 ± 1
+    # and never reach the singular (flat) configuration.
+    mech = models.parallelogram(3, crank_angle=-math.pi / 2 + 1.0)
     model, s = mech.build(), mech.initial_state()
     assert int(rx.analyze_solvability(model, s.q).redundancy) == 1
     traj = rx.simulate(model, s, 10.0, rtol=1e-11, atol=1e-13, n_save=201)
@@ -139,8 +144,8 @@ def _crank_crossings(traj, n_cranks):
     return phi, np.nonzero(np.diff(k))[0]
 
 
-@pytest.mark.parametrize("n, energy_tol", [(1, 1e-6), (10, 5e-2)])
-def test_singular_passages_keep_the_parallelogram_branch(n, energy_tol):
+@pytest.mark.parametrize("n, branch_tol, energy_tol", [(1, 1e-6, 1e-6), (10, 1e-3, 5e-2)])
+def test_singular_passages_keep_the_parallelogram_branch(n, branch_tol, energy_tol):
     """A02-type chains pass the flat configuration (cranks along the ground line)
     about twice a second. The parallelogram branch keeps all cranks parallel; the
     augmented Lagrangian (smooth through the rank drop) keeps it."""
@@ -149,7 +154,8 @@ def test_singular_passages_keep_the_parallelogram_branch(n, energy_tol):
     traj = rx.simulate(model, s, 10.0, method=rx.AugmentedLagrangian(), n_save=1001, **TIGHT)
     phi, crossings = _crank_crossings(traj, n + 1)
     assert len(crossings) >= 8
-    assert float(np.max(np.abs(phi - phi[:, :1]))) < 1e-5  # every crank parallel to crank 0
+    # Every crank stays parallel to crank 0; on the other branch they differ by O(1) rad.
+    assert float(np.max(np.abs(phi - phi[:, :1]))) < branch_tol
     energy = np.asarray(traj.energy)
     assert float(np.max(np.abs(energy - energy[0]))) < energy_tol * abs(float(energy[0]) or 1.0)
     instants = rx.singular_instants(model, traj)
@@ -224,7 +230,7 @@ def test_jit_vmap_and_grad_through_the_solve():
 
     def final_y(length, mass):
         m = eqx.tree_at(lambda m: (m.holonomic[0].s_i, m.bodies.mass), model,
-                        (jnp.stack([length, 0.0]), jnp.atleast_1d(mass)))
+                        (jnp.stack([length, 0.0])[None], jnp.atleast_1d(mass)))
         state = rx.State(0.0, jnp.stack([-length, 0.0, 0.0]), jnp.zeros(3))
         return rx.simulate(m, state, 1.0, n_save=2, **TIGHT).q[-1, 1]
 
@@ -283,7 +289,7 @@ def test_every_method_same_accelerations_and_unique_reactions(robot_runs, robot)
     traj = robot_runs["null-space"][0]
     methods = [rx.NullSpace(), rx.WeightedMinimumNorm(), rx.AugmentedLagrangian(),
                rx.eliminate(model, traj.q[0], 0.0)]
-    k_unique = [model.pair_names.index(n) for n in UNIQUE]
+    k_unique = np.array([model.pair_names.index(n) for n in UNIQUE])
     for i in (20, 55, 80):
         q, qd, t = traj.q[i], traj.qd[i], traj.ts[i]
         ref = rx.reactions(model, q, qd, t)

@@ -16,16 +16,17 @@ def mobile_robot_steering(amplitude: float = 0.02, offset: float | None = None) 
 
     | t [s]      | 0–0.5 | 0.5–1.5 | 1.5–2.5 | 2.5–3.5 | 3.5–5.5 | 5.5–6.5 | 6.5–7.5 | 7.5–8.5 | 8.5– |
     |------------|-------|---------|---------|---------|---------|---------|---------|---------|------|
-    | d − d(0)   | 0     | → +A    | +A      | → 0     | 0       | → −A    | −A      | → 0     | 0    |
+    | d − d(0)   | 0     | → −A    | −A      | → 0     | 0       | → +A    | +A      | → 0     | 0    |
 
     with A = `amplitude` [m] and d(0) = −20a = −1 m, the initial value of the
-    driving constraint at q⁰. A positive displacement turns the robot right.
+    driving constraint at q⁰. A negative displacement turns the robot right
+    (clockwise: the heading decreases to about −0.29 rad, then returns to 0).
     """
     a = 0.05
     d0 = -20.0 * a if offset is None else offset
     A = amplitude
     times = [0.0, 0.5, 1.5, 2.5, 3.5, 5.5, 6.5, 7.5, 8.5]
-    values = [0.0, 0.0, A, A, 0.0, 0.0, -A, -A, 0.0]
+    values = [0.0, 0.0, -A, -A, 0.0, 0.0, A, A, 0.0]
     return SmoothSteps(times, [d0 + v for v in values])
 
 
