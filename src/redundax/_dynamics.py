@@ -23,7 +23,7 @@ from ._assembly import (
     velocity_bias,
 )
 from ._model import Model
-from ._qr import pivoted_qr
+from ._qr import DECISION_RTOL, independent_rows, pivoted_qr
 from ._types import Scalar
 
 
@@ -115,6 +115,55 @@ def minimum_norm_multipliers(
     return qr.q @ jnp.linalg.solve(H, rhs)
 
 
+def _split_basis(C: Float[Array, "nc nq"], rows: tuple[int, ...]):
+    """Orthonormal bases Q₁ of span(Cᵀ) and V of null(C), from the complete
+    Householder QR of the independent rows `rows` (pivot order decided once):
+    C[rows]ᵀ = [Q₁ V] [R₁; 0]."""
+    Q = jnp.linalg.qr(C[np.asarray(rows)].T, mode="complete")[0]
+    r = len(rows)
+    return Q[:, :r], Q[:, r:]
+
+
+def _spd_solve(A, b):
+    return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(A), b)
+
+
+def null_space_acceleration_fixed(
+    C: Float[Array, "nc nq"],
+    M: Float[Array, "nq nq"],
+    F: Float[Array, " nq"],
+    gamma: Float[Array, " nc"],
+    rows: tuple[int, ...],
+) -> Float[Array, " nq"]:
+    """[Vᵀ M; C] q̈ = [Vᵀ F; Γ] with the pivot order decided once (`rows`: the
+    independent rows of C at a regular configuration).
+
+    With q̈ = Q₁ y + V z: the constraints fix y in the least-squares sense over
+    *all* rows, (BᵀB) y = Bᵀ Γ with B = C Q₁ (pivot-independent, and smooth off the
+    manifold where Γ is slightly inconsistent), and the null-space equations
+    Vᵀ (M q̈ − F) = 0 give (Vᵀ M V) z = Vᵀ (F − M Q₁ y). Both are symmetric positive
+    definite (Cholesky).
+    """
+    Q1, V = _split_basis(C, rows)
+    B = C @ Q1
+    y = _spd_solve(B.T @ B, B.T @ gamma)
+    if V.shape[1] == 0:
+        return Q1 @ y
+    z = _spd_solve(V.T @ M @ V, V.T @ (F - M @ (Q1 @ y)))
+    return Q1 @ y + V @ z
+
+
+def minimum_norm_multipliers_fixed(
+    C: Float[Array, "nc nq"], f: Float[Array, " nq"], rows: tuple[int, ...]
+) -> Float[Array, " nc"]:
+    """Minimum-norm λ with Cᵀ λ = f: λ = B (BᵀB)⁻¹ Q₁ᵀ f with B = C Q₁, which lies
+    in range(C) (so it has no component in the left null space) and satisfies
+    Cᵀ λ = Q₁Q₁ᵀ f = f for f in range(Cᵀ)."""
+    Q1, _ = _split_basis(C, rows)
+    B = C @ Q1
+    return B @ _spd_solve(B.T @ B, Q1.T @ f)
+
+
 class AbstractRedundancyMethod(eqx.Module):
     """A way of handling redundant constraints: it yields q̈ and one choice of λ."""
 
@@ -144,7 +193,13 @@ class AbstractRedundancyMethod(eqx.Module):
 class NullSpace(AbstractRedundancyMethod):
     """Null-space formulation for q̈ (Eq. 13), minimum-norm λ (pseudoinverse).
 
-    `rtol`: relative rank tolerance of the pivoted QR.
+    - `rtol`: relative rank tolerance for the decisions.
+    - `rows`: independent rows of C (0-based), decided once by `prepare` at a
+      regular configuration; the factorisation then runs LAPACK's Householder QR
+      on those rows in that order (fast path).
+    - `rank`: used instead when the decision has to be taken inside a trace (e.g.
+      `simulate` under `jax.vmap` over initial states): the jax.numpy pivoted QR
+      with that (traced) rank is used at every evaluation.
 
     The minimum Euclidean norm mixes rows of different units (N and N m for a
     weld, for instance), so the non-unique multipliers it returns change when a
@@ -152,19 +207,28 @@ class NullSpace(AbstractRedundancyMethod):
     """
 
     rtol: float | None = None
+    rows: tuple[int, ...] | None = eqx.field(static=True, default=None)
     rank: Int[ArrayLike, ""] | None = None
 
     def prepare(self, C, rank=None):
-        if self.rank is not None:
+        if self.rows is not None or self.rank is not None:
             return self
+        if not isinstance(C, jax.core.Tracer) and rank is None:
+            rows = independent_rows(C, DECISION_RTOL if self.rtol is None else self.rtol)
+            return NullSpace(rtol=self.rtol, rows=rows)
         rank = pivoted_qr(C, self.rtol).rank if rank is None else rank
         return NullSpace(rtol=self.rtol, rank=rank)
 
     def acceleration(self, terms, gamma):
+        if self.rows is not None:
+            return null_space_acceleration_fixed(terms.C, terms.M, terms.F, gamma, self.rows)
         return null_space_acceleration(terms.C, terms.M, terms.F, gamma, self.rtol, self.rank)
 
     def multipliers(self, terms, gamma, qdd):
-        return minimum_norm_multipliers(terms.C, terms.F - terms.M @ qdd, self.rtol, self.rank)
+        f = terms.F - terms.M @ qdd
+        if self.rows is not None:
+            return minimum_norm_multipliers_fixed(terms.C, f, self.rows)
+        return minimum_norm_multipliers(terms.C, f, self.rtol, self.rank)
 
 
 class WeightedMinimumNorm(AbstractRedundancyMethod):

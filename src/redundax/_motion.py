@@ -21,6 +21,12 @@ class AbstractMotion(eqx.Module):
     def __call__(self, t: Scalar) -> Float[Array, ""]:
         raise NotImplementedError
 
+    @abc.abstractmethod
+    def breakpoints(self) -> Float[Array, " k"]:
+        """Times where d(t) is less smooth than elsewhere (knots); integrators
+        step onto them. Empty for analytic motions."""
+        raise NotImplementedError
+
 
 class Constant(AbstractMotion):
     """d(t) = value."""
@@ -34,6 +40,9 @@ class Constant(AbstractMotion):
         del t
         return self.value
 
+    def breakpoints(self) -> Float[Array, " k"]:
+        return jnp.zeros((0,))
+
 
 class Polynomial(AbstractMotion):
     """d(t) = Σ_k c_k t^k, coefficients in increasing powers."""
@@ -45,6 +54,9 @@ class Polynomial(AbstractMotion):
 
     def __call__(self, t: Scalar) -> Float[Array, ""]:
         return jnp.polyval(self.coefficients[::-1], jnp.asarray(t, dtype=float))
+
+    def breakpoints(self) -> Float[Array, " k"]:
+        return jnp.zeros((0,))
 
 
 class SmoothSteps(AbstractMotion):
@@ -71,6 +83,9 @@ class SmoothSteps(AbstractMotion):
         blend = s**3 * (10.0 - 15.0 * s + 6.0 * s**2)
         return self.values[0] + jnp.sum(blend * jnp.diff(self.values))
 
+    def breakpoints(self) -> Float[Array, " k"]:
+        return self.times
+
 
 class Function(AbstractMotion):
     """A user-supplied JAX function d(t, params).
@@ -88,3 +103,6 @@ class Function(AbstractMotion):
 
     def __call__(self, t: Scalar) -> Float[Array, ""]:
         return jnp.asarray(self.fn(t, self.params), dtype=float).reshape(())
+
+    def breakpoints(self) -> Float[Array, " k"]:
+        return jnp.zeros((0,))

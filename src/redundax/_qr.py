@@ -9,6 +9,7 @@ built from round-off.
 """
 
 import equinox as eqx
+import numpy as np
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
@@ -109,3 +110,20 @@ def pivoted_qr(
     )
     Q, R, perm, _, rank, scale = jax.lax.fori_loop(0, min(m, n), step, init)
     return PivotedQR(q=Q, r=R, perm=perm, rank=rank, tolerance=rtol * scale)
+
+
+_pivoted_qr_jit = jax.jit(pivoted_qr, static_argnums=1)
+
+DECISION_RTOL = 1e-8
+"""Relative rank tolerance for discrete decisions taken on states that may sit
+slightly off the constraint manifold (initial states to be projected, states
+from a simulation): dependent rows there are independent by about the drift."""
+
+
+def independent_rows(c: Float[ArrayLike, "m n"], rtol: float = DECISION_RTOL) -> tuple[int, ...]:
+    """Indices (sorted) of a maximal set of linearly independent rows of `c`,
+    chosen by the column pivots of the pivoted QR of `cᵀ`. A host-side, discrete
+    decision: `c` must be concrete."""
+    qr = _pivoted_qr_jit(jnp.asarray(c, dtype=float).T, rtol)
+    rank = int(qr.rank)
+    return tuple(sorted(int(k) for k in np.asarray(qr.perm)[:rank]))

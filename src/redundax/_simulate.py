@@ -1,6 +1,7 @@
 """Forward dynamics with Diffrax: `simulate(model, state0, t1, ...) -> Trajectory`."""
 
 import diffrax
+import numpy as np
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -14,6 +15,7 @@ from ._assembly import (
     position_residual,
     velocity_residual,
 )
+from ._constraints import RevoluteDriverConstraint, TranslationalDriverConstraint
 from ._dynamics import AbstractRedundancyMethod, NullSpace, dynamics_terms
 from ._model import Model, State
 from ._qr import pivoted_qr
@@ -126,6 +128,18 @@ def _simulate(model, state0, ts, method, solver, controller, stabilisation, proj
     )
 
 
+def _breakpoints(model: Model):
+    """Knots of the prescribed motions (concrete models only), for `step_ts`."""
+    knots = [
+        g.motion.breakpoints()
+        for g in model.holonomic
+        if isinstance(g, (TranslationalDriverConstraint, RevoluteDriverConstraint))
+    ]
+    if not knots or any(isinstance(k, jax.core.Tracer) for k in knots):
+        return None
+    return np.unique(np.concatenate([np.ravel(np.asarray(k)) for k in knots]))
+
+
 def simulate(
     model: Model,
     state0: State,
@@ -151,9 +165,12 @@ def simulate(
     - `model`: the mechanism; `state0`: its initial [`State`][] (t, q, q̇).
     - `t1`: final time [s].
     - `method`: how redundant constraints are handled (default [`NullSpace`][]).
-    - `solver`: any Diffrax ODE solver (default `diffrax.Tsit5()`, explicit
-      adaptive 5(4) pair); implicit ones such as `diffrax.Kvaerno5()` work too.
-    - `rtol`, `atol`: PID step-size controller tolerances.
+    - `solver`: any Diffrax ODE solver. Default: an explicit adaptive Runge–Kutta
+      pair, `diffrax.Dopri8()` when `rtol < 1e-6` and `diffrax.Tsit5()` otherwise.
+      Implicit ones such as `diffrax.Kvaerno5()` work too.
+    - `rtol`, `atol`: PID step-size controller tolerances. The knots of the
+      prescribed motions (e.g. `SmoothSteps`) are passed as `step_ts`, so steps land
+      on them instead of being rejected across them.
     - `stabilisation`: Baumgarte terms in Γ (default α = β = 10 /s), or None.
     - `projection`: a [`Projection`][] applied at every saved time (positions then
       velocities onto the constraint manifold), or None.
@@ -182,7 +199,12 @@ def simulate(
         check_consistency(model, state0, consistency_tol)
     if ts is None:
         ts = jnp.linspace(state0.t, t1, n_save)
-    solver = diffrax.Tsit5() if solver is None else solver
+    if solver is None:
+        # High order pays off at tight tolerances (fewer, larger steps).
+        solver = diffrax.Dopri8() if rtol < 1e-6 else diffrax.Tsit5()
     controller = diffrax.PIDController(rtol=rtol, atol=atol)
+    knots = _breakpoints(model)
+    if knots is not None and knots.size:
+        controller = diffrax.ClipStepSizeController(controller, step_ts=knots)
     return _simulate(model, state0, jnp.asarray(ts, dtype=float), method, solver, controller,
                      stabilisation, projection, initial_projection, max_steps, throw)
