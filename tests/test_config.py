@@ -280,7 +280,7 @@ def test_a_mistake_is_reported_with_entry_and_key(tmp_path, mistake):
 
 MOTION = (
     'motion = { type = "smooth-steps", times = [0.0, 0.5, 1.5, 2.5, 3.5, 5.5, 6.5, 7.5, 8.5], '
-    "values = [-1.0, -1.0, -0.98, -0.98, -1.0, -1.0, -1.02, -1.02, -1.0] }"
+    "values = [-1.0, -1.0, -1.02, -1.02, -1.0, -1.0, -0.98, -0.98, -1.0] }"
 )
 
 
@@ -299,7 +299,7 @@ MOTION = (
             r"increasing times",
         ),
         (
-            MOTION.replace("-1.02, -1.02, -1.0]", "-1.02, -1.02]"),
+            MOTION.replace("-0.98, -0.98, -1.0]", "-0.98, -0.98]"),
             r"'times' and 'values' must have the same length, got 9 and 8",
         ),
         ('motion = { type = "constant" }', r"key 'motion': missing required key 'value'"),

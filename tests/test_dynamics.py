@@ -103,9 +103,9 @@ def test_manoeuvre_turns_right_then_left(robot_runs):
     heading = np.asarray(traj.q[:, 2])
     # Right turn first (heading decreasing, platform moving to −y), then left back to a
     # course parallel to x₀ (seed Figs. 2–3).
-    assert heading.min() < -0.2 and np.argmin(heading) < len(heading) // 2
-    assert y[-1] < -0.1 and heading.max() < 0.01
-    assert abs(heading[-1]) < 0.01
+    assert heading.min() < -0.2 and np.argmax(heading < -0.1) < len(heading) // 2
+    assert y[-1] < -0.1 and heading.max() < 0.02
+    assert abs(heading[-1]) < 0.02
 
 
 def test_projection_keeps_violation_at_round_off(robot):

@@ -22,7 +22,7 @@ class AbstractMotion(eqx.Module):
         raise NotImplementedError
 
     @abc.abstractmethod
-    def breakpoints(self) -> Float[Array, " k"]:
+    def breakpoints(self) -> Float[Array, "*batch k"]:
         """Times where d(t) is less smooth than elsewhere (knots); integrators
         step onto them. Empty for analytic motions."""
         raise NotImplementedError
@@ -40,7 +40,7 @@ class Constant(AbstractMotion):
         del t
         return self.value
 
-    def breakpoints(self) -> Float[Array, " k"]:
+    def breakpoints(self) -> Float[Array, "*batch k"]:
         return jnp.zeros((0,))
 
 
@@ -55,7 +55,7 @@ class Polynomial(AbstractMotion):
     def __call__(self, t: Scalar) -> Float[Array, ""]:
         return jnp.polyval(self.coefficients[::-1], jnp.asarray(t, dtype=float))
 
-    def breakpoints(self) -> Float[Array, " k"]:
+    def breakpoints(self) -> Float[Array, "*batch k"]:
         return jnp.zeros((0,))
 
 
@@ -83,7 +83,7 @@ class SmoothSteps(AbstractMotion):
         blend = s**3 * (10.0 - 15.0 * s + 6.0 * s**2)
         return self.values[0] + jnp.sum(blend * jnp.diff(self.values))
 
-    def breakpoints(self) -> Float[Array, " k"]:
+    def breakpoints(self) -> Float[Array, "*batch k"]:
         return self.times
 
 
@@ -104,5 +104,5 @@ class Function(AbstractMotion):
     def __call__(self, t: Scalar) -> Float[Array, ""]:
         return jnp.asarray(self.fn(t, self.params), dtype=float).reshape(())
 
-    def breakpoints(self) -> Float[Array, " k"]:
+    def breakpoints(self) -> Float[Array, "*batch k"]:
         return jnp.zeros((0,))
