@@ -77,8 +77,13 @@ H_I, H_J = 5, 0
 H_SP, H_SQ = np.array([0.0, 10 * A]), np.array([0.0, -10 * A])
 H_V, H_U = np.array([1.0, 0.0]), np.array([0.0, 1.0])
 # Knife edges W1…W5: (body, contact point s_K); all n_K = [0, 1].
-KNIVES = [(1, np.zeros(2)), (2, np.zeros(2)), (0, np.array([0.0, -4 * A])),
-          (0, np.array([0.0, 4 * A])), (6, np.zeros(2))]
+KNIVES = [
+    (1, np.zeros(2)),
+    (2, np.zeros(2)),
+    (0, np.array([0.0, -4 * A])),
+    (0, np.array([0.0, 4 * A])),
+    (6, np.zeros(2)),
+]
 N_K = np.array([0.0, 1.0])
 M_ROWS, H_ROWS, NQ = 17, 5, 21
 NC = M_ROWS + H_ROWS
@@ -115,12 +120,12 @@ def np_terms(q, qd, t):
     row = 0
     for i, j, sp, sq in REVOLUTES:  # r_i + R_i s_P − r_j − R_j s_Q = 0
         Rsp, Rsq = R[i] @ sp, R[j] @ sq
-        phi[row:row + 2] = Q[i, :2] + Rsp - Q[j, :2] - Rsq
-        C[row:row + 2, 3 * i:3 * i + 2] = np.eye(2)
-        C[row:row + 2, 3 * i + 2] = OMEGA @ Rsp
-        C[row:row + 2, 3 * j:3 * j + 2] = -np.eye(2)
-        C[row:row + 2, 3 * j + 2] = -(OMEGA @ Rsq)
-        gamma[row:row + 2] = Rsp * QD[i, 2] ** 2 - Rsq * QD[j, 2] ** 2
+        phi[row : row + 2] = Q[i, :2] + Rsp - Q[j, :2] - Rsq
+        C[row : row + 2, 3 * i : 3 * i + 2] = np.eye(2)
+        C[row : row + 2, 3 * i + 2] = OMEGA @ Rsp
+        C[row : row + 2, 3 * j : 3 * j + 2] = -np.eye(2)
+        C[row : row + 2, 3 * j + 2] = -(OMEGA @ Rsq)
+        gamma[row : row + 2] = Rsp * QD[i, 2] ** 2 - Rsq * QD[j, 2] ** 2
         row += 2
     # Translational H (row 15 and angle row 16) and the driver (row 17), 1-based.
     i, j = H_I, H_J
@@ -133,9 +138,9 @@ def np_terms(q, qd, t):
         e = R[j] @ w  # (r_j + R_j s_Q − r_i − R_i s_P)ᵀ R_j w − target = 0
         r = row + (0 if k == 0 else 2)
         phi[r] = d @ e - target
-        C[r, 3 * i:3 * i + 2] = -e
+        C[r, 3 * i : 3 * i + 2] = -e
         C[r, 3 * i + 2] = -(OMEGA @ Rsp) @ e
-        C[r, 3 * j:3 * j + 2] = e
+        C[r, 3 * j : 3 * j + 2] = e
         C[r, 3 * j + 2] = (OMEGA @ Rsq) @ e + d @ (OMEGA @ e)
         gamma[r] = -(curv @ e + 2.0 * (d_dot @ (OMEGA @ e)) * QD[j, 2] - (d @ e) * QD[j, 2] ** 2)
     phi[row + 1] = Q[i, 2] - Q[j, 2]  # φ_i − φ_j − ψ = 0, ψ = 0
@@ -145,7 +150,7 @@ def np_terms(q, qd, t):
     row += 3
     for i, s in KNIVES:  # Ψ = [(R_i n)ᵀ, nᵀ Ω s], Γ = −(Ω R_i n)ᵀ ṙ_i φ̇_i
         Rn = R[i] @ N_K
-        C[row, 3 * i:3 * i + 2] = Rn
+        C[row, 3 * i : 3 * i + 2] = Rn
         C[row, 3 * i + 2] = N_K @ OMEGA @ s
         gamma[row] = -(OMEGA @ Rn) @ QD[i, :2] * QD[i, 2]
         row += 1
@@ -328,9 +333,11 @@ def profile(model, state0, methods):
         "acceleration_rhs": lambda q, qd, t: rx.acceleration_rhs(model, q, qd, t),
         "position_residual": lambda q, qd, t: rx.position_residual(model, q, t),
         "dynamics_terms (C, b, Γ, Φ, M, F)": lambda q, qd, t: jnp.concatenate(
-            [x.ravel() for x in jax.tree.leaves(rx.dynamics_terms(model, q, qd, t))]),
-        "constraint_matrix + pivoted_qr(Cᵀ)": lambda q, qd, t: rx.pivoted_qr(
-            rx.constraint_matrix(model, q, t).T).q,
+            [x.ravel() for x in jax.tree.leaves(rx.dynamics_terms(model, q, qd, t))]
+        ),
+        "constraint_matrix + pivoted_qr(Cᵀ)": lambda q, qd, t: (
+            rx.pivoted_qr(rx.constraint_matrix(model, q, t).T).q
+        ),
     }
     for name, piece in pieces.items():
         out[f"{name}_jit_call"] = per_call_us(jax.jit(piece), (q, qd, t))
@@ -340,18 +347,26 @@ def profile(model, state0, methods):
     terms = rx.dynamics_terms(model, q, qd, t)
     rank = rx.pivoted_qr(C0).rank
     out["pivoted_qr(Cᵀ) 21×22 alone_in_loop"] = in_loop_us(
-        lambda q, qd, t: rx.pivoted_qr(terms.C.T + q[0] * 1e-300).q, q, qd, t)
+        lambda q, qd, t: rx.pivoted_qr(terms.C.T + q[0] * 1e-300).q, q, qd, t
+    )
     out["pivoted_qr(Cᵀ) 21×22 alone_jit_call"] = per_call_us(
-        jax.jit(lambda C: rx.pivoted_qr(C.T).q), (terms.C,))
+        jax.jit(lambda C: rx.pivoted_qr(C.T).q), (terms.C,)
+    )
     out["null_space_acceleration (given terms)_in_loop"] = in_loop_us(
         lambda q, qd, t: rx.null_space_acceleration(
-            terms.C, terms.M, terms.F, terms.gamma + q[0] * 1e-300, rank=rank), q, qd, t)
+            terms.C, terms.M, terms.F, terms.gamma + q[0] * 1e-300, rank=rank
+        ),
+        q,
+        qd,
+        t,
+    )
     keep = np.asarray(methods["Elimination{6,21}"].keep)
     Cs = terms.C[keep]
     K = jnp.block([[terms.M, Cs.T], [Cs, jnp.zeros((keep.size, keep.size))]])
     rhs_vec = jnp.concatenate([terms.F, terms.gamma[keep]])
     out[f"elimination solve {K.shape[0]}x{K.shape[0]} (jnp.linalg.solve)_in_loop"] = in_loop_us(
-        lambda q, qd, t: jnp.linalg.solve(K + q[0] * 1e-300, rhs_vec), q, qd, t)
+        lambda q, qd, t: jnp.linalg.solve(K + q[0] * 1e-300, rhs_vec), q, qd, t
+    )
     y = np.concatenate([np.asarray(q), np.asarray(qd)])
     out["numpy_rhs_elimination"] = numpy_us(lambda: np_rhs_elimination(1.0, y))
     out["numpy_rhs_svd"] = numpy_us(lambda: np_rhs_svd(1.0, y))
@@ -378,7 +393,9 @@ def main():
     for name, method in methods.items():
         trajs[name], results[f"redundax {name}"] = bench_redundax(model, state0, method)
         r = results[f"redundax {name}"]
-        print(f"redundax {name}: compile {r['compile_time_s']:.2f} s, run {1e3 * r['run_time_median_s']:.1f} ms")
+        print(
+            f"redundax {name}: compile {r['compile_time_s']:.2f} s, run {1e3 * r['run_time_median_s']:.1f} ms"
+        )
 
     # The hand-written equations must be the library's equations: compare them at
     # states along the manoeuvre (t = 0, 3, 7.5 s of the null-space run).
@@ -399,25 +416,33 @@ def main():
 
     y0 = np.concatenate([np.asarray(state0.q), np.asarray(state0.qd)])
     q_scipy = {}
-    for name, rhs, n in [("elimination{6,21}", np_rhs_elimination, 5), ("SVD null space", np_rhs_svd, 5)]:
+    for name, rhs, n in [
+        ("elimination{6,21}", np_rhs_elimination, 5),
+        ("SVD null space", np_rhs_svd, 5),
+    ]:
         q_scipy[name], results[f"scipy DOP853 {name}"] = bench_scipy(rhs, y0, n)
         r = results[f"scipy DOP853 {name}"]
-        print(f"scipy {name}: run {1e3 * r['run_time_median_s']:.1f} ms, nfev {r['rhs_evaluations']}")
+        print(
+            f"scipy {name}: run {1e3 * r['run_time_median_s']:.1f} ms, nfev {r['rhs_evaluations']}"
+        )
 
     q_rx = {k: np.asarray(v.q[-1]) for k, v in trajs.items()}
     # Reference: the hand-written elimination at tight tolerances (no compilation).
-    ref = solve_ivp(np_rhs_elimination, (0.0, T_FINAL), y0, method="DOP853", rtol=1e-12,
-                    atol=1e-14)
+    ref = solve_ivp(np_rhs_elimination, (0.0, T_FINAL), y0, method="DOP853", rtol=1e-12, atol=1e-14)
     q_ref = ref.y[:NQ, -1]
     agreement = {
-        "scipy elimination vs redundax Elimination{6,21}":
-            float(np.max(np.abs(q_scipy["elimination{6,21}"] - q_rx["Elimination{6,21}"]))),
-        "scipy SVD vs redundax NullSpace":
-            float(np.max(np.abs(q_scipy["SVD null space"] - q_rx["NullSpace"]))),
-        "scipy elimination vs redundax NullSpace":
-            float(np.max(np.abs(q_scipy["elimination{6,21}"] - q_rx["NullSpace"]))),
-        "redundax NullSpace vs Elimination{6,21}":
-            float(np.max(np.abs(q_rx["NullSpace"] - q_rx["Elimination{6,21}"]))),
+        "scipy elimination vs redundax Elimination{6,21}": float(
+            np.max(np.abs(q_scipy["elimination{6,21}"] - q_rx["Elimination{6,21}"]))
+        ),
+        "scipy SVD vs redundax NullSpace": float(
+            np.max(np.abs(q_scipy["SVD null space"] - q_rx["NullSpace"]))
+        ),
+        "scipy elimination vs redundax NullSpace": float(
+            np.max(np.abs(q_scipy["elimination{6,21}"] - q_rx["NullSpace"]))
+        ),
+        "redundax NullSpace vs Elimination{6,21}": float(
+            np.max(np.abs(q_rx["NullSpace"] - q_rx["Elimination{6,21}"]))
+        ),
     }
     error_vs_reference = {
         "reference": "hand-written elimination {6,21}, solve_ivp DOP853, rtol=1e-12, atol=1e-14",
@@ -430,9 +455,13 @@ def main():
     for k, v in results.items():
         if k.startswith("redundax"):
             v["speedup_vs_fastest_scipy"] = best_scipy / v["run_time_median_s"]
-            v["run_time_per_rhs_evaluation_us"] = 1e6 * v["run_time_median_s"] / v["rhs_evaluations_estimate"]
+            v["run_time_per_rhs_evaluation_us"] = (
+                1e6 * v["run_time_median_s"] / v["rhs_evaluations_estimate"]
+            )
         else:
-            v["run_time_per_rhs_evaluation_us"] = 1e6 * v["run_time_median_s"] / v["rhs_evaluations"]
+            v["run_time_per_rhs_evaluation_us"] = (
+                1e6 * v["run_time_median_s"] / v["rhs_evaluations"]
+            )
 
     # Where the time goes inside one simulation: RHS evaluations at the in-loop cost,
     # the fixed cost of a call, and the rest (Diffrax's stepping: error estimate,
@@ -454,69 +483,100 @@ def main():
         r = results[f"redundax {name}"]
         targets[name] = {
             "run_time <= 50 ms": r["run_time_median_s"] <= TARGETS["run_time_s"],
-            ">= 10x faster than SciPy": r["speedup_vs_fastest_scipy"] >= TARGETS["speedup_vs_scipy"],
+            ">= 10x faster than SciPy": r["speedup_vs_fastest_scipy"]
+            >= TARGETS["speedup_vs_scipy"],
             "compile <= 15 s": r["compile_time_s"] <= TARGETS["compile_time_s"],
         }
 
     report = {
-        "problem": {"mechanism": "mobile robot (DESIGN.md §6)", "t_final": T_FINAL,
-                    "rtol": RTOL, "atol": ATOL, "stabilisation": "Baumgarte(alpha=10, beta=10)",
-                    "redundax_solver": "Tsit5 (default), PIDController, n_save=201 (default)",
-                    "scipy_solver": "solve_ivp DOP853", "eliminated_rows_1based": list(ELIMINATED),
-                    "runs": {"redundax": N_RUNS, "scipy": 5}},
-        "machine": {"os.cpu_count": os.cpu_count(), "platform": platform.platform(),
-                    "processor": platform.processor() or platform.machine(),
-                    "python": platform.python_version(), "jax": jax.__version__,
-                    "jax_devices": [str(d) for d in jax.devices()],
-                    "numpy": np.__version__, "scipy": scipy.__version__,
-                    "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
+        "problem": {
+            "mechanism": "mobile robot (DESIGN.md §6)",
+            "t_final": T_FINAL,
+            "rtol": RTOL,
+            "atol": ATOL,
+            "stabilisation": "Baumgarte(alpha=10, beta=10)",
+            "redundax_solver": "Tsit5 (default), PIDController, n_save=201 (default)",
+            "scipy_solver": "solve_ivp DOP853",
+            "eliminated_rows_1based": list(ELIMINATED),
+            "runs": {"redundax": N_RUNS, "scipy": 5},
+        },
+        "machine": {
+            "os.cpu_count": os.cpu_count(),
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "python": platform.python_version(),
+            "jax": jax.__version__,
+            "jax_devices": [str(d) for d in jax.devices()],
+            "numpy": np.__version__,
+            "scipy": scipy.__version__,
+            "loadavg_before": load_before,
+            "loadavg_after": os.getloadavg(),
+        },
         "hand_written_equations_max_abs_diff_vs_redundax": check,
         "results": results,
-        "eliminate_call_s": {"first (cold, includes JAX start-up)": eliminate_s,
-                             "second": eliminate_again_s},
+        "eliminate_call_s": {
+            "first (cold, includes JAX start-up)": eliminate_s,
+            "second": eliminate_again_s,
+        },
         "final_q_max_abs_diff": agreement,
         "final_q_error_vs_tight_reference": error_vs_reference,
         "profile_us": prof,
         "targets": targets,
-        "notes": ("compile_time = first call − median warm call. Run times are wall times of "
-                  "rx.simulate including its consistency check of state0 and the diagnostics "
-                  "at the saved times. RHS evaluations for redundax are estimated as 6 per "
-                  "attempted step + 1 (Tsit5, FSAL). *_in_loop: µs per evaluation inside one "
-                  "compiled fori_loop (no dispatch); *_jit_call: µs per call of a jitted "
-                  "function from Python (dispatch included)."),
+        "notes": (
+            "compile_time = first call − median warm call. Run times are wall times of "
+            "rx.simulate including its consistency check of state0 and the diagnostics "
+            "at the saved times. RHS evaluations for redundax are estimated as 6 per "
+            "attempted step + 1 (Tsit5, FSAL). *_in_loop: µs per evaluation inside one "
+            "compiled fori_loop (no dispatch); *_jit_call: µs per call of a jitted "
+            "function from Python (dispatch included)."
+        ),
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(report, indent=2) + "\n")
 
     print()
-    hdr = f"{'implementation':34s} {'compile[s]':>10s} {'run[ms]':>9s} {'min[ms]':>9s} {'steps':>6s} " \
-          f"{'RHS evals':>9s} {'µs/eval':>8s} {'|Φ| end':>9s} {'|Cq̇+b| end':>11s} {'speedup':>8s}"
+    hdr = (
+        f"{'implementation':34s} {'compile[s]':>10s} {'run[ms]':>9s} {'min[ms]':>9s} {'steps':>6s} "
+        f"{'RHS evals':>9s} {'µs/eval':>8s} {'|Φ| end':>9s} {'|Cq̇+b| end':>11s} {'speedup':>8s}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for k, v in results.items():
         evals = v.get("rhs_evaluations", v.get("rhs_evaluations_estimate"))
         comp = f"{v['compile_time_s']:10.2f}" if "compile_time_s" in v else f"{'-':>10s}"
-        sp = f"{v['speedup_vs_fastest_scipy']:8.1f}" if "speedup_vs_fastest_scipy" in v else f"{'1 (ref)' if v['run_time_median_s'] == best_scipy else '-':>8s}"
-        print(f"{k:34s} {comp} {1e3 * v['run_time_median_s']:9.1f} {1e3 * v['run_time_min_s']:9.1f} "
-              f"{v['steps']:6d} {evals:9d} {v['run_time_per_rhs_evaluation_us']:8.1f} "
-              f"{v['final_position_violation']:9.1e} {v['final_velocity_violation']:11.1e} {sp}")
+        sp = (
+            f"{v['speedup_vs_fastest_scipy']:8.1f}"
+            if "speedup_vs_fastest_scipy" in v
+            else f"{'1 (ref)' if v['run_time_median_s'] == best_scipy else '-':>8s}"
+        )
+        print(
+            f"{k:34s} {comp} {1e3 * v['run_time_median_s']:9.1f} {1e3 * v['run_time_min_s']:9.1f} "
+            f"{v['steps']:6d} {evals:9d} {v['run_time_per_rhs_evaluation_us']:8.1f} "
+            f"{v['final_position_violation']:9.1e} {v['final_velocity_violation']:11.1e} {sp}"
+        )
     print("\nfinal q, max |Δ|:")
     for k, v in agreement.items():
         print(f"  {k:50s} {v:.2e}")
     for k, v in error_vs_reference.items():
         if k != "reference":
             print(f"  {k + ' vs tight reference':50s} {v:.2e}")
-    print("\nprofile (µs per evaluation; in_loop = inside one compiled loop, jit_call = from Python):")
+    print(
+        "\nprofile (µs per evaluation; in_loop = inside one compiled loop, jit_call = from Python):"
+    )
     for k, v in prof.items():
         print(f"  {k:52s} median {v['median_us']:9.1f}   min {v['min_us']:9.1f}")
     print("\nredundax run-time breakdown [ms]:")
     for name in methods:
         b = results[f"redundax {name}"]["breakdown_s"]
-        print(f"  {name:20s} RHS {1e3 * b['rhs_evaluations (evals × in-loop min)']:6.1f}   fixed "
-              f"{1e3 * b['fixed_cost_per_call']:6.1f}   rest {1e3 * b['rest (integrator overhead)']:6.1f} "
-              f"({b['rest_per_step_us']:.0f} µs/step)")
-    print(f"\nrx.eliminate(rows={ELIMINATED}) call: first {eliminate_s:.1f} s, second "
-          f"{eliminate_again_s:.1f} s (eager, outside jit)")
+        print(
+            f"  {name:20s} RHS {1e3 * b['rhs_evaluations (evals × in-loop min)']:6.1f}   fixed "
+            f"{1e3 * b['fixed_cost_per_call']:6.1f}   rest {1e3 * b['rest (integrator overhead)']:6.1f} "
+            f"({b['rest_per_step_us']:.0f} µs/step)"
+        )
+    print(
+        f"\nrx.eliminate(rows={ELIMINATED}) call: first {eliminate_s:.1f} s, second "
+        f"{eliminate_again_s:.1f} s (eager, outside jit)"
+    )
     print("\ntargets:", json.dumps(targets))
     print(f"load average before/after: {load_before} / {os.getloadavg()}")
     print(f"wrote {OUT}")

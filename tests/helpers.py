@@ -23,6 +23,7 @@ def central_difference(f, x, h=None):
         out.flat[k] = (float(f(x + e)) - float(f(x - e))) / (2 * h)
     return out
 
+
 # --- dynamics (tests/test_dynamics.py) ---
 # Same motion by different methods at rtol = 1e-10, atol = 1e-12 (issue 3): max |Δq| [m, rad].
 TOL_SAME_MOTION = 1e-7

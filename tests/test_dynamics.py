@@ -10,6 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
+import redundax as rx
 from helpers import (
     MIN_NONUNIQUE_DIFFERENCE,
     TOL_A01_POSITION,
@@ -22,8 +24,6 @@ from helpers import (
     TOL_SAME_REACTION,
     central_difference,
 )
-
-import redundax as rx
 from redundax import models
 
 BENCHMARKS = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "benchmark-data"
@@ -76,7 +76,10 @@ def test_unique_reactions_agree_and_non_unique_differ(robot_runs, robot):
     for name in UNIQUE:
         assert bool(np.all(reac["null-space"].unique[:, k[name]])), name
         for v in VARIANTS:
-            assert _rel(reac[v].wrench[:, k[name]], reac["null-space"].wrench[:, k[name]]) < TOL_SAME_REACTION
+            assert (
+                _rel(reac[v].wrench[:, k[name]], reac["null-space"].wrench[:, k[name]])
+                < TOL_SAME_REACTION
+            )
     variants = list(VARIANTS)
     for name in ["B", "C", "W1", "W2", "W3"]:
         assert not bool(np.any(reac["null-space"].unique[:, k[name]])), name
@@ -161,7 +164,7 @@ def test_singular_passages_keep_the_parallelogram_branch(n, branch_tol, energy_t
     instants = rx.singular_instants(model, traj)
     assert len(instants) == len(crossings)
     ts = np.asarray(traj.ts)
-    for (t, gap, rank), k in zip(instants, crossings):
+    for (t, gap, rank), k in zip(instants, crossings, strict=True):
         assert ts[k] <= t <= ts[k + 1]
         assert rank < model.n_constraints and gap < 1e-6
 
@@ -181,8 +184,9 @@ def _pendulum_reaction(q, length, mass, inertia, g=9.81):
 def test_pendulum_against_a01_and_closed_form_reactions():
     mech = models.pendulum()
     model, s = mech.build(), mech.initial_state()
-    ref = np.loadtxt(BENCHMARKS / "A01_simple_pendulum_P1.csv", delimiter=",", comments="#",
-                     skiprows=5)
+    ref = np.loadtxt(
+        BENCHMARKS / "A01_simple_pendulum_P1.csv", delimiter=",", comments="#", skiprows=5
+    )
     ref = ref[ref[:, 0] <= 20.0]
     traj = rx.simulate(model, s, 20.0, ts=jnp.asarray(ref[:, 0]), **TIGHT)
     pos = np.asarray(jax.vmap(lambda q: rx.marker_positions(model, q)[0])(traj.q))
@@ -221,7 +225,9 @@ def test_slider_crank_closed_form_reactions():
         on_slider_B = np.asarray(reac.wrench[k, kB, 2, :2])
         on_slider_P = np.asarray(reac.wrench[k, kP, 2, :2])
         np.testing.assert_allclose(on_slider_B, force, atol=TOL_CLOSED_FORM * 100)
-        np.testing.assert_allclose(on_slider_P, [0.0, ms * 9.81 - force[1]], atol=TOL_CLOSED_FORM * 100)
+        np.testing.assert_allclose(
+            on_slider_P, [0.0, ms * 9.81 - force[1]], atol=TOL_CLOSED_FORM * 100
+        )
 
 
 def test_jit_vmap_and_grad_through_the_solve():
@@ -229,8 +235,11 @@ def test_jit_vmap_and_grad_through_the_solve():
     model, s = mech.build(), mech.initial_state()
 
     def final_y(length, mass):
-        m = eqx.tree_at(lambda m: (m.holonomic[0].s_i, m.bodies.mass), model,
-                        (jnp.stack([length, 0.0])[None], jnp.atleast_1d(mass)))
+        m = eqx.tree_at(
+            lambda m: (m.holonomic[0].s_i, m.bodies.mass),
+            model,
+            (jnp.stack([length, 0.0])[None], jnp.atleast_1d(mass)),
+        )
         state = rx.State(0.0, jnp.stack([-length, 0.0, 0.0]), jnp.zeros(3))
         return rx.simulate(m, state, 1.0, n_save=2, **TIGHT).q[-1, 1]
 
@@ -241,15 +250,21 @@ def test_jit_vmap_and_grad_through_the_solve():
     assert abs(grad[1]) > 1e-3  # the mass matters because the inertia is not zero
 
     angles = jnp.array([0.0, 0.3, 0.6])
-    states = jax.vmap(lambda a: rx.State(0.0, jnp.stack([-jnp.cos(a), -jnp.sin(a), a]), jnp.zeros(3)))(angles)
+    states = jax.vmap(
+        lambda a: rx.State(0.0, jnp.stack([-jnp.cos(a), -jnp.sin(a), a]), jnp.zeros(3))
+    )(angles)
     batched = jax.vmap(lambda st: rx.simulate(model, st, 1.0, n_save=3, **TIGHT).q)(states)
     for k, a in enumerate(angles):
-        single = rx.simulate(model, rx.State(0.0, states.q[k], states.qd[k]), 1.0, n_save=3, **TIGHT).q
+        single = rx.simulate(
+            model, rx.State(0.0, states.q[k], states.qd[k]), 1.0, n_save=3, **TIGHT
+        ).q
         np.testing.assert_allclose(batched[k], single, atol=1e-12)
         assert float(a) == float(angles[k])
 
     f = jax.jit(lambda q, qd: rx.solve_dynamics(model, q, qd, 0.0))
-    np.testing.assert_allclose(f(s.q, s.qd)[0], rx.solve_dynamics(model, s.q, s.qd, 0.0)[0], atol=1e-13)
+    np.testing.assert_allclose(
+        f(s.q, s.qd)[0], rx.solve_dynamics(model, s.q, s.qd, 0.0)[0], atol=1e-13
+    )
 
 
 def test_implicit_solver_matches_explicit():
@@ -273,7 +288,9 @@ def test_inconsistent_initial_state_refused_or_projected():
 
 def test_eliminating_a_row_that_is_not_redundant_is_refused(robot):
     model, s = robot
-    with pytest.raises(ValueError, match=r"rows 1 \(pair 'A'\), 21 \(pair 'W4'\) changes the motion"):
+    with pytest.raises(
+        ValueError, match=r"rows 1 \(pair 'A'\), 21 \(pair 'W4'\) changes the motion"
+    ):
         rx.eliminate(model, s.q, s.t, (1, 21))
     with pytest.raises(ValueError, match="out of range"):
         rx.eliminate(model, s.q, s.t, (23,))
@@ -287,8 +304,12 @@ def test_every_method_same_accelerations_and_unique_reactions(robot_runs, robot)
     method converges to them as its stiffness grows."""
     model, _ = robot
     traj = robot_runs["null-space"][0]
-    methods = [rx.NullSpace(), rx.WeightedMinimumNorm(), rx.AugmentedLagrangian(),
-               rx.eliminate(model, traj.q[0], 0.0)]
+    methods = [
+        rx.NullSpace(),
+        rx.WeightedMinimumNorm(),
+        rx.AugmentedLagrangian(),
+        rx.eliminate(model, traj.q[0], 0.0),
+    ]
     k_unique = np.array([model.pair_names.index(n) for n in UNIQUE])
     for i in (20, 55, 80):
         q, qd, t = traj.q[i], traj.qd[i], traj.ts[i]
@@ -297,6 +318,33 @@ def test_every_method_same_accelerations_and_unique_reactions(robot_runs, robot)
             r = rx.reactions(model, q, qd, t, method=m)
             assert _rel(r.qdd, ref.qdd) < TOL_SAME_REACTION
             assert _rel(r.wrench[k_unique], ref.wrench[k_unique]) < TOL_SAME_REACTION
-        errors = [_rel(rx.reactions(model, q, qd, t, method=rx.Penalty(stiffness=a)).wrench[k_unique],
-                       ref.wrench[k_unique]) for a in (1e4, 1e6, 1e8)]
+        errors = [
+            _rel(
+                rx.reactions(model, q, qd, t, method=rx.Penalty(stiffness=a)).wrench[k_unique],
+                ref.wrench[k_unique],
+            )
+            for a in (1e4, 1e6, 1e8)
+        ]
         assert errors[0] > errors[1] > errors[2]
+
+
+def test_joint_point_reactions_are_physical(robot_runs, robot):
+    """A frictionless pin transmits no moment about its own point, and a knife edge
+    only a force along its global normal R n with no moment about the contact
+    point: independent of any method (Newton–Euler statics of the pair)."""
+    model, _ = robot
+    traj = robot_runs["null-space"][0]
+    r = rx.reactions(model, traj.q[40], traj.qd[40], traj.ts[40])
+    for name in "ABCDEFG":
+        force, moment, _ = r.at_joint(name)
+        assert float(np.max(np.abs(moment))) < 1e-12
+        assert float(np.max(np.abs(force))) > 1e-4
+    phi_platform = float(traj.q[40][2])
+    normal = np.array([-math.sin(phi_platform), math.cos(phi_platform)])  # R(φ) [0, 1]
+    force, moment, unique = r.at_joint("W3")
+    on_platform = np.asarray(force[0])
+    assert abs(on_platform @ np.array([normal[1], -normal[0]])) < 1e-12
+    k = model.pair_names.index("W3")
+    assert on_platform @ normal == pytest.approx(-float(r.multipliers[model.pair("W3").rows[0]]))
+    assert float(np.max(np.abs(moment))) < 1e-12 and not bool(unique)
+    assert k == 11

@@ -38,7 +38,7 @@ def _velocity_residual(member: AbstractPfaffian, qb, qdb):
 
 def _scatter_rows(n_rows: int, groups, values) -> Float[Array, " rows"]:
     out = jnp.zeros(n_rows)
-    for group, v in zip(groups, values):
+    for group, v in zip(groups, values, strict=True):
         out = out.at[group.rows].set(v)
     return out
 
@@ -46,7 +46,7 @@ def _scatter_rows(n_rows: int, groups, values) -> Float[Array, " rows"]:
 def _scatter_jacobian(model: Model, n_rows: int, groups, jacobians) -> Float[Array, "rows nq"]:
     nb, dof = model.bodies.count, model.bodies.dof
     out = jnp.zeros((n_rows, nb + 1, dof))
-    for group, J in zip(groups, jacobians):
+    for group, J in zip(groups, jacobians, strict=True):
         # J: (k, size, nbp, dof); add each body block to its (row, body) slot.
         out = out.at[group.rows[:, :, None], group.bodies[:, None, :]].add(J)
     return out[:, :nb].reshape(n_rows, nb * dof)
@@ -64,9 +64,7 @@ def position_residual(model: Model, q: Float[Array, " nq"], t: Scalar = 0.0) -> 
     **Returns:** Φ, shape `(m,)`, rows in declaration order.
     """
     Q = _coords(model, q)
-    vals = [
-        jax.vmap(_residual, in_axes=(0, 0, None))(g, Q[g.bodies], t) for g in model.holonomic
-    ]
+    vals = [jax.vmap(_residual, in_axes=(0, 0, None))(g, Q[g.bodies], t) for g in model.holonomic]
     return _scatter_rows(model.n_holonomic, model.holonomic, vals)
 
 
@@ -77,7 +75,9 @@ def velocity_residual(
     return constraint_matrix(model, q, t) @ qd + velocity_bias(model, q, t)
 
 
-def holonomic_jacobian(model: Model, q: Float[Array, " nq"], t: Scalar = 0.0) -> Float[Array, "m nq"]:
+def holonomic_jacobian(
+    model: Model, q: Float[Array, " nq"], t: Scalar = 0.0
+) -> Float[Array, "m nq"]:
     """Φ_q(q, t), shape `(m, nq)`, by `jax.jacfwd` of each pair's local residual."""
     Q = _coords(model, q)
     jacs = [
@@ -99,7 +99,9 @@ def pfaffian_matrix(model: Model, q: Float[Array, " nq"]) -> Float[Array, "h nq"
     return _scatter_jacobian(model, model.n_pfaffian, model.pfaffian, jacs)
 
 
-def constraint_matrix(model: Model, q: Float[Array, " nq"], t: Scalar = 0.0) -> Float[Array, "nc nq"]:
+def constraint_matrix(
+    model: Model, q: Float[Array, " nq"], t: Scalar = 0.0
+) -> Float[Array, "nc nq"]:
     """Constraint matrix C = [Φ_q; Ψ] (Wojtyra & Frączek 2013, Eq. 5).
 
     **Arguments:**
@@ -248,7 +250,8 @@ def check_consistency(model: Model, state, tol: float = CONSISTENCY_TOL) -> None
     if problems:
         raise ValueError(
             "inconsistent initial configuration: the state violates the constraints of "
-            f"{len(problems)} pair(s):\n" + "\n".join(problems)
+            f"{len(problems)} pair(s):\n"
+            + "\n".join(problems)
             + "\nfix the bodies' positions/angles/velocities, or project the state onto the "
             "constraints first"
         )

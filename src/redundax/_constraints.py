@@ -38,6 +38,12 @@ class AbstractHolonomic(eqx.Module):
     def residual(self, qb: Float[Array, "nbp dof"], t: Scalar) -> Float[Array, " size"]:
         raise NotImplementedError
 
+    @abc.abstractmethod
+    def anchor(self, qb: Float[Array, "nbp dof"]) -> Float[Array, "nbp 2"]:
+        """Global point on each body about which the pair's reaction moment is
+        reported (the joint point)."""
+        raise NotImplementedError
+
 
 class AbstractPfaffian(eqx.Module):
     """A linear nonholonomic pair: Ψ_X(q) q̇ = 0, given as the velocity residual."""
@@ -49,6 +55,12 @@ class AbstractPfaffian(eqx.Module):
     def velocity_residual(
         self, qb: Float[Array, "nbp dof"], qdb: Float[Array, "nbp dof"]
     ) -> Float[Array, " size"]:
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def anchor(self, qb: Float[Array, "nbp dof"]) -> Float[Array, "nbp 2"]:
+        """Global point on each body about which the reaction moment is reported
+        (the contact point)."""
         raise NotImplementedError
 
 
@@ -69,6 +81,9 @@ class RevoluteConstraint(AbstractHolonomic):
         del t
         return _point(qb[0], self.s_i) - _point(qb[1], self.s_j)
 
+    def anchor(self, qb):
+        return jnp.stack([_point(qb[0], self.s_i), _point(qb[1], self.s_j)])
+
 
 class TranslationalConstraint(AbstractHolonomic):
     """(r_j + R_j s_j − r_i − R_i s_i)ᵀ R_j v = 0 and φ_i − φ_j − ψ = 0.
@@ -86,9 +101,10 @@ class TranslationalConstraint(AbstractHolonomic):
     def residual(self, qb, t):
         del t
         d = _point(qb[1], self.s_j) - _point(qb[0], self.s_i)
-        return jnp.stack(
-            [d @ (rot2(qb[1, 2]) @ self.normal), qb[0, 2] - qb[1, 2] - self.angle]
-        )
+        return jnp.stack([d @ (rot2(qb[1, 2]) @ self.normal), qb[0, 2] - qb[1, 2] - self.angle])
+
+    def anchor(self, qb):
+        return jnp.stack([_point(qb[0], self.s_i), _point(qb[1], self.s_j)])
 
 
 class WeldConstraint(AbstractHolonomic):
@@ -105,6 +121,9 @@ class WeldConstraint(AbstractHolonomic):
         dr = _point(qb[0], self.s_i) - _point(qb[1], self.s_j)
         return jnp.concatenate([dr, (qb[0, 2] - qb[1, 2] - self.angle)[None]])
 
+    def anchor(self, qb):
+        return jnp.stack([_point(qb[0], self.s_i), _point(qb[1], self.s_j)])
+
 
 class TranslationalDriverConstraint(AbstractHolonomic):
     """(r_j + R_j s_j − r_i − R_i s_i)ᵀ R_j u − d(t) = 0 (1 row)."""
@@ -120,6 +139,9 @@ class TranslationalDriverConstraint(AbstractHolonomic):
         d = _point(qb[1], self.s_j) - _point(qb[0], self.s_i)
         return (d @ (rot2(qb[1, 2]) @ self.direction) - self.motion(t))[None]
 
+    def anchor(self, qb):
+        return jnp.stack([_point(qb[0], self.s_i), _point(qb[1], self.s_j)])
+
 
 class RevoluteDriverConstraint(AbstractHolonomic):
     """φ_i − φ_j − d(t) = 0 (1 row)."""
@@ -130,6 +152,9 @@ class RevoluteDriverConstraint(AbstractHolonomic):
 
     def residual(self, qb, t):
         return (qb[0, 2] - qb[1, 2] - self.motion(t))[None]
+
+    def anchor(self, qb):
+        return qb[:, :2]
 
 
 class CustomHolonomicConstraint(AbstractHolonomic):
@@ -142,6 +167,9 @@ class CustomHolonomicConstraint(AbstractHolonomic):
 
     def residual(self, qb, t):
         return jnp.asarray(self.fn(self.params, qb, t), dtype=float).reshape(self.rows.shape)
+
+    def anchor(self, qb):
+        return qb[:, :2]
 
 
 class KnifeEdgeConstraint(AbstractPfaffian):
@@ -160,6 +188,9 @@ class KnifeEdgeConstraint(AbstractPfaffian):
         v_contact = qdb[0, :2] + OMEGA @ R @ self.point * qdb[0, 2]
         return ((R @ self.normal) @ v_contact)[None]
 
+    def anchor(self, qb):
+        return _point(qb[0], self.point)[None]
+
 
 class CustomPfaffianConstraint(AbstractPfaffian):
     """A user velocity residual `fn(params, qb, qdb) -> (size,)`, linear in `qdb`."""
@@ -170,6 +201,7 @@ class CustomPfaffianConstraint(AbstractPfaffian):
     params: Any
 
     def velocity_residual(self, qb, qdb):
-        return jnp.asarray(self.fn(self.params, qb, qdb), dtype=float).reshape(
-            self.rows.shape
-        )
+        return jnp.asarray(self.fn(self.params, qb, qdb), dtype=float).reshape(self.rows.shape)
+
+    def anchor(self, qb):
+        return qb[:, :2]

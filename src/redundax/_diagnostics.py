@@ -28,9 +28,10 @@ class RankHistory(eqx.Module):
     def relative_gap(self) -> Float[Array, " T"]:
         """σ_r / σ_1 with r the regular rank: how close each state is to losing rank."""
         r = self.regular_rank
-        return jnp.take_along_axis(self.sigma, jnp.full((self.sigma.shape[0], 1), r - 1), 1)[
-            :, 0
-        ] / self.sigma[:, 0]
+        return (
+            jnp.take_along_axis(self.sigma, jnp.full((self.sigma.shape[0], 1), r - 1), 1)[:, 0]
+            / self.sigma[:, 0]
+        )
 
 
 @eqx.filter_jit
@@ -78,9 +79,7 @@ def singular_instants(
     gap = np.asarray(hist.relative_gap())
     ts, q, qd = map(np.asarray, (trajectory.ts, trajectory.q, trajectory.qd))
     r = int(hist.regular_rank)
-    svd = jax.jit(
-        lambda q, t: jnp.linalg.svd(constraint_matrix(model, q, t), compute_uv=False)
-    )
+    svd = jax.jit(lambda q, t: jnp.linalg.svd(constraint_matrix(model, q, t), compute_uv=False))
 
     def ratio(t, k0, k1):
         qt = _hermite(t, ts[k0], ts[k1], q[k0], q[k1], qd[k0], qd[k1])

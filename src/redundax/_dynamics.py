@@ -261,9 +261,7 @@ class WeightedMinimumNorm(AbstractRedundancyMethod):
         # Rows of C that vanish (w = 0) carry no reaction; keep them harmless.
         w = jnp.where(w > 0.0, w, 1.0)
         s = jnp.sqrt(w)
-        mu = minimum_norm_multipliers(
-            C / s[:, None], terms.F - terms.M @ qdd, self.rtol, self.rank
-        )
+        mu = minimum_norm_multipliers(C / s[:, None], terms.F - terms.M @ qdd, self.rtol, self.rank)
         return mu / s
 
 
@@ -367,7 +365,9 @@ class AugmentedLagrangian(AbstractRedundancyMethod):
             qdd = jax.scipy.linalg.lu_solve(lu, F - C.T @ lam + alpha * C.T @ gamma)
             return qdd, lam + alpha * (C @ qdd - gamma)
 
-        return jax.lax.fori_loop(0, self.iterations, step, (jnp.zeros_like(F), jnp.zeros_like(gamma)))
+        return jax.lax.fori_loop(
+            0, self.iterations, step, (jnp.zeros_like(F), jnp.zeros_like(gamma))
+        )
 
     def acceleration(self, terms, gamma):
         return self._solve(terms, gamma)[0]

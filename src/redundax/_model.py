@@ -31,7 +31,9 @@ class PlanarBodies(eqx.Module):
 
     def mass_blocks(self) -> Float[Array, "nb 3 3"]:
         """Per-body mass matrices diag(m, m, J)."""
-        return jnp.einsum("bk,kl->bkl", jnp.stack([self.mass, self.mass, self.inertia], 1), jnp.eye(3))
+        return jnp.einsum(
+            "bk,kl->bkl", jnp.stack([self.mass, self.mass, self.inertia], 1), jnp.eye(3)
+        )
 
     def ground_coordinates(self) -> Float[Array, " 3"]:
         """Coordinates of the ground frame (the global frame)."""

@@ -70,9 +70,7 @@ class SmoothSteps(AbstractMotion):
     times: Float[Array, " knots"]
     values: Float[Array, " knots"]
 
-    def __init__(
-        self, times: ArrayLike | Sequence[float], values: ArrayLike | Sequence[float]
-    ):
+    def __init__(self, times: ArrayLike | Sequence[float], values: ArrayLike | Sequence[float]):
         self.times = jnp.asarray(times, dtype=float)
         self.values = jnp.asarray(values, dtype=float)
 

@@ -9,9 +9,9 @@ built from round-off.
 """
 
 import equinox as eqx
-import numpy as np
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 

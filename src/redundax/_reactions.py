@@ -6,7 +6,9 @@ otherwise the numbers are those of the chosen method, and the flag says so.
 """
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from ._dynamics import AbstractRedundancyMethod, NullSpace, dynamics_terms
@@ -14,7 +16,6 @@ from ._model import Model
 from ._qr import pivoted_qr
 from ._solvability import UNIQUENESS_RTOL, membership, solvability_by_qr
 from ._types import Scalar
-
 
 DRIFT_RTOL = 1e-8
 """Rank tolerance for states taken from a simulation (slightly off the manifold)."""
@@ -29,6 +30,12 @@ class Reactions(eqx.Module):
     - `wrench`: per pair, the force and moment the pair exerts on every moving
       body, at the body's centre of mass, global components: shape
       `(npairs, nb, 3)` with [F_x, F_y, M_z] in [N, N, N m]; equal to −C_Xᵀ λ_X.
+    - `anchor`: per pair, the joint point on each of its bodies (global, [m];
+      zero for bodies the pair does not touch), shape `(npairs, nb, 2)`.
+    - `joint_moment`: the pair's moment on each body about its `anchor` [N m]:
+      M_z − (anchor − r_body) × F. For a revolute joint it vanishes; for a knife
+      edge the force is the lateral force along the global normal R n, of signed
+      size −λ.
     - `total`: the total generalised reaction f = F − M q̈ (= Cᵀ λ), shape `(nq,)`.
     - `qdd`: accelerations.
     """
@@ -39,6 +46,8 @@ class Reactions(eqx.Module):
     unique: Bool[Array, " npairs"]
     multipliers: Float[Array, " nc"]
     wrench: Float[Array, "npairs nb 3"]
+    anchor: Float[Array, "npairs nb 2"]
+    joint_moment: Float[Array, "npairs nb"]
     total: Float[Array, " nq"]
     qdd: Float[Array, " nq"]
 
@@ -46,6 +55,29 @@ class Reactions(eqx.Module):
         """`(wrench, unique)` of the pair called `name`."""
         k = self.names.index(name)
         return self.wrench[k], self.unique[k]
+
+    def at_joint(
+        self, name: str
+    ) -> tuple[Float[Array, "nb 2"], Float[Array, " nb"], Bool[Array, ""]]:
+        """`(force, moment about the joint point, unique)` of pair `name` on each body."""
+        k = self.names.index(name)
+        return self.wrench[k, :, :2], self.joint_moment[k], self.unique[k]
+
+
+def _anchors(model: Model, q: Float[Array, " nq"]) -> Float[Array, "npairs nb 2"]:
+    """Joint points of every pair on each of its bodies, scattered by pair."""
+    nb, dof = model.bodies.count, model.bodies.dof
+    Q = jnp.concatenate([q.reshape(nb, dof), model.bodies.ground_coordinates()[None]])
+    pair_of_row = np.zeros(model.n_constraints, dtype=np.int32)
+    for k, p in enumerate(model.pairs):
+        pair_of_row[list(p.rows)] = k
+    out = jnp.zeros((len(model.pairs), nb + 1, 2))
+    for groups, offset in ((model.holonomic, 0), (model.pfaffian, model.n_holonomic)):
+        for g in groups:
+            points = jax.vmap(type(g).anchor)(g, Q[g.bodies])
+            pairs = jnp.asarray(pair_of_row)[g.rows[:, 0] + offset]
+            out = out.at[pairs[:, None], g.bodies].set(points)
+    return out[:, :nb]
 
 
 def reactions(
@@ -96,6 +128,9 @@ def reactions(
     verdict = solvability_by_qr(terms.C, S, utol=utol, rank=rank)
     nb, dof = model.bodies.count, model.bodies.dof
     wrench = -jnp.einsum("gk,ka,k->ga", S, terms.C, lam).reshape(len(rows), nb, dof)
+    anchor = _anchors(model, q)
+    arm = anchor - q.reshape(nb, dof)[None, :, :2]
+    joint_moment = wrench[..., 2] - (arm[..., 0] * wrench[..., 1] - arm[..., 1] * wrench[..., 0])
     return Reactions(
         names=model.pair_names,
         rows=rows,
@@ -103,6 +138,8 @@ def reactions(
         unique=verdict.unique,
         multipliers=lam,
         wrench=wrench,
+        anchor=anchor,
+        joint_moment=joint_moment,
         total=terms.F - terms.M @ qdd,
         qdd=qdd,
     )

@@ -1,18 +1,18 @@
 """Forward dynamics with Diffrax: `simulate(model, state0, t1, ...) -> Trajectory`."""
 
 import diffrax
-import numpy as np
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._assembly import (
     check_consistency,
     constraint_matrix,
     kinetic_energy,
-    potential_energy,
     position_residual,
+    potential_energy,
     velocity_residual,
 )
 from ._constraints import RevoluteDriverConstraint, TranslationalDriverConstraint
@@ -60,7 +60,9 @@ def _vector_field(t, y, args):
 
 
 def _diagnostics(model: Model, ts, q, qd):
-    pos = jax.vmap(lambda q, t: jnp.max(jnp.abs(position_residual(model, q, t)), initial=0.0))(q, ts)
+    pos = jax.vmap(lambda q, t: jnp.max(jnp.abs(position_residual(model, q, t)), initial=0.0))(
+        q, ts
+    )
     vel = jax.vmap(
         lambda q, qd, t: jnp.max(jnp.abs(velocity_residual(model, q, qd, t)), initial=0.0)
     )(q, qd, ts)
@@ -69,8 +71,19 @@ def _diagnostics(model: Model, ts, q, qd):
 
 
 @eqx.filter_jit
-def _simulate(model, state0, ts, method, solver, controller, stabilisation, projection,
-              initial_projection, max_steps, throw):
+def _simulate(
+    model,
+    state0,
+    ts,
+    method,
+    solver,
+    controller,
+    stabilisation,
+    projection,
+    initial_projection,
+    max_steps,
+    throw,
+):
     q0, qd0 = state0.q, state0.qd
     if initial_projection is not None:
         q1, qd1 = initial_projection(model, q0, qd0, state0.t, None)
@@ -89,26 +102,51 @@ def _simulate(model, state0, ts, method, solver, controller, stabilisation, proj
     rank = (pivoted_qr(C0[:m]).rank, pivoted_qr(C0).rank)
     if projection is None:
         sol = diffrax.diffeqsolve(
-            term, solver, ts[0], ts[-1], None, (q0, qd0), args,
-            saveat=diffrax.SaveAt(ts=ts), stepsize_controller=controller,
-            max_steps=max_steps, throw=throw,
+            term,
+            solver,
+            ts[0],
+            ts[-1],
+            None,
+            (q0, qd0),
+            args,
+            saveat=diffrax.SaveAt(ts=ts),
+            stepsize_controller=controller,
+            max_steps=max_steps,
+            throw=throw,
         )
         q, qd = sol.ys
-        stats = (sol.stats["num_steps"], sol.stats["num_accepted_steps"],
-                 sol.stats["num_rejected_steps"])
+        stats = (
+            sol.stats["num_steps"],
+            sol.stats["num_accepted_steps"],
+            sol.stats["num_rejected_steps"],
+        )
         result = sol.result
     else:
+
         def segment(carry, span):
             y, steps, acc, rej, res = carry
             sol = diffrax.diffeqsolve(
-                term, solver, span[0], span[1], None, y, args,
-                stepsize_controller=controller, max_steps=max_steps, throw=throw,
+                term,
+                solver,
+                span[0],
+                span[1],
+                None,
+                y,
+                args,
+                stepsize_controller=controller,
+                max_steps=max_steps,
+                throw=throw,
             )
             qe, qde = jax.tree.map(lambda x: x[-1], sol.ys)
             y = projection(model, qe, qde, span[1], rank)
             res = diffrax.RESULTS.where(res == diffrax.RESULTS.successful, sol.result, res)
-            carry = (y, steps + sol.stats["num_steps"], acc + sol.stats["num_accepted_steps"],
-                     rej + sol.stats["num_rejected_steps"], res)
+            carry = (
+                y,
+                steps + sol.stats["num_steps"],
+                acc + sol.stats["num_accepted_steps"],
+                rej + sol.stats["num_rejected_steps"],
+                res,
+            )
             return carry, y
 
         zero = jnp.asarray(0, dtype=jnp.int32)
@@ -121,9 +159,16 @@ def _simulate(model, state0, ts, method, solver, controller, stabilisation, proj
         stats = (steps, acc, rej)
     pos, vel, energy = _diagnostics(model, ts, q, qd)
     return Trajectory(
-        ts=ts, q=q, qd=qd, position_violation=pos, velocity_violation=vel, energy=energy,
-        initial_correction=correction, num_steps=jnp.asarray(stats[0]),
-        num_accepted_steps=jnp.asarray(stats[1]), num_rejected_steps=jnp.asarray(stats[2]),
+        ts=ts,
+        q=q,
+        qd=qd,
+        position_violation=pos,
+        velocity_violation=vel,
+        energy=energy,
+        initial_correction=correction,
+        num_steps=jnp.asarray(stats[0]),
+        num_accepted_steps=jnp.asarray(stats[1]),
+        num_rejected_steps=jnp.asarray(stats[2]),
         result=result,
     )
 
@@ -206,5 +251,16 @@ def simulate(
     knots = _breakpoints(model)
     if knots is not None and knots.size:
         controller = diffrax.ClipStepSizeController(controller, step_ts=knots)
-    return _simulate(model, state0, jnp.asarray(ts, dtype=float), method, solver, controller,
-                     stabilisation, projection, initial_projection, max_steps, throw)
+    return _simulate(
+        model,
+        state0,
+        jnp.asarray(ts, dtype=float),
+        method,
+        solver,
+        controller,
+        stabilisation,
+        projection,
+        initial_projection,
+        max_steps,
+        throw,
+    )

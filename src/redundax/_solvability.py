@@ -188,7 +188,9 @@ class SolvabilityReport(eqx.Module):
                     "b_norm": float(self.b_norm[g]),
                     "row_unique": [bool(self.row_unique[r]) for r in rows],
                 }
-                for g, (name, kind, rows) in enumerate(zip(self.names, self.kinds, self.rows))
+                for g, (name, kind, rows) in enumerate(
+                    zip(self.names, self.kinds, self.rows, strict=True)
+                )
             },
         }
 

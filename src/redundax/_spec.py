@@ -304,7 +304,14 @@ class Marker:
     point: Vector = (0.0, 0.0)
 
 
-HOLONOMIC_SPECS = (Revolute, Translational, Weld, TranslationalDriver, RevoluteDriver, CustomHolonomic)
+HOLONOMIC_SPECS = (
+    Revolute,
+    Translational,
+    Weld,
+    TranslationalDriver,
+    RevoluteDriver,
+    CustomHolonomic,
+)
 PFAFFIAN_SPECS = (KnifeEdge, CustomPfaffian)
 
 
@@ -476,13 +483,22 @@ class Mechanism:
                 dtype=jnp.int32,
             ),
             points=_rows(
-                [p.vector(ld.point, 2, f"load {k} field 'point'") for k, ld in enumerate(self.loads)]
+                [
+                    p.vector(ld.point, 2, f"load {k} field 'point'")
+                    for k, ld in enumerate(self.loads)
+                ]
             ),
             forces=_rows(
-                [p.vector(ld.force, 2, f"load {k} field 'force'") for k, ld in enumerate(self.loads)]
+                [
+                    p.vector(ld.force, 2, f"load {k} field 'force'")
+                    for k, ld in enumerate(self.loads)
+                ]
             ),
             torques=jnp.asarray(
-                [p.scalar(ld.torque, f"load {k} field 'torque'") for k, ld in enumerate(self.loads)],
+                [
+                    p.scalar(ld.torque, f"load {k} field 'torque'")
+                    for k, ld in enumerate(self.loads)
+                ],
                 dtype=float,
             ).reshape(-1),
         )
@@ -520,6 +536,8 @@ class Mechanism:
             q.append(p.vector(b.position, 2, f"body {b.name!r} field 'position'"))
             q.append(p.scalar(b.angle, f"body {b.name!r} field 'angle'")[None])
             qd.append(p.vector(b.velocity, 2, f"body {b.name!r} field 'velocity'"))
-            qd.append(p.scalar(b.angular_velocity, f"body {b.name!r} field 'angular_velocity'")[None])
+            qd.append(
+                p.scalar(b.angular_velocity, f"body {b.name!r} field 'angular_velocity'")[None]
+            )
         p.raise_if_any("initial state")
         return State(0.0, jnp.concatenate(q), jnp.concatenate(qd))

@@ -14,9 +14,9 @@ def mobile_robot_steering(amplitude: float = 0.02, offset: float | None = None) 
     the robot right, then lets it go straight, then turns it left back to a course
     parallel to x₀. This is a C² quintic-smoothstep version of that shape, over 10 s:
 
-    | t [s]      | 0–0.5 | 0.5–1.5 | 1.5–2.5 | 2.5–3.5 | 3.5–5.5 | 5.5–6.5 | 6.5–7.5 | 7.5–8.5 | 8.5– |
-    |------------|-------|---------|---------|---------|---------|---------|---------|---------|------|
-    | d − d(0)   | 0     | → −A    | −A      | → 0     | 0       | → +A    | +A      | → 0     | 0    |
+    | t [s]    |0–0.5 | 0.5–1.5 | 1.5–2.5 | 2.5–3.5 | 3.5–5.5 | 5.5–6.5 | 6.5–7.5 | 7.5–8.5 | 8.5– |
+    |----------|------|---------|---------|---------|---------|---------|---------|---------|------|
+    | d − d(0) | 0    | → −A    | −A      | → 0     | 0       | → +A    | +A      | → 0     | 0    |
 
     with A = `amplitude` [m] and d(0) = −20a = −1 m, the initial value of the
     driving constraint at q⁰. A negative displacement turns the robot right
@@ -67,7 +67,13 @@ def mobile_robot(steering: AbstractMotion | None = None, speed: float = 0.1) -> 
         Revolute("G", "slider", "link_right", (0.0, cy - by), (cx / 2, cy / 2)),
         Translational("H", "slider", "platform", (0.0, 10 * a), (0.0, -10 * a), normal=(1.0, 0.0)),
         TranslationalDriver(
-            "drive", "slider", "platform", steering, (0.0, 10 * a), (0.0, -10 * a), direction=(0.0, 1.0)
+            "drive",
+            "slider",
+            "platform",
+            steering,
+            (0.0, 10 * a),
+            (0.0, -10 * a),
+            direction=(0.0, 1.0),
         ),
         KnifeEdge("W1", "wheel_left", (0.0, 0.0), (0.0, 1.0)),
         KnifeEdge("W2", "wheel_right", (0.0, 0.0), (0.0, 1.0)),
@@ -87,8 +93,12 @@ def mobile_robot(steering: AbstractMotion | None = None, speed: float = 0.1) -> 
 
 
 def four_bar(
-    ground: float = 1.0, crank: float = 0.4, coupler: float = 1.2, rocker: float = 0.8,
-    crank_angle: float = math.pi / 3, gravity: float = 9.81,
+    ground: float = 1.0,
+    crank: float = 0.4,
+    coupler: float = 1.2,
+    rocker: float = 0.8,
+    crank_angle: float = math.pi / 3,
+    gravity: float = 9.81,
 ) -> Mechanism:
     """A four-bar linkage: ground pivots O = (0, 0) and D = (ground, 0); uniform
     slender links (m = 1 kg/m · length, J = m l²/12) assembled at `crank_angle`."""
@@ -115,9 +125,14 @@ def four_bar(
     )
 
 
-def parallelogram(n_cranks: int = 3, spacing: float = 1.0, crank: float = 1.0,
-                  crank_angle: float = math.pi / 2, gravity: float = 9.81,
-                  angular_velocity: float = 0.0) -> Mechanism:
+def parallelogram(
+    n_cranks: int = 3,
+    spacing: float = 1.0,
+    crank: float = 1.0,
+    crank_angle: float = math.pi / 2,
+    gravity: float = 9.81,
+    angular_velocity: float = 0.0,
+) -> Mechanism:
     """A parallelogram linkage with `n_cranks` parallel cranks of length `crank`
     pinned to the ground at x = k · spacing and to one coupler. `n_cranks = 2` is
     the ordinary (p = 0) parallelogram; each extra crank adds one redundant
@@ -132,18 +147,33 @@ def parallelogram(n_cranks: int = 3, spacing: float = 1.0, crank: float = 1.0,
         base = (k * spacing, 0.0)
         tip = (base[0] + crank * c, crank * s)
         body = _link(f"crank{k + 1}", base, tip)
-        bodies.append(Body(body.name, body.mass, body.inertia, body.position, body.angle,
-                           (tip_v[0] / 2, tip_v[1] / 2), w))
+        bodies.append(
+            Body(
+                body.name,
+                body.mass,
+                body.inertia,
+                body.position,
+                body.angle,
+                (tip_v[0] / 2, tip_v[1] / 2),
+                w,
+            )
+        )
         pairs.append(Revolute(f"O{k + 1}", f"crank{k + 1}", "ground", (-crank / 2, 0.0), base))
     cstart = (crank * c, crank * s)
     cend = (cstart[0] + length, cstart[1])
     coupler = _link("coupler", cstart, cend)
-    bodies.append(Body("coupler", coupler.mass, coupler.inertia, coupler.position, coupler.angle,
-                       tip_v, 0.0))
+    bodies.append(
+        Body("coupler", coupler.mass, coupler.inertia, coupler.position, coupler.angle, tip_v, 0.0)
+    )
     for k in range(n_cranks):
         pairs.append(
-            Revolute(f"A{k + 1}", f"crank{k + 1}", "coupler", (crank / 2, 0.0),
-                     (k * spacing - length / 2, 0.0))
+            Revolute(
+                f"A{k + 1}",
+                f"crank{k + 1}",
+                "coupler",
+                (crank / 2, 0.0),
+                (k * spacing - length / 2, 0.0),
+            )
         )
     return Mechanism(bodies, pairs, gravity=(0.0, -gravity))
 
@@ -155,7 +185,9 @@ def _link(name: str, start, end, density: float = 1.0) -> Body:
     length = math.hypot(lx, ly)
     mass = density * length
     return Body(
-        name, mass, mass * length**2 / 12.0,
+        name,
+        mass,
+        mass * length**2 / 12.0,
         position=((start[0] + end[0]) / 2, (start[1] + end[1]) / 2),
         angle=math.atan2(ly, lx),
     )
@@ -166,8 +198,13 @@ def _half(start, end, sign: int) -> tuple[float, float]:
     return (sign * math.hypot(end[0] - start[0], end[1] - start[1]) / 2, 0.0)
 
 
-def pendulum(length: float = 1.0, mass: float = 1.0, inertia: float = 0.0,
-             angle: float = 0.0, gravity: float = 9.81) -> Mechanism:
+def pendulum(
+    length: float = 1.0,
+    mass: float = 1.0,
+    inertia: float = 0.0,
+    angle: float = 0.0,
+    gravity: float = 9.81,
+) -> Mechanism:
     """A pendulum pinned to the ground at the origin (IFToMM benchmark A01 with the
     defaults: L = 1 m, m = 1 kg, released at rest from (−1, 0)).
 
@@ -187,9 +224,15 @@ def pendulum(length: float = 1.0, mass: float = 1.0, inertia: float = 0.0,
     )
 
 
-def slider_crank(crank: float = 0.2, rod: float = 0.6, masses=(1.0, 1.0, 1.0),
-                 crank_angle: float = 0.3, speed: float = 2 * math.pi,
-                 gravity: float = 9.81, driven: bool = True) -> Mechanism:
+def slider_crank(
+    crank: float = 0.2,
+    rod: float = 0.6,
+    masses=(1.0, 1.0, 1.0),
+    crank_angle: float = 0.3,
+    speed: float = 2 * math.pi,
+    gravity: float = 9.81,
+    driven: bool = True,
+) -> Mechanism:
     """A slider-crank: crank O–A pinned to the ground at the origin, connecting rod
     A–B, slider at B on the global x axis. With `driven`, a revolute driver turns
     the crank at the constant `speed` [rad/s] from `crank_angle`. Uniform slender
@@ -211,8 +254,15 @@ def slider_crank(crank: float = 0.2, rod: float = 0.6, masses=(1.0, 1.0, 1.0),
     crank_body = _link("crank", (0.0, 0.0), A, density=mc / crank)
     rod_body = _link("rod", A, B, density=mr / rod)
     bodies = [
-        Body("crank", mc, crank_body.inertia, crank_body.position, crank_body.angle,
-             (va[0] / 2, va[1] / 2), w),
+        Body(
+            "crank",
+            mc,
+            crank_body.inertia,
+            crank_body.position,
+            crank_body.angle,
+            (va[0] / 2, va[1] / 2),
+            w,
+        ),
         Body("rod", mr, rod_body.inertia, rod_body.position, rod_body.angle, vmid_rod, wr),
         Body("slider", ms, ms * 1e-4, B, 0.0, vb, 0.0),
     ]
@@ -224,8 +274,7 @@ def slider_crank(crank: float = 0.2, rod: float = 0.6, masses=(1.0, 1.0, 1.0),
     ]
     if driven:
         pairs.append(RevoluteDriver("drive", "crank", "ground", Polynomial([crank_angle, speed])))
-    return Mechanism(bodies, pairs, gravity=(0.0, -gravity),
-                     markers=[Marker("B", "slider")])
+    return Mechanism(bodies, pairs, gravity=(0.0, -gravity), markers=[Marker("B", "slider")])
 
 
 def _slider_speed(r: float, l: float, theta: float, w: float) -> float:
@@ -252,5 +301,6 @@ def n_four_bar(n: int = 1, speed: float = 1.0, gravity: float = 9.81) -> Mechani
         bodies.append(Body(b.name, b.mass, b.inertia, b.position, b.angle, (speed, 0.0), 0.0))
         pairs.append(Revolute(f"A{k}", f"crank{k - 1}", f"coupler{k}", (0.5, 0.0), (-0.5, 0.0)))
         pairs.append(Revolute(f"B{k}", f"crank{k}", f"coupler{k}", (0.5, 0.0), (0.5, 0.0)))
-    return Mechanism(bodies, pairs, gravity=(0.0, -gravity),
-                     markers=[Marker("B0", "crank0", (0.5, 0.0))])
+    return Mechanism(
+        bodies, pairs, gravity=(0.0, -gravity), markers=[Marker("B0", "crank0", (0.5, 0.0))]
+    )
