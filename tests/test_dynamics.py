@@ -348,3 +348,16 @@ def test_joint_point_reactions_are_physical(robot_runs, robot):
     assert on_platform @ normal == pytest.approx(-float(r.multipliers[model.pair("W3").rows[0]]))
     assert float(np.max(np.abs(moment))) < 1e-12 and not bool(unique)
     assert k == 11
+
+
+def test_singular_initial_configuration_is_refused():
+    """A parallelogram released flat (cranks along the line of the ground pivots)
+    has rank C = 7 there but 8 everywhere nearby: deciding the rank there would
+    drop a real constraint, so the null-space method refuses it."""
+    mech = models.parallelogram(2, crank_angle=0.0)
+    model, s = mech.build(), mech.initial_state()
+    assert int(rx.analyze_solvability(model, s.q).rank) == 7
+    with pytest.raises(ValueError, match=r"singular configuration: rank C = 7 .* but 8"):
+        rx.simulate(model, s, 0.1)
+    regular = models.parallelogram(2, crank_angle=0.3)
+    rx.check_regular(regular.build(), regular.initial_state())  # no error

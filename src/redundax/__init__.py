@@ -46,6 +46,7 @@ from ._assembly import (
 )
 from ._diagnostics import (
     RankHistory as RankHistory,
+    check_regular as check_regular,
 )
 from ._diagnostics import (
     rank_history as rank_history,

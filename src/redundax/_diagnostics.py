@@ -103,3 +103,43 @@ def singular_instants(
         if rank < r:
             out.append((float(t), float(value), rank))
     return out
+
+
+@eqx.filter_jit
+def _nearby_ranks(model: Model, q, t, direction, rtol):
+    from ._stabilisation import Projection
+
+    C0 = constraint_matrix(model, q, t)
+    s0 = jnp.linalg.svd(C0, compute_uv=False)
+    r0 = jnp.sum(s0 > rtol * s0[0])
+    # A step along the null space of C (first-order feasible), back onto Φ = 0.
+    _, _, Vt = jnp.linalg.svd(C0)
+    null = jnp.arange(Vt.shape[0]) >= r0
+    v = Vt.T @ jnp.where(null, direction[: Vt.shape[0]], 0.0)
+    v = v / jnp.maximum(jnp.linalg.norm(v), 1e-300)
+    q1 = Projection().positions(model, q + 1e-4 * jnp.maximum(1.0, jnp.max(jnp.abs(q))) * v, t)
+    s1 = jnp.linalg.svd(constraint_matrix(model, q1, t), compute_uv=False)
+    return r0, jnp.sum(s1 > rtol * s1[0])
+
+
+def check_regular(model: Model, state, rtol: float = 1e-8) -> None:
+    """Raise `ValueError` if `state` is at a singular configuration.
+
+    The rank of C at `state` is compared with the rank at a nearby configuration on
+    the constraint manifold (a small step along the null space of C, projected back
+    onto Φ = 0): structural redundancy persists along the manifold, a singular
+    configuration does not. Host-side check (needs concrete values).
+
+    **Raises:** `ValueError` with both ranks and what to do.
+    """
+    if model.n_constraints == 0:
+        return
+    direction = jnp.asarray(np.random.default_rng(0).normal(size=model.n_coordinates))
+    r0, r1 = (int(x) for x in _nearby_ranks(model, state.q, state.t, direction, rtol))
+    if r1 > r0:
+        raise ValueError(
+            f"singular configuration: rank C = {r0} at the initial state but {r1} at a "
+            "configuration nearby on the constraint manifold, so the rank decided there "
+            "would drop real constraints. Start from a regular configuration, or use "
+            "rx.AugmentedLagrangian(), which needs no rank decision."
+        )

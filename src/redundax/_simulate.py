@@ -16,7 +16,8 @@ from ._assembly import (
     velocity_residual,
 )
 from ._constraints import RevoluteDriverConstraint, TranslationalDriverConstraint
-from ._dynamics import AbstractRedundancyMethod, NullSpace, dynamics_terms
+from ._diagnostics import check_regular
+from ._dynamics import AbstractRedundancyMethod, NullSpace, WeightedMinimumNorm, dynamics_terms
 from ._model import Model, State
 from ._qr import pivoted_qr
 from ._stabilisation import Baumgarte, Projection
@@ -228,7 +229,9 @@ def simulate(
     **Returns:** a [`Trajectory`][].
 
     **Raises:** `ValueError` naming the violated pairs when `state0` is inconsistent
-    and `initial_projection` is None (checked when `state0` is concrete).
+    and `initial_projection` is None, and `ValueError` when `state0` is a singular
+    configuration for a method that decides the rank there (checked when `state0`
+    is concrete; see `check_regular`).
 
     Differentiable with respect to the model's parameters and the initial state
     (reverse mode through Diffrax's checkpointed adjoint) and batchable with
@@ -240,8 +243,11 @@ def simulate(
         traj.position_violation.max()
         ```
     """
-    if initial_projection is None and not isinstance(state0.q, jax.core.Tracer):
+    concrete = not isinstance(state0.q, jax.core.Tracer)
+    if initial_projection is None and concrete:
         check_consistency(model, state0, consistency_tol)
+    if concrete and isinstance(method, (NullSpace, WeightedMinimumNorm)):
+        check_regular(model, state0)
     if ts is None:
         ts = jnp.linspace(state0.t, t1, n_save)
     if solver is None:
