@@ -217,7 +217,9 @@ def steered_configuration(model, q0, t, heading, shift, trolley_angle):
     return Q.reshape(-1)
 
 
-# (t, heading, shift, trolley angle): d(t) − d(0) = +0.01, +0.02, −0.01, −0.02 m.
+# (t, heading, shift, trolley angle). At these times the steering displacement of
+# `models.mobile_robot_steering`, d(t) − d(0), is 0.01 and 0.02 m in one direction
+# (t = 1, 2 s) and in the other (t = 6, 7 s).
 POSES = [
     (1.0, 0.3, (1.0, -0.5), 0.4),
     (2.0, -1.2, (-3.0, 2.0), -0.6),
