@@ -43,7 +43,10 @@ def default_rtol(shape: tuple[int, int]) -> float:
 
 
 def pivoted_qr(
-    a: Float[ArrayLike, "m n"], rtol: float | None = None, rank: Int[ArrayLike, ""] | None = None
+    a: Float[ArrayLike, "m n"],
+    rtol: float | None = None,
+    rank: Int[ArrayLike, ""] | None = None,
+    compute_q: bool = True,
 ) -> PivotedQR:
     """Rank-revealing Householder QR with column pivoting.
 
@@ -52,6 +55,8 @@ def pivoted_qr(
     - `a`: matrix, shape `(m, n)`.
     - `rtol`: relative rank tolerance: a pivot |r_kk| ≤ rtol · |r_11| ends the
       factorisation. Defaults to `2 * eps * max(m, n)`.
+    - `compute_q`: accumulate Q (skip it when only R, the pivots or the rank are
+      needed; `q` is then the identity).
     - `rank`: if given, exactly `rank` reflections are made whatever the pivots'
       size: the rank decided once elsewhere (e.g. at a regular configuration, since
       it is a property of the mechanism's structure) is imposed, and the result is
@@ -97,7 +102,8 @@ def pivoted_qr(
         vnorm_sq = jnp.where(active, 2.0 * alpha * (alpha + jnp.abs(xk)), 1.0)
         v = jnp.where(active, v / jnp.sqrt(vnorm_sq), 0.0)
         R = R - 2.0 * jnp.outer(v, v @ R)
-        Q = Q - 2.0 * jnp.outer(Q @ v, v)
+        if compute_q:
+            Q = Q - 2.0 * jnp.outer(Q @ v, v)
         return Q, R, perm, active, count + active.astype(count.dtype), scale
 
     init = (
@@ -112,7 +118,7 @@ def pivoted_qr(
     return PivotedQR(q=Q, r=R, perm=perm, rank=rank, tolerance=rtol * scale)
 
 
-_pivoted_qr_jit = jax.jit(pivoted_qr, static_argnums=1)
+_pivoted_qr_jit = jax.jit(pivoted_qr, static_argnums=(1, 3))
 
 DECISION_RTOL = 1e-8
 """Relative rank tolerance for discrete decisions taken on states that may sit

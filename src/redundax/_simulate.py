@@ -174,6 +174,9 @@ def _simulate(
     )
 
 
+_constraint_matrix = eqx.filter_jit(constraint_matrix)
+
+
 def _breakpoints(model: Model):
     """Knots of the prescribed motions (concrete models only), for `step_ts`."""
     knots = [
@@ -248,6 +251,11 @@ def simulate(
         check_consistency(model, state0, consistency_tol)
     if concrete and isinstance(method, (NullSpace, WeightedMinimumNorm)):
         check_regular(model, state0)
+    if concrete and not isinstance(model.bodies.mass, jax.core.Tracer):
+        # Discrete decisions (pivot order, rank) once, on the host, at the initial
+        # configuration: the fast path of the method. Inside a trace they are taken
+        # in `_simulate` instead, with a traced rank.
+        method = method.prepare(np.asarray(_constraint_matrix(model, state0.q, state0.t)))
     if ts is None:
         ts = jnp.linspace(state0.t, t1, n_save)
     if solver is None:

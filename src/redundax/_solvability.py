@@ -51,12 +51,36 @@ class Solvability(eqx.Module):
     n_norm: Float[Array, " g"]
 
 
-def _verdicts(C, S, N, rank, utol) -> Solvability:
-    # B_X = C_Xᵀ N_X for every group at once: (g, nq, nc).
-    B = jnp.einsum("gk,ka,kc->gac", S, C, N)
-    b_norm = jnp.sqrt(jnp.sum(B**2, axis=(1, 2)))
-    c_norm = jnp.sqrt(S @ jnp.sum(C**2, axis=1))
-    n_norm = jnp.sqrt(S @ jnp.sum(N**2, axis=1))
+def _safe_sqrt(x):
+    positive = x > 0.0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1.0)), 0.0)
+
+
+def _segments(n_rows: int, groups: Sequence[Sequence[int]]) -> np.ndarray | None:
+    """Group index of every row when the groups are disjoint (−1: in no group)."""
+    seg = np.full(n_rows, -1)
+    for g, rows in enumerate(groups):
+        if np.any(seg[list(rows)] >= 0):
+            return None
+        seg[list(rows)] = g
+    return seg
+
+
+def _verdicts(C, S, N, rank, utol, segments: np.ndarray | None = None) -> Solvability:
+    # B_X = C_Xᵀ N_X for every group. Summing each row's outer product C_kᵀ N_k
+    # into its group keeps the cost at one (n, m + h) product per row when the
+    # groups are disjoint (pairs are); the squares are summed afterwards, so a
+    # vanishing B_X is not lost to cancellation.
+    outer = C[:, :, None] * N[:, None, :]
+    if segments is None:
+        B = jnp.einsum("gk,kac->gac", S, outer)
+    else:
+        g = S.shape[0]
+        ids = jnp.asarray(np.where(segments < 0, g, segments))
+        B = jax.ops.segment_sum(outer, ids, num_segments=g + 1)[:g]
+    b_norm = _safe_sqrt(jnp.sum(B**2, axis=(1, 2)))
+    c_norm = _safe_sqrt(S @ jnp.sum(C**2, axis=1))
+    n_norm = _safe_sqrt(S @ jnp.sum(N**2, axis=1))
     unique = b_norm <= utol * c_norm
     return Solvability(
         rank=rank,
@@ -282,11 +306,16 @@ def analyze_solvability(
 def _analyze(model, q, t, names, kinds, rows, rtol, utol) -> SolvabilityReport:
     C = constraint_matrix(model, q, t)
     nc = C.shape[0]
-    qr_groups = solvability_by_qr(C, membership(nc, rows), rtol=rtol, utol=utol)
-    qr_rows = solvability_by_qr(C, jnp.eye(nc), rtol=rtol, utol=utol)
+    qr = pivoted_qr(C, rtol)
+    N = jnp.where(qr.null_mask()[None, :], qr.q, 0.0)  # Q^col: last p columns
+    qr_groups = _verdicts(C, membership(nc, rows), N, qr.rank, utol, _segments(nc, rows))
+    # Single rows: ‖B_k‖ = ‖C_k‖ ‖N_k‖.
+    row_c = jnp.linalg.norm(C, axis=1)
+    row_b = row_c * jnp.linalg.norm(N, axis=1)
     m = model.n_holonomic
-    rank_h = pivoted_qr(C[:m], rtol).rank if m else jnp.asarray(0, dtype=jnp.int32)
-    rank_p = pivoted_qr(C[m:], rtol).rank if model.n_pfaffian else jnp.asarray(0, dtype=jnp.int32)
+    zero = jnp.asarray(0, dtype=jnp.int32)
+    rank_h = pivoted_qr(C[:m], rtol, compute_q=False).rank if m else zero
+    rank_p = pivoted_qr(C[m:], rtol, compute_q=False).rank if model.n_pfaffian else zero
     return SolvabilityReport(
         n=model.n_coordinates,
         m=m,
@@ -300,7 +329,7 @@ def _analyze(model, q, t, names, kinds, rows, rtol, utol) -> SolvabilityReport:
         unique=qr_groups.unique,
         multipliers_unique=qr_groups.multipliers_unique,
         b_norm=qr_groups.b_norm,
-        row_unique=qr_rows.unique,
-        row_b_norm=qr_rows.b_norm,
+        row_unique=row_b <= utol * row_c,
+        row_b_norm=row_b,
         tolerance=jnp.asarray(utol),
     )
