@@ -46,6 +46,8 @@ from ._assembly import (
 )
 from ._diagnostics import (
     RankHistory as RankHistory,
+)
+from ._diagnostics import (
     check_regular as check_regular,
 )
 from ._diagnostics import (
