@@ -123,6 +123,7 @@ from ._solvability import (
     SolvabilityReport as SolvabilityReport,
 )
 from ._solvability import (
+    analyze_many as analyze_many,
     analyze_solvability as analyze_solvability,
 )
 from ._solvability import (

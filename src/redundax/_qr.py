@@ -73,48 +73,49 @@ def pivoted_qr(
     m, n = a.shape
     rtol = default_rtol((m, n)) if rtol is None else rtol
     rows = jnp.arange(m)
-    cols = jnp.arange(n)
     fixed_rank = rank
 
+    # Columns are not swapped during the loop (a gather of the whole matrix per step);
+    # the pivot of step k is column perm[k], and R is permuted once at the end.
     def step(k, carry):
-        Q, R, perm, active, count, scale = carry
+        Q, R, used, position, active, count, scale = carry
         below = rows >= k
         sq = jnp.sum(jnp.where(below[:, None], R, 0.0) ** 2, axis=0)
-        sq = jnp.where(cols >= k, jax.lax.stop_gradient(sq), -1.0)
+        sq = jnp.where(used, -1.0, jax.lax.stop_gradient(sq))
         j = jnp.argmax(sq)
-        swap = cols.at[k].set(j).at[j].set(k)
-        R = R[:, swap]
-        perm = perm[swap]
-        x = jnp.where(below, R[:, k], 0.0)
-        norm_sq = jax.lax.stop_gradient(sq[j])
-        scale = jnp.where(k == 0, jnp.sqrt(jnp.maximum(norm_sq, 0.0)), scale)
+        used = used.at[j].set(True)
+        position = position.at[j].set(k)
+        x = jnp.where(below, jax.lax.dynamic_index_in_dim(R, j, axis=1, keepdims=False), 0.0)
+        norm = jnp.sqrt(jnp.maximum(jax.lax.stop_gradient(sq[j]), 0.0))
+        scale = jnp.where(k == 0, norm, scale)
         if fixed_rank is None:
-            big = jnp.sqrt(jnp.maximum(norm_sq, 0.0)) > rtol * scale
-            active = active & big & (scale > 0.0)
+            active = active & (norm > rtol * scale) & (scale > 0.0)
         else:
             active = k < fixed_rank
         # Double-where: the norm and the normalisation are only taken when active.
-        safe_sq = jnp.where(active, jnp.sum(x**2), 1.0)
-        alpha = jnp.sqrt(safe_sq)
+        alpha = jnp.sqrt(jnp.where(active, jnp.sum(x**2), 1.0))
         xk = x[k]
-        sign = jnp.where(xk >= 0.0, 1.0, -1.0)
-        v = x.at[k].add(sign * alpha)
+        v = x.at[k].add(jnp.where(xk >= 0.0, 1.0, -1.0) * alpha)
         vnorm_sq = jnp.where(active, 2.0 * alpha * (alpha + jnp.abs(xk)), 1.0)
         v = jnp.where(active, v / jnp.sqrt(vnorm_sq), 0.0)
         R = R - 2.0 * jnp.outer(v, v @ R)
         if compute_q:
             Q = Q - 2.0 * jnp.outer(Q @ v, v)
-        return Q, R, perm, active, count + active.astype(count.dtype), scale
+        return Q, R, used, position, active, count + active.astype(count.dtype), scale
 
     init = (
         jnp.eye(m),
         a,
-        cols,
+        jnp.zeros(n, dtype=bool),
+        jnp.zeros(n, dtype=jnp.int32),
         jnp.asarray(True),
         jnp.asarray(0, dtype=jnp.int32),
         jnp.asarray(0.0),
     )
-    Q, R, perm, _, rank, scale = jax.lax.fori_loop(0, min(m, n), step, init)
+    Q, R, used, position, _, rank, scale = jax.lax.fori_loop(0, min(m, n), step, init)
+    # Pivots in the order chosen, then the columns never chosen in their own order.
+    perm = jnp.argsort(jnp.where(used, position, n + jnp.arange(n)))
+    R = R[:, perm]
     return PivotedQR(q=Q, r=R, perm=perm, rank=rank, tolerance=rtol * scale)
 
 
