@@ -166,7 +166,7 @@ def fig3(model, traj, path):
         "W4": ("tab:red", "--", 1.3, "W4 (platform, left side)"),
         "W5": ("tab:purple", "-.", 1.3, "W5 (trolley)"),
     }
-    fig, ax = plt.subplots(figsize=(10.0, 3.9))
+    fig, ax = plt.subplots(figsize=(10.0, 5.4))
     # Outline of the robot at a few instants: the W1–W4–W2–W3 diamond of contact
     # points, the platform axis back to joint A, and the trolley from A to W5.
     for tk in (0.0, 2.5, 5.0, 7.5, 10.0):
@@ -210,14 +210,14 @@ def fig3(model, traj, path):
     ax.set(
         xlabel="position x [m]",
         ylabel="position y [m]",
-        ylim=(-0.3, 0.4),
+        ylim=(-0.62, 0.35),
         title="Fig. 3: trajectories of the platform centre and the knife-edge contact "
         "points (grey: robot outline; trolley joined at A)",
     )
     ax.title.set_fontsize(10)
     ax.set_aspect("equal")
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize=7.5, ncols=2, framealpha=0.95)
+    ax.legend(loc="upper right", fontsize=7.5, ncols=2, framealpha=0.95)
     fig.tight_layout()
     fig.savefig(path, dpi=150)
     plt.close(fig)
