@@ -1,0 +1,313 @@
+"""Natural coordinates (Kraus, Winckler & Bock 2001): bodies, mass matrix, joints."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from redundax._natural import (
+    CylindricalConstraint,
+    PrismaticConstraint3D,
+    RevoluteConstraint3D,
+    SpatialBodies,
+    SphericalConstraint,
+    UniversalConstraint,
+    WeldConstraint3D,
+    angular_velocity,
+    direction,
+    natural_from_pose,
+    natural_velocity,
+    perpendicular_pair,
+    point,
+    pose_from_natural,
+    rigid_body_residual,
+)
+
+# Round-off of O(10) flops on O(1) data: a few hundred ulps.
+TOL = 1e-12
+# Joint residuals and velocities: a chain of rotations and products, ~10× TOL.
+TOL_JOINT = 1e-11
+# Mass matrix entries are sums over 7 points of products up to ~10² in size.
+TOL_MASS = 1e-10
+# Central difference error O(ε^(2/3)) on O(1) data, ε = eps^(1/3) the step.
+FD_FACTOR = 1e3
+# Kinetic energies are sums of O(10²) terms of size up to ~10² (m v²).
+TOL_ENERGY = 1e-10
+# Singular values below RANK_RTOL · σ_max count as zero (data are O(1), so the
+# gap between round-off ~1e-15 and genuine singular values ≥ ~1e-3 is wide).
+RANK_RTOL = 1e-9
+N_STATES = 20
+
+
+def _rotation(rng) -> jnp.ndarray:
+    Q, R = np.linalg.qr(rng.normal(size=(3, 3)))
+    Q = Q * np.sign(np.diag(R))
+    if np.linalg.det(Q) < 0:
+        Q[:, 0] = -Q[:, 0]
+    return jnp.asarray(Q)
+
+
+def _unit(rng) -> jnp.ndarray:
+    a = rng.normal(size=3)
+    return jnp.asarray(a / np.linalg.norm(a))
+
+
+def _random_body(rng):
+    """A physically realisable body: S = ∫ρρᵀdm SPD, I_c = tr(S) I − S."""
+    mass = rng.uniform(0.5, 5.0)
+    com = rng.normal(size=3)
+    A = rng.normal(size=(3, 3))
+    S = A @ A.T + 0.1 * np.eye(3)
+    inertia = np.trace(S) * np.eye(3) - S
+    return mass, com, inertia
+
+
+def _rank(J) -> int:
+    s = np.linalg.svd(np.asarray(J), compute_uv=False)
+    return int(np.sum(s > RANK_RTOL * s[0]))
+
+
+def _bodies(mass, com, inertia, names):
+    return SpatialBodies(
+        mass=jnp.asarray(mass, dtype=float),
+        com=jnp.asarray(com, dtype=float),
+        inertia=jnp.asarray(inertia, dtype=float),
+        names=names,
+    )
+
+
+def test_mass_matrix_kinetic_energy():
+    """½ ṗᵀ M ṗ = ½ m |v_c|² + ½ ω_bᵀ I_c ω_b for random bodies and motions."""
+    rng = np.random.default_rng(0)
+    for _ in range(N_STATES):
+        m, c, I_c = _random_body(rng)
+        bodies = _bodies([m], [c], [I_c], ("b",))
+        M = bodies.mass_blocks()[0]
+        R, r = _rotation(rng), jnp.asarray(rng.normal(size=3))
+        v, omega = jnp.asarray(rng.normal(size=3)), jnp.asarray(rng.normal(size=3))
+        p = natural_from_pose(r, R)
+        pd = natural_velocity(p, v, omega)
+        T_natural = 0.5 * pd @ M @ pd
+        v_c = v + jnp.cross(omega, R @ jnp.asarray(c))
+        omega_b = R.T @ omega
+        T_classical = 0.5 * m * v_c @ v_c + 0.5 * omega_b @ jnp.asarray(I_c) @ omega_b
+        assert abs(T_natural - T_classical) <= TOL_ENERGY * max(1.0, abs(T_classical))
+
+
+def test_mass_matrix_point_cloud():
+    """M equals Σ m_k C_kᵀ C_k for a cloud of point masses (the definition)."""
+    rng = np.random.default_rng(1)
+    m_k = rng.uniform(0.1, 2.0, size=7)
+    x_k = rng.normal(size=(7, 3)) + np.array([0.5, -1.0, 2.0])
+    mass = m_k.sum()
+    com = (m_k[:, None] * x_k).sum(0) / mass
+    rho = x_k - com
+    I_c = sum(mk * (rk @ rk * np.eye(3) - np.outer(rk, rk)) for mk, rk in zip(m_k, rho))
+    M = _bodies([mass], [com], [I_c], ("cloud",)).mass_blocks()[0]
+    # C_x = [I₃, x₁ I₃, x₂ I₃, x₃ I₃], shape (3, 12).
+    C = [np.kron(np.concatenate([[1.0], xk])[None, :], np.eye(3)) for xk in x_k]
+    M_ref = sum(mk * Ck.T @ Ck for mk, Ck in zip(m_k, C))
+    assert np.allclose(M, M_ref, rtol=0.0, atol=TOL_MASS)
+    assert np.all(np.linalg.eigvalsh(np.asarray(M)) > 0.0)
+
+
+def test_bodies_interface():
+    rng = np.random.default_rng(2)
+    parts = [_random_body(rng) for _ in range(3)]
+    bodies = _bodies(*(np.stack(x) for x in zip(*parts)), names=("a", "b", "c"))
+    assert bodies.dof == 12 and bodies.count == 3
+    assert bodies.mass_blocks().shape == (3, 12, 12)
+    g = bodies.ground_coordinates()
+    assert np.array_equal(g, [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1])
+    q = jnp.concatenate(
+        [natural_from_pose(jnp.asarray(rng.normal(size=3)), _rotation(rng)) for _ in range(3)]
+    )
+    assert bodies.rigid_body_residuals(q).shape == (18,)
+    assert np.max(np.abs(bodies.rigid_body_residuals(q))) <= TOL
+
+
+def test_bodies_shape_check():
+    # Consistent array shapes (so jaxtyping passes), but one name too few.
+    with pytest.raises(ValueError, match="mass has shape \\(3,\\), expected \\(2,\\)"):
+        SpatialBodies(
+            mass=jnp.ones(3), com=jnp.zeros((3, 3)), inertia=jnp.zeros((3, 3, 3)), names=("a", "b")
+        )
+
+
+def test_rigid_body_residual_and_rank():
+    rng = np.random.default_rng(3)
+    for _ in range(N_STATES):
+        R, r = _rotation(rng), jnp.asarray(rng.normal(size=3))
+        p = natural_from_pose(r, R)
+        assert np.max(np.abs(rigid_body_residual(p))) <= TOL
+        assert _rank(jax.jacfwd(rigid_body_residual)(p)) == 6
+        r2, R2 = pose_from_natural(p)
+        assert np.array_equal(r2, r) and np.array_equal(R2, R)
+
+
+def test_kinematic_helpers():
+    rng = np.random.default_rng(4)
+    for _ in range(N_STATES):
+        R, r = _rotation(rng), jnp.asarray(rng.normal(size=3))
+        p = natural_from_pose(r, R)
+        rbar = jnp.asarray(rng.normal(size=3))
+        assert np.allclose(point(p, rbar), r + R @ rbar, rtol=0.0, atol=TOL)
+        assert np.allclose(direction(p, rbar), R @ rbar, rtol=0.0, atol=TOL)
+        v, omega = jnp.asarray(rng.normal(size=3)), jnp.asarray(rng.normal(size=3))
+        pd = natural_velocity(p, v, omega)
+        assert np.allclose(angular_velocity(p, pd), omega, rtol=0.0, atol=TOL)
+        # ṗ is tangent to the rigid-body manifold, and moves body points rigidly.
+        assert np.allclose(jax.jacfwd(rigid_body_residual)(p) @ pd, 0.0, rtol=0.0, atol=TOL)
+        point_velocity = jax.jvp(lambda p: point(p, rbar), (p,), (pd,))[1]
+        assert np.allclose(point_velocity, v + jnp.cross(omega, R @ rbar), rtol=0.0, atol=TOL)
+
+
+def test_perpendicular_pair():
+    rng = np.random.default_rng(5)
+    for axis in [jnp.array([0.0, 0.0, 2.0]), jnp.array([1.0, 0.0, 0.0])] + [
+        _unit(rng) for _ in range(5)
+    ]:
+        H = perpendicular_pair(axis)
+        assert np.allclose(H @ H.T, np.eye(2), rtol=0.0, atol=TOL)
+        assert np.allclose(H @ axis, 0.0, rtol=0.0, atol=TOL)
+
+
+def _assembled(kind: str, rng):
+    """A member of `kind` between two random bodies, and their coordinates (2, 12)."""
+    R_i, R_j = _rotation(rng), _rotation(rng)
+    r_j = jnp.asarray(rng.normal(size=3))
+    s_i, s_j = jnp.asarray(rng.normal(size=3)), jnp.asarray(rng.normal(size=3))
+    r_i = r_j + R_j @ s_j - R_i @ s_i
+    bodies = jnp.array([0, 1])
+    axis_i = _unit(rng)
+    axis_j = R_j.T @ R_i @ axis_i
+    if kind == "spherical":
+        member = SphericalConstraint(bodies=bodies, rows=jnp.arange(3), s_i=s_i, s_j=s_j)
+    elif kind == "revolute":
+        member = RevoluteConstraint3D(
+            bodies=bodies,
+            rows=jnp.arange(5),
+            s_i=s_i,
+            s_j=s_j,
+            axis_i=axis_i,
+            normals_j=perpendicular_pair(axis_j),
+        )
+    elif kind == "universal":
+        cross_j = R_j.T @ perpendicular_pair(R_i @ axis_i)[0]
+        member = UniversalConstraint(
+            bodies=bodies, rows=jnp.arange(4), s_i=s_i, s_j=s_j, axis_i=axis_i, axis_j=cross_j
+        )
+    elif kind == "weld":
+        member = WeldConstraint3D(
+            bodies=bodies, rows=jnp.arange(6), s_i=s_i, s_j=s_j, rotation=R_j.T @ R_i
+        )
+    elif kind == "prismatic":
+        # Slide the joint points apart along the axis: still assembled.
+        r_i = r_i + 0.7 * R_j @ axis_j
+        member = PrismaticConstraint3D(
+            bodies=bodies,
+            rows=jnp.arange(5),
+            s_i=s_i,
+            s_j=s_j,
+            normals_j=perpendicular_pair(axis_j),
+            rotation=R_j.T @ R_i,
+        )
+    else:
+        r_i = r_i - 0.4 * R_j @ axis_j
+        member = CylindricalConstraint(
+            bodies=bodies,
+            rows=jnp.arange(4),
+            s_i=s_i,
+            s_j=s_j,
+            axis_i=axis_i,
+            normals_j=perpendicular_pair(axis_j),
+        )
+    qb = jnp.stack([natural_from_pose(r_i, R_i), natural_from_pose(r_j, R_j)])
+    return member, qb
+
+
+# kind: (joint rows, relative degrees of freedom allowed).
+JOINTS = {
+    "spherical": (3, 3),
+    "revolute": (5, 1),
+    "universal": (4, 2),
+    "weld": (6, 0),
+    "prismatic": (5, 1),
+    "cylindrical": (4, 2),
+}
+
+
+@pytest.mark.parametrize("kind", list(JOINTS))
+def test_joint_rank_and_mobility(kind):
+    """Assembled: Φ = 0, rank Φ_q = rows; with the 12 rigid-body rows of the pair,
+    the null space has 24 − 12 − rows = 6 (rigid motion of the pair) + joint freedoms."""
+    rows, freedoms = JOINTS[kind]
+    rng = np.random.default_rng(6)
+    for _ in range(3):
+        member, qb = _assembled(kind, rng)
+        assert np.max(np.abs(member.residual(qb, 0.0))) <= TOL_JOINT
+        J = jax.jacfwd(member.residual)(qb, 0.0).reshape(rows, 24)
+        assert _rank(J) == rows
+        rigid = jax.jacfwd(lambda qb: jax.vmap(rigid_body_residual)(qb).reshape(-1))(qb)
+        full = jnp.concatenate([J, rigid.reshape(12, 24)])
+        assert _rank(full) == 12 + rows
+        assert 24 - _rank(full) == 6 + freedoms
+        anchors = member.anchor(qb)
+        assert anchors.shape == (2, 3)
+        if kind not in ("prismatic", "cylindrical"):
+            assert np.allclose(anchors[0], anchors[1], rtol=0.0, atol=TOL_JOINT)
+
+
+def test_revolute_to_ground_turns_about_its_axis():
+    """Body j = ground: the single allowed motion is a rotation about the global
+    axis X_i a_i through the joint point (which stays still)."""
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        member, qb = _assembled("revolute", rng)
+        # Move the pair so body j is the ground frame: X_j = I, r_j = 0.
+        r_j, R_j = pose_from_natural(qb[1])
+        r_i, R_i = pose_from_natural(qb[0])
+        p_i = natural_from_pose(R_j.T @ (r_i - r_j), R_j.T @ R_i)
+        ground = SpatialBodies(
+            mass=jnp.ones(1), com=jnp.zeros((1, 3)), inertia=jnp.zeros((1, 3, 3)), names=("i",)
+        ).ground_coordinates()
+        phi = lambda p: jnp.concatenate(
+            [member.residual(jnp.stack([p, ground]), 0.0), rigid_body_residual(p)]
+        )
+        assert np.max(np.abs(phi(p_i))) <= TOL_JOINT
+        J = jax.jacfwd(phi)(p_i)
+        assert _rank(J) == 11
+        _, _, Vt = np.linalg.svd(np.asarray(J))
+        pd = jnp.asarray(Vt[-1])
+        omega = angular_velocity(p_i, pd)
+        axis = direction(p_i, member.axis_i)
+        assert np.allclose(jnp.cross(omega, axis), 0.0, rtol=0.0, atol=TOL_JOINT)
+        assert np.linalg.norm(omega) > 0.1
+        joint_velocity = jax.jvp(lambda p: point(p, member.s_i), (p_i,), (pd,))[1]
+        assert np.allclose(joint_velocity, 0.0, rtol=0.0, atol=TOL_JOINT)
+
+
+def test_stacked_members_vmap_and_jit():
+    """A stacked group evaluated with vmap equals the loop; jit equals eager."""
+    rng = np.random.default_rng(8)
+    members, qbs = zip(*[_assembled("revolute", rng) for _ in range(4)])
+    stacked = jax.tree.map(lambda *x: jnp.stack(x), *members)
+    qb = jnp.stack(qbs) + 0.01 * jnp.asarray(rng.normal(size=(4, 2, 12)))
+    res = jax.vmap(lambda m, q: m.residual(q, 0.0))(stacked, qb)
+    loop = jnp.stack([m.residual(q, 0.0) for m, q in zip(members, qb)])
+    assert np.allclose(res, loop, rtol=0.0, atol=TOL)
+    jitted = eqx.filter_jit(lambda m, q: jax.vmap(lambda m, q: m.residual(q, 0.0))(m, q))
+    assert np.allclose(jitted(stacked, qb), res, rtol=0.0, atol=TOL)
+
+
+def test_revolute_jacobian_finite_difference():
+    """jacfwd of the revolute residual against a central difference."""
+    rng = np.random.default_rng(9)
+    member, qb = _assembled("revolute", rng)
+    qb = qb + 0.05 * jnp.asarray(rng.normal(size=(2, 12)))
+    dq = jnp.asarray(rng.normal(size=(2, 12)))
+    eps = np.finfo(float).eps ** (1 / 3)
+    fd = (member.residual(qb + eps * dq, 0.0) - member.residual(qb - eps * dq, 0.0)) / (2 * eps)
+    jvp = jax.jvp(lambda q: member.residual(q, 0.0), (qb,), (dq,))[1]
+    assert np.allclose(jvp, fd, rtol=0.0, atol=FD_FACTOR * eps**2)
