@@ -511,3 +511,23 @@ def test_check_consistency_names_the_violated_pairs():
         rx.check_consistency(model, spun)
     assert "pair 'steer'" in str(info.value)
     assert "velocity residual 1" in str(info.value)
+
+
+def test_custom_pair_parameters_given_as_tuples_become_vectors():
+    """A point-on-ground pin written as a custom residual with its ground point as a
+    tuple: same C as the built-in revolute to the ground."""
+    point = (0.3, -0.2)
+
+    def pin(params, qb, t):
+        return qb[0, :2] - params["P"]
+
+    body = rx.Body("b", 1.0, 0.1, position=point)
+    custom = rx.Mechanism([body], [rx.CustomHolonomic("pin", ("b",), pin, 2, {"P": point})])
+    builtin = rx.Mechanism([body], [rx.Revolute("pin", "b", "ground", (0.0, 0.0), point)])
+    q = custom.initial_state().q
+    np.testing.assert_allclose(
+        rx.position_residual(custom.build(), q), rx.position_residual(builtin.build(), q)
+    )
+    np.testing.assert_allclose(
+        rx.constraint_matrix(custom.build(), q), rx.constraint_matrix(builtin.build(), q)
+    )

@@ -4,9 +4,9 @@ including configurations whose rank differs (a singular one in the batch)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
-from helpers import TOL_ZERO_B
 
 import redundax as rx
+from helpers import TOL_ZERO_B
 from redundax import models
 
 

@@ -3,6 +3,7 @@ simulation (issue 3). Oracles: closed forms, the IFToMM A01 reference, a second
 method in the library, central finite differences in the test."""
 
 import math
+from pathlib import Path
 
 import diffrax
 import equinox as eqx
@@ -26,7 +27,8 @@ from helpers import (
 )
 from redundax import models
 
-BENCHMARKS = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "benchmark-data"
+# Published reference solutions, in the workspace's shared/ folder beside the repository.
+BENCHMARKS = Path(__file__).resolve().parents[2] / "shared" / "benchmark-data"
 TIGHT = dict(rtol=1e-10, atol=1e-12)
 VARIANTS = {"{6,21}": (6, 21), "{18,21}": (18, 21), "{19,21}": (19, 21)}
 UNIQUE = ["A", "D", "E", "F", "G", "H", "drive", "W5"]

@@ -11,10 +11,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
+from ._assembly import constraint_matrix
 from ._dynamics import AbstractRedundancyMethod, NullSpace, dynamics_terms
 from ._model import Model
 from ._qr import pivoted_qr
 from ._solvability import UNIQUENESS_RTOL, membership, solvability_by_qr
+from ._stabilisation import Baumgarte
 from ._types import Scalar
 
 DRIFT_RTOL = 1e-8
@@ -143,3 +145,32 @@ def reactions(
         total=terms.F - terms.M @ qdd,
         qdd=qdd,
     )
+
+
+@eqx.filter_jit
+def reaction_history(
+    model: Model,
+    trajectory,
+    *,
+    method: AbstractRedundancyMethod = NullSpace(),
+    stabilisation=Baumgarte(),
+    rank: Int[ArrayLike, ""] | None = None,
+    utol: float = UNIQUENESS_RTOL,
+) -> Reactions:
+    """[`reactions`][] at every saved state of `trajectory` (one compilation).
+
+    The rank of C is decided once, at the first saved state (or given as `rank`),
+    as `simulate` does: off the constraint manifold a fresh decision at every state
+    could differ. `stabilisation` should be the one the trajectory was simulated
+    with (`simulate`'s default is `Baumgarte()`), so that q̈ matches the motion.
+
+    **Returns:** a [`Reactions`][] whose array fields carry a leading time axis.
+    """
+    if rank is None:
+        C0 = constraint_matrix(model, trajectory.q[0], trajectory.ts[0])
+        rank = pivoted_qr(C0, DRIFT_RTOL).rank
+    return jax.vmap(
+        lambda q, qd, t: reactions(
+            model, q, qd, t, method=method, stabilisation=stabilisation, rank=rank, utol=utol
+        )
+    )(trajectory.q, trajectory.qd, trajectory.ts)

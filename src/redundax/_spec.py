@@ -236,7 +236,7 @@ class CustomHolonomic:
             bodies=index(self, ("bodies",)),
             rows=rows,
             fn=self.residual,
-            params=jax.tree.map(lambda x: jnp.asarray(x, dtype=float), self.params),
+            params=_params(self.params),
         )
 
 
@@ -281,7 +281,7 @@ class CustomPfaffian:
             bodies=index(self, ("bodies",)),
             rows=rows,
             fn=self.velocity_residual,
-            params=jax.tree.map(lambda x: jnp.asarray(x, dtype=float), self.params),
+            params=_params(self.params),
         )
 
 
@@ -313,6 +313,16 @@ HOLONOMIC_SPECS = (
     CustomHolonomic,
 )
 PFAFFIAN_SPECS = (KnifeEdge, CustomPfaffian)
+
+
+def _is_numbers(x) -> bool:
+    return isinstance(x, (list, tuple)) and all(isinstance(v, (int, float)) for v in x)
+
+
+def _params(params):
+    """Parameters of a custom pair as float arrays; a list or tuple of numbers
+    becomes one vector (not a tuple of scalars), so `qb[0, :2] - params["P"]` works."""
+    return jax.tree.map(lambda x: jnp.asarray(x, dtype=float), params, is_leaf=_is_numbers)
 
 
 def _pair_bodies(spec) -> tuple[str, ...]:

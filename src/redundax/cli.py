@@ -25,22 +25,16 @@ from pathlib import Path
 from typing import Any
 
 import diffrax
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import ArrayLike, Int
 
 from . import (
-    AbstractRedundancyMethod,
-    Baumgarte,
     Elimination,
-    Model,
-    Reactions,
     Trajectory,
     analyze_solvability,
     marker_positions,
-    reactions,
+    reaction_history,
     simulate,
 )
 from .io.config import Config, SimulationOptions, load_config
@@ -156,24 +150,6 @@ def _progress(message: str) -> None:
     """A progress line on stderr, only for a person watching a terminal."""
     if sys.stderr.isatty():
         print(f"redundax: {message}", file=sys.stderr, flush=True)
-
-
-@eqx.filter_jit
-def _reaction_history(
-    model: Model,
-    trajectory: Trajectory,
-    method: AbstractRedundancyMethod,
-    stabilisation: Baumgarte | None,
-    rank: Int[ArrayLike, ""],
-) -> Reactions:
-    """`reactions` at every saved state of `trajectory` (one compilation), with the
-    rank of C decided once, at the initial state, as `simulate` does: off the
-    constraint manifold (drift) a fresh rank decision could differ."""
-    return jax.vmap(
-        lambda q, qd, t: reactions(
-            model, q, qd, t, method=method, stabilisation=stabilisation, rank=rank
-        )
-    )(trajectory.q, trajectory.qd, trajectory.ts)
 
 
 def _summary(
@@ -321,8 +297,12 @@ def _simulate(args: argparse.Namespace) -> int:
     }
     if out is not None:
         _progress(f"reactions at {trajectory.ts.shape[0]} saved states...")
-        history = _reaction_history(
-            config.model, trajectory, options.method, options.stabilisation, report.rank
+        history = reaction_history(
+            config.model,
+            trajectory,
+            method=options.method,
+            stabilisation=options.stabilisation,
+            rank=report.rank,
         )
         write_run(
             out,
