@@ -103,11 +103,13 @@ def test_mass_matrix_point_cloud():
     mass = m_k.sum()
     com = (m_k[:, None] * x_k).sum(0) / mass
     rho = x_k - com
-    I_c = sum(mk * (rk @ rk * np.eye(3) - np.outer(rk, rk)) for mk, rk in zip(m_k, rho))
+    I_c = sum(
+        mk * (rk @ rk * np.eye(3) - np.outer(rk, rk)) for mk, rk in zip(m_k, rho, strict=False)
+    )
     M = _bodies([mass], [com], [I_c], ("cloud",)).mass_blocks()[0]
     # C_x = [I₃, x₁ I₃, x₂ I₃, x₃ I₃], shape (3, 12).
     C = [np.kron(np.concatenate([[1.0], xk])[None, :], np.eye(3)) for xk in x_k]
-    M_ref = sum(mk * Ck.T @ Ck for mk, Ck in zip(m_k, C))
+    M_ref = sum(mk * Ck.T @ Ck for mk, Ck in zip(m_k, C, strict=False))
     assert np.allclose(M, M_ref, rtol=0.0, atol=TOL_MASS)
     assert np.all(np.linalg.eigvalsh(np.asarray(M)) > 0.0)
 
@@ -115,7 +117,7 @@ def test_mass_matrix_point_cloud():
 def test_bodies_interface():
     rng = np.random.default_rng(2)
     parts = [_random_body(rng) for _ in range(3)]
-    bodies = _bodies(*(np.stack(x) for x in zip(*parts)), names=("a", "b", "c"))
+    bodies = _bodies(*(np.stack(x) for x in zip(*parts, strict=False)), names=("a", "b", "c"))
     assert bodies.dof == 12 and bodies.count == 3
     assert bodies.mass_blocks().shape == (3, 12, 12)
     g = bodies.ground_coordinates()
@@ -291,11 +293,11 @@ def test_revolute_to_ground_turns_about_its_axis():
 def test_stacked_members_vmap_and_jit():
     """A stacked group evaluated with vmap equals the loop; jit equals eager."""
     rng = np.random.default_rng(8)
-    members, qbs = zip(*[_assembled("revolute", rng) for _ in range(4)])
+    members, qbs = zip(*[_assembled("revolute", rng) for _ in range(4)], strict=False)
     stacked = jax.tree.map(lambda *x: jnp.stack(x), *members)
     qb = jnp.stack(qbs) + 0.01 * jnp.asarray(rng.normal(size=(4, 2, 12)))
     res = jax.vmap(lambda m, q: m.residual(q, 0.0))(stacked, qb)
-    loop = jnp.stack([m.residual(q, 0.0) for m, q in zip(members, qb)])
+    loop = jnp.stack([m.residual(q, 0.0) for m, q in zip(members, qb, strict=False)])
     assert np.allclose(res, loop, rtol=0.0, atol=TOL)
     jitted = eqx.filter_jit(lambda m, q: jax.vmap(lambda m, q: m.residual(q, 0.0))(m, q))
     assert np.allclose(jitted(stacked, qb), res, rtol=0.0, atol=TOL)

@@ -39,6 +39,7 @@ from ._dynamics import (
     minimum_norm_multipliers as minimum_norm_multipliers,
     null_space_acceleration as null_space_acceleration,
     solve_dynamics as solve_dynamics,
+    solve_terms as solve_terms,
 )
 from ._model import Model as Model, Pair as Pair, State as State
 from ._motion import (

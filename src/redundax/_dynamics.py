@@ -416,6 +416,32 @@ class Penalty(AbstractRedundancyMethod):
         return self._solve(terms)[1]
 
 
+def solve_terms(
+    model: Model,
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nq"],
+    t: Scalar = 0.0,
+    *,
+    method: AbstractRedundancyMethod = NullSpace(),
+    stabilisation=None,
+    rank: Int[ArrayLike, ""] | None = None,
+    rtol: float = DECISION_RTOL,
+) -> tuple[Terms, Float[Array, " nq"], Float[Array, " nc"], Int[Array, ""]]:
+    """`(terms, qdd, lam, rank)` at (q, q̇, t): the shared core of
+    [`solve_dynamics`][] and [`reactions`][]. The rank of C is `rank` if given,
+    else decided at (q, t) with the relative tolerance `rtol` (default
+    `DECISION_RTOL` = 1e-8: states from a simulation sit off the constraint
+    manifold by the integration error, which makes dependent rows independent by
+    about that much, and such rows must still count as dependent)."""
+    terms = dynamics_terms(model, q, qd, t)
+    if rank is None:
+        rank = pivoted_qr(terms.C, rtol).rank
+    method = method.prepare(terms.C, rank)
+    gamma = terms.gamma if stabilisation is None else stabilisation.gamma(terms)
+    qdd = method.acceleration(terms, gamma)
+    return terms, qdd, method.multipliers(terms, gamma, qdd), jnp.asarray(rank)
+
+
 def solve_dynamics(
     model: Model,
     q: Float[Array, " nq"],
@@ -424,6 +450,7 @@ def solve_dynamics(
     *,
     method: AbstractRedundancyMethod = NullSpace(),
     stabilisation=None,
+    rank: Int[ArrayLike, ""] | None = None,
 ) -> tuple[Float[Array, " nq"], Float[Array, " nc"]]:
     """Accelerations q̈ and multipliers λ at (q, q̇, t) by `method`.
 
@@ -432,10 +459,11 @@ def solve_dynamics(
     - `model`, `q`, `qd`, `t`: the mechanism and its state [m, rad, s].
     - `method`: how redundant constraints are handled (default [`NullSpace`][]).
     - `stabilisation`: a drift-control term for Γ (e.g. [`Baumgarte`][]) or None.
+    - `rank`: the rank of C if decided elsewhere (see [`solve_terms`][]).
 
     **Returns:** `(qdd, lam)`, shapes `(nq,)` and `(m + h,)`.
     """
-    terms = dynamics_terms(model, q, qd, t)
-    gamma = terms.gamma if stabilisation is None else stabilisation.gamma(terms)
-    qdd = method.acceleration(terms, gamma)
-    return qdd, method.multipliers(terms, gamma, qdd)
+    _, qdd, lam, _ = solve_terms(
+        model, q, qd, t, method=method, stabilisation=stabilisation, rank=rank
+    )
+    return qdd, lam

@@ -73,7 +73,8 @@ class SpatialBodies(eqx.Module):
         ]
         if problems:
             raise ValueError(
-                f"SpatialBodies with {nb} names: " + "; ".join(problems)
+                f"SpatialBodies with {nb} names: "
+                + "; ".join(problems)
                 + "; give one mass, centre of mass and inertia tensor per name"
             )
 

@@ -12,15 +12,12 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from ._assembly import constraint_matrix
-from ._dynamics import AbstractRedundancyMethod, NullSpace, dynamics_terms
+from ._dynamics import AbstractRedundancyMethod, NullSpace, solve_terms
 from ._model import Model
-from ._qr import pivoted_qr
+from ._qr import DECISION_RTOL, pivoted_qr
 from ._solvability import UNIQUENESS_RTOL, membership, solvability_by_qr
 from ._stabilisation import Baumgarte
 from ._types import Scalar
-
-DRIFT_RTOL = 1e-8
-"""Rank tolerance for states taken from a simulation (slightly off the manifold)."""
 
 
 class Reactions(eqx.Module):
@@ -91,7 +88,7 @@ def reactions(
     method: AbstractRedundancyMethod = NullSpace(),
     stabilisation=None,
     rank: Int[ArrayLike, ""] | None = None,
-    rtol: float = DRIFT_RTOL,
+    rtol: float = DECISION_RTOL,
     utol: float = UNIQUENESS_RTOL,
 ) -> Reactions:
     """Per-pair reactions at (q, q̇, t) by `method`, with their uniqueness flags.
@@ -104,7 +101,7 @@ def reactions(
       that the reactions match the simulated accelerations.
     - `rank`: the rank of C, if decided elsewhere (e.g. at the initial state).
     - `rtol`: relative rank tolerance used when `rank` is None. The default,
-      `DRIFT_RTOL` = 1e-8, is looser than the analysis's: along a simulated
+      `DECISION_RTOL` = 1e-8, is looser than the analysis's: along a simulated
       motion the state is off the constraint manifold by the integration error,
       which makes dependent rows independent by that much, and such rows must
       still count as dependent.
@@ -118,13 +115,9 @@ def reactions(
         wrench_D, unique_D = r.pair("D")
         ```
     """
-    terms = dynamics_terms(model, q, qd, t)
-    if rank is None:
-        rank = pivoted_qr(terms.C, rtol).rank
-    method = method.prepare(terms.C, rank)
-    gamma = terms.gamma if stabilisation is None else stabilisation.gamma(terms)
-    qdd = method.acceleration(terms, gamma)
-    lam = method.multipliers(terms, gamma, qdd)
+    terms, qdd, lam, rank = solve_terms(
+        model, q, qd, t, method=method, stabilisation=stabilisation, rank=rank, rtol=rtol
+    )
     rows = tuple(p.rows for p in model.pairs)
     S = membership(model.n_constraints, rows)
     verdict = solvability_by_qr(terms.C, S, utol=utol, rank=rank)
@@ -168,7 +161,7 @@ def reaction_history(
     """
     if rank is None:
         C0 = constraint_matrix(model, trajectory.q[0], trajectory.ts[0])
-        rank = pivoted_qr(C0, DRIFT_RTOL).rank
+        rank = pivoted_qr(C0, DECISION_RTOL).rank
     return jax.vmap(
         lambda q, qd, t: reactions(
             model, q, qd, t, method=method, stabilisation=stabilisation, rank=rank, utol=utol
