@@ -149,7 +149,7 @@ def _crank_crossings(traj, n_cranks):
     return phi, np.nonzero(np.diff(k))[0]
 
 
-@pytest.mark.parametrize("n, branch_tol, energy_tol", [(1, 1e-6, 1e-6), (10, 1e-3, 5e-2)])
+@pytest.mark.parametrize("n, branch_tol, energy_tol", [(1, 1e-6, 1e-8), (10, 1e-4, 1e-3)])
 def test_singular_passages_keep_the_parallelogram_branch(n, branch_tol, energy_tol):
     """A02-type chains pass the flat configuration (cranks along the ground line)
     about twice a second. The parallelogram branch keeps all cranks parallel; the
@@ -162,7 +162,8 @@ def test_singular_passages_keep_the_parallelogram_branch(n, branch_tol, energy_t
     # Every crank stays parallel to crank 0; on the other branch they differ by O(1) rad.
     assert float(np.max(np.abs(phi - phi[:, :1]))) < branch_tol
     energy = np.asarray(traj.energy)
-    assert float(np.max(np.abs(energy - energy[0]))) < energy_tol * abs(float(energy[0]) or 1.0)
+    # Relative to E(0) (20.5 J for one parallelogram, 159 J for the chain of ten).
+    assert float(np.max(np.abs(energy - energy[0]))) < energy_tol * abs(float(energy[0]))
     instants = rx.singular_instants(model, traj)
     assert len(instants) == len(crossings)
     ts = np.asarray(traj.ts)

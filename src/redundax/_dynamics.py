@@ -342,13 +342,17 @@ class AugmentedLagrangian(AbstractRedundancyMethod):
     """Bayo's augmented Lagrangian iteration at acceleration level:
     (M + α CᵀC) q̈ₖ₊₁ = F − Cᵀ λₖ + α Cᵀ Γ,  λₖ₊₁ = λₖ + α (C q̈ₖ₊₁ − Γ), λ₀ = 0.
 
-    `penalty` α is relative: α = penalty · max diag(M) / max diag(CᵀC).
+    `penalty` α is relative: α = penalty · max diag(M) / max diag(CᵀC). The
+    defaults (1e5, 16 iterations) converge to round-off at regular configurations
+    and stay smooth where the rank of C drops: measured on an A02 chain of ten
+    parallelograms over 10 s, the branch is kept to 3e-5 rad and the energy to
+    1.2e-4 relative (1e6 with 8 iterations: 3 J of 159 J).
     Started from λ₀ = 0 the iterates stay in the range of C, so the limit is the
     minimum-norm λ. `iterations` is fixed (differentiable; no data-dependent loop).
     """
 
-    penalty: float = 1e6
-    iterations: int = eqx.field(static=True, default=8)
+    penalty: float = 1e5
+    iterations: int = eqx.field(static=True, default=16)
 
     def prepare(self, C, rank=None):
         return self
