@@ -19,7 +19,7 @@ from ._constraints import RevoluteDriverConstraint, TranslationalDriverConstrain
 from ._diagnostics import check_regular
 from ._dynamics import AbstractRedundancyMethod, NullSpace, WeightedMinimumNorm, dynamics_terms
 from ._model import Model, State
-from ._qr import pivoted_qr
+from ._qr import DECISION_RTOL, pivoted_qr
 from ._stabilisation import Baumgarte, Projection
 
 
@@ -93,14 +93,13 @@ def _simulate(
     else:
         correction = jnp.zeros(2)
     # Discrete decisions (rank) once, at the initial configuration: the rank of C is
-    # a property of the mechanism's structure (Wojtyra & Frączek 2013, §4.2).
-    method = method.prepare(constraint_matrix(model, q0, state0.t))
+    # a property of the mechanism's structure (Wojtyra & Frączek 2013, §4.2). A method
+    # prepared on the host (the fast path) is returned unchanged.
+    C0 = constraint_matrix(model, q0, state0.t)
+    method = method.prepare(C0, pivoted_qr(C0, DECISION_RTOL).rank)
     term = diffrax.ODETerm(_vector_field)
     args = (model, method, stabilisation)
 
-    m = model.n_holonomic
-    C0 = constraint_matrix(model, q0, state0.t)
-    rank = (pivoted_qr(C0[:m]).rank, pivoted_qr(C0).rank)
     if projection is None:
         sol = diffrax.diffeqsolve(
             term,
@@ -123,6 +122,8 @@ def _simulate(
         )
         result = sol.result
     else:
+        m = model.n_holonomic
+        ranks = (pivoted_qr(C0[:m], DECISION_RTOL).rank, pivoted_qr(C0, DECISION_RTOL).rank)
 
         def segment(carry, span):
             y, steps, acc, rej, res = carry
@@ -139,7 +140,7 @@ def _simulate(
                 throw=throw,
             )
             qe, qde = jax.tree.map(lambda x: x[-1], sol.ys)
-            y = projection(model, qe, qde, span[1], rank)
+            y = projection(model, qe, qde, span[1], ranks)
             res = diffrax.RESULTS.where(res == diffrax.RESULTS.successful, sol.result, res)
             carry = (
                 y,

@@ -8,7 +8,7 @@ from jaxtyping import Array, Float
 
 from ._assembly import constraint_matrix, mass_matrix, position_residual, velocity_bias
 from ._model import Model
-from ._qr import pivoted_qr
+from ._qr import DECISION_RTOL, pivoted_qr
 from ._types import Scalar
 
 
@@ -64,7 +64,7 @@ class Projection(eqx.Module):
             return q
         M = mass_matrix(model, q)
         if rank is None:
-            rank = pivoted_qr(constraint_matrix(model, q, t)[:m]).rank
+            rank = pivoted_qr(constraint_matrix(model, q, t)[:m], DECISION_RTOL).rank
 
         def step(_, q):
             A = constraint_matrix(model, q, t)[:m]
@@ -79,7 +79,7 @@ class Projection(eqx.Module):
             return qd
         C = constraint_matrix(model, q, t)
         if rank is None:
-            rank = pivoted_qr(C).rank
+            rank = pivoted_qr(C, DECISION_RTOL).rank
         residual = C @ qd + velocity_bias(model, q, t)
         return qd - _weighted_pinv_step(mass_matrix(model, q), C, residual, rank)
 
