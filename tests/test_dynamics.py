@@ -257,12 +257,12 @@ def test_jit_vmap_and_grad_through_the_solve():
         lambda a: rx.State(0.0, jnp.stack([-jnp.cos(a), -jnp.sin(a), a]), jnp.zeros(3))
     )(angles)
     batched = jax.vmap(lambda st: rx.simulate(model, st, 1.0, n_save=3, **TIGHT).q)(states)
-    for k, a in enumerate(angles):
+    for k in range(len(angles)):
         single = rx.simulate(
             model, rx.State(0.0, states.q[k], states.qd[k]), 1.0, n_save=3, **TIGHT
         ).q
         np.testing.assert_allclose(batched[k], single, atol=1e-12)
-        assert float(a) == float(angles[k])
+    assert float(jnp.max(jnp.abs(batched[0] - batched[2]))) > 0.1  # the states differ
 
     f = jax.jit(lambda q, qd: rx.solve_dynamics(model, q, qd, 0.0))
     np.testing.assert_allclose(
@@ -347,10 +347,8 @@ def test_joint_point_reactions_are_physical(robot_runs, robot):
     force, moment, unique = r.at_joint("W3")
     on_platform = np.asarray(force[0])
     assert abs(on_platform @ np.array([normal[1], -normal[0]])) < 1e-12
-    k = model.pair_names.index("W3")
     assert on_platform @ normal == pytest.approx(-float(r.multipliers[model.pair("W3").rows[0]]))
     assert float(np.max(np.abs(moment))) < 1e-12 and not bool(unique)
-    assert k == 11
 
 
 def test_singular_initial_configuration_is_refused():
