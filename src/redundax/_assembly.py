@@ -233,9 +233,15 @@ def check_consistency(model: Model, state, tol: float = CONSISTENCY_TOL) -> None
 
     **Raises:** `ValueError` naming the pairs violated.
     """
+    phi, vel = _residuals(model, state.q, state.qd, state.t)
+    raise_if_inconsistent(model, phi, vel, tol)
+
+
+def raise_if_inconsistent(model: Model, phi, vel, tol: float = CONSISTENCY_TOL) -> None:
+    """The host-side half of [`check_consistency`][], given Φ and C q̇ + b."""
     import numpy as np
 
-    phi, vel = map(np.asarray, _residuals(model, state.q, state.qd, state.t))
+    phi, vel = np.asarray(phi), np.asarray(vel)
     problems = []
     for pair in model.pairs:
         rows = np.asarray(pair.rows)

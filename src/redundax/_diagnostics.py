@@ -122,6 +122,11 @@ def _nearby_ranks(model: Model, q, t, direction, rtol):
     return r0, jnp.sum(s1 > rtol * s1[0])
 
 
+def regular_direction(model: Model) -> Float[Array, " nq"]:
+    """The fixed pseudo-random direction `check_regular` steps along (null space part)."""
+    return jnp.asarray(np.random.default_rng(0).normal(size=model.n_coordinates))
+
+
 def check_regular(model: Model, state, rtol: float = 1e-8) -> None:
     """Raise `ValueError` if `state` is at a singular configuration.
 
@@ -134,8 +139,13 @@ def check_regular(model: Model, state, rtol: float = 1e-8) -> None:
     """
     if model.n_constraints == 0:
         return
-    direction = jnp.asarray(np.random.default_rng(0).normal(size=model.n_coordinates))
-    r0, r1 = (int(x) for x in _nearby_ranks(model, state.q, state.t, direction, rtol))
+    r0, r1 = _nearby_ranks(model, state.q, state.t, regular_direction(model), rtol)
+    raise_if_singular(r0, r1)
+
+
+def raise_if_singular(r0, r1) -> None:
+    """The host-side half of [`check_regular`][], given the two ranks."""
+    r0, r1 = int(r0), int(r1)
     if r1 > r0:
         raise ValueError(
             f"singular configuration: rank C = {r0} at the initial state but {r1} at a "

@@ -8,15 +8,15 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._assembly import (
-    check_consistency,
     constraint_matrix,
     kinetic_energy,
     position_residual,
     potential_energy,
+    raise_if_inconsistent,
     velocity_residual,
 )
 from ._constraints import RevoluteDriverConstraint, TranslationalDriverConstraint
-from ._diagnostics import check_regular
+from ._diagnostics import _nearby_ranks, raise_if_singular, regular_direction
 from ._dynamics import AbstractRedundancyMethod, NullSpace, WeightedMinimumNorm, dynamics_terms
 from ._model import Model, State
 from ._qr import DECISION_RTOL, pivoted_qr
@@ -175,7 +175,15 @@ def _simulate(
     )
 
 
-_constraint_matrix = eqx.filter_jit(constraint_matrix)
+@eqx.filter_jit
+def _initial_checks(model: Model, state0: State, direction):
+    phi = position_residual(model, state0.q, state0.t)
+    vel = velocity_residual(model, state0.q, state0.qd, state0.t)
+    if model.n_constraints:
+        r0, r1 = _nearby_ranks(model, state0.q, state0.t, direction, DECISION_RTOL)
+    else:
+        r0 = r1 = jnp.asarray(0)
+    return phi, vel, r0, r1, constraint_matrix(model, state0.q, state0.t)
 
 
 def _breakpoints(model: Model):
@@ -247,16 +255,20 @@ def simulate(
         traj.position_violation.max()
         ```
     """
-    concrete = not isinstance(state0.q, jax.core.Tracer)
-    if initial_projection is None and concrete:
-        check_consistency(model, state0, consistency_tol)
-    if concrete and isinstance(method, (NullSpace, WeightedMinimumNorm)):
-        check_regular(model, state0)
-    if concrete and not isinstance(model.bodies.mass, jax.core.Tracer):
-        # Discrete decisions (pivot order, rank) once, on the host, at the initial
-        # configuration: the fast path of the method. Inside a trace they are taken
-        # in `_simulate` instead, with a traced rank.
-        method = method.prepare(np.asarray(_constraint_matrix(model, state0.q, state0.t)))
+    concrete = not isinstance(state0.q, jax.core.Tracer) and not isinstance(
+        model.bodies.mass, jax.core.Tracer
+    )
+    if concrete:
+        # Host-side checks and discrete decisions, from one compiled call: the
+        # consistency of state0, whether it is a regular configuration, and C there
+        # (pivot order and rank: the fast path of the method). Inside a trace these
+        # decisions are taken in `_simulate` instead, with a traced rank.
+        phi, vel, r0, r1, C0 = _initial_checks(model, state0, regular_direction(model))
+        if initial_projection is None:
+            raise_if_inconsistent(model, phi, vel, consistency_tol)
+        if isinstance(method, (NullSpace, WeightedMinimumNorm)) and model.n_constraints:
+            raise_if_singular(r0, r1)
+        method = method.prepare(np.asarray(C0))
     if ts is None:
         ts = jnp.linspace(state0.t, t1, n_save)
     if solver is None:
