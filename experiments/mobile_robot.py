@@ -335,7 +335,7 @@ def main():
             "atol": ATOL,
             "n_save": N_SAVE,
             "stabilisation": "Baumgarte(alpha=10, beta=10)",
-            "solver": "Tsit5",
+            "solver": "rx.simulate's default: Dopri8 at rtol < 1e-6",
             "steering": "models.mobile_robot_steering() (A = 0.02 m)",
         },
         "manoeuvre": {
