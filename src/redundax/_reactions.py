@@ -15,7 +15,7 @@ from ._assembly import constraint_matrix
 from ._dynamics import AbstractRedundancyMethod, NullSpace, solve_terms
 from ._model import Model
 from ._qr import DECISION_RTOL, pivoted_qr
-from ._solvability import UNIQUENESS_RTOL, membership, solvability_by_qr
+from ._solvability import UNIQUENESS_RTOL, disjoint_groups, membership, solvability_by_qr
 from ._stabilisation import Baumgarte
 from ._types import Scalar
 
@@ -120,7 +120,8 @@ def reactions(
     )
     rows = tuple(p.rows for p in model.pairs)
     S = membership(model.n_constraints, rows)
-    verdict = solvability_by_qr(terms.C, S, utol=utol, rank=rank)
+    segments = disjoint_groups(model.n_constraints, rows)  # pairs share no row
+    verdict = solvability_by_qr(terms.C, S, utol=utol, rank=rank, segments=segments)
     nb, dof = model.bodies.count, model.bodies.dof
     wrench = -jnp.einsum("gk,ka,k->ga", S, terms.C, lam).reshape(len(rows), nb, dof)
     anchor = _anchors(model, q)

@@ -56,7 +56,7 @@ def _safe_sqrt(x):
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1.0)), 0.0)
 
 
-def _segments(n_rows: int, groups: Sequence[Sequence[int]]) -> np.ndarray | None:
+def disjoint_groups(n_rows: int, groups: Sequence[Sequence[int]]) -> np.ndarray | None:
     """Group index of every row when the groups are disjoint (−1: in no group)."""
     seg = np.full(n_rows, -1)
     for g, rows in enumerate(groups):
@@ -98,12 +98,14 @@ def solvability_by_qr(
     rtol: float | None = None,
     utol: float = UNIQUENESS_RTOL,
     rank: Int[ArrayLike, ""] | None = None,
+    segments: np.ndarray | None = None,
 ) -> Solvability:
     """The QR test of Wojtyra & Frączek (Eq. 27) for every group (row of `S`).
-    `rank`, if given, imposes the rank (see `pivoted_qr`)."""
+    `rank`, if given, imposes the rank (see `pivoted_qr`); `segments` (static, from
+    `disjoint_groups`) takes the cheap path when the groups share no row."""
     qr = pivoted_qr(C, rtol, rank)
     N = jnp.where(qr.null_mask()[None, :], qr.q, 0.0)  # Q^col: last p columns
-    return _verdicts(C, S, N, qr.rank, utol)
+    return _verdicts(C, S, N, qr.rank, utol, segments)
 
 
 def _svd_rank(s: Float[Array, " k"], shape: tuple[int, int], rtol: float | None):
@@ -308,7 +310,7 @@ def _analyze(model, q, t, names, kinds, rows, rtol, utol) -> SolvabilityReport:
     nc = C.shape[0]
     qr = pivoted_qr(C, rtol)
     N = jnp.where(qr.null_mask()[None, :], qr.q, 0.0)  # Q^col: last p columns
-    qr_groups = _verdicts(C, membership(nc, rows), N, qr.rank, utol, _segments(nc, rows))
+    qr_groups = _verdicts(C, membership(nc, rows), N, qr.rank, utol, disjoint_groups(nc, rows))
     # Single rows: ‖B_k‖ = ‖C_k‖ ‖N_k‖.
     row_c = jnp.linalg.norm(C, axis=1)
     row_b = row_c * jnp.linalg.norm(N, axis=1)
