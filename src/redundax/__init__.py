@@ -7,6 +7,8 @@ _jax.config.update("jax_enable_x64", True)
 
 from ._assembly import (
     acceleration_rhs as acceleration_rhs,
+    body_poses as body_poses,
+    body_velocities as body_velocities,
     check_consistency as check_consistency,
     constraint_matrix as constraint_matrix,
     generalized_forces as generalized_forces,
@@ -41,7 +43,14 @@ from ._dynamics import (
     solve_dynamics as solve_dynamics,
     solve_terms as solve_terms,
 )
-from ._model import Model as Model, Pair as Pair, State as State
+from ._model import (
+    AbstractBodies as AbstractBodies,
+    Model as Model,
+    Pair as Pair,
+    PlanarBodies as PlanarBodies,
+    State as State,
+)
+from ._natural import SpatialBodies as SpatialBodies
 from ._motion import (
     AbstractMotion as AbstractMotion,
     Constant as Constant,
@@ -79,6 +88,17 @@ from ._spec import (
     Translational as Translational,
     TranslationalDriver as TranslationalDriver,
     Weld as Weld,
+)
+from ._spatial_spec import (
+    Cylindrical as Cylindrical,
+    Prismatic3D as Prismatic3D,
+    Revolute3D as Revolute3D,
+    RevoluteDriver3D as RevoluteDriver3D,
+    SpatialBody as SpatialBody,
+    Spherical as Spherical,
+    TranslationalDriver3D as TranslationalDriver3D,
+    Universal as Universal,
+    Weld3D as Weld3D,
 )
 from ._stabilisation import Baumgarte as Baumgarte, Projection as Projection
 

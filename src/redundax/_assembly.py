@@ -11,7 +11,6 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ._constraints import AbstractHolonomic, AbstractPfaffian
-from ._math import rot2
 from ._model import Model
 from ._types import Scalar
 
@@ -179,28 +178,50 @@ def mass_matrix(model: Model, q: Float[Array, " nq"] | None = None) -> Float[Arr
     return jnp.einsum("bkl,bc->bkcl", blocks, jnp.eye(nb)).reshape(nb * dof, nb * dof)
 
 
+def _load_points(model: Model, Q) -> Float[Array, "nl dim"]:
+    B, L = model.bodies, model.loads
+    return jax.vmap(B.point)(Q[L.bodies], L.points)
+
+
 def _work(model: Model, q: Float[Array, " nq"]) -> Float[Array, ""]:
-    """Virtual-work potential of the constant loads: F = ∂W/∂q."""
+    """Potential of the conservative loads, V = −W: gravity at the centres of mass,
+    constant global forces at body points, and (planar only) constant torques."""
+    B = model.bodies
     Q = _coords(model, q)
-    gravity = jnp.sum(model.bodies.mass[:, None] * Q[:-1, :2] * model.gravity[None, :])
-    L = model.loads
-    qb = Q[L.bodies]
-    points = qb[:, :2] + jax.vmap(lambda p, s: rot2(p) @ s)(qb[:, 2], L.points)
-    return gravity + jnp.sum(points * L.forces) + jnp.sum(qb[:, 2] * L.torques)
+    com = jax.vmap(B.point)(Q[:-1], B.centre_of_mass())
+    gravity = jnp.sum(B.mass[:, None] * com * model.gravity[None, :])
+    W = gravity + jnp.sum(_load_points(model, Q) * model.loads.forces)
+    if B.dim == 2:
+        W = W + jnp.sum(Q[model.loads.bodies, 2] * model.loads.torques)
+    return W
+
+
+def _torque_power(model: Model, q, qd) -> Float[Array, ""]:
+    """Power τ · ω of constant global torques on spatial bodies (not a potential)."""
+    B, L = model.bodies, model.loads
+    Q, QD = _coords(model, q, qd)
+    omega = jax.vmap(B.angular_velocity)(Q[L.bodies], QD[L.bodies])
+    return jnp.sum(omega * L.torques)
 
 
 def generalized_forces(
     model: Model, q: Float[Array, " nq"], qd: Float[Array, " nq"] | None = None, t: Scalar = 0.0
 ) -> Float[Array, " nq"]:
     """Generalised applied forces F(q, q̇, t): gravity, constant global point forces
-    and torques, by `jax.grad` of their virtual work. No velocity-dependent inertia
-    terms arise in absolute coordinates with the frame at the centre of mass."""
-    del qd, t
-    return jax.grad(_work, argnums=1)(model, q)
+    and torques, by `jax.grad` of their virtual work (`jax.grad` of their power in
+    q̇ for torques on spatial bodies). No velocity-dependent inertia terms arise:
+    the mass matrix is constant in absolute planar and in natural coordinates."""
+    del t
+    F = jax.grad(_work, argnums=1)(model, q)
+    if model.dim == 3:
+        F = F + jax.grad(_torque_power, argnums=2)(model, q, jnp.zeros_like(q) if qd is None else qd)
+    return F
 
 
 def potential_energy(model: Model, q: Float[Array, " nq"]) -> Float[Array, ""]:
-    """Potential energy of gravity and the constant loads, V = −W [J]."""
+    """Potential energy of gravity and the constant loads, V = −W [J] (constant
+    torques on spatial bodies do work that no potential describes: they are left
+    out, and a model with them is not conservative)."""
     return -_work(model, q)
 
 
@@ -209,11 +230,33 @@ def kinetic_energy(model: Model, qd: Float[Array, " nq"]) -> Float[Array, ""]:
     return 0.5 * qd @ mass_matrix(model) @ qd
 
 
-def marker_positions(model: Model, q: Float[Array, " nq"]) -> Float[Array, "nm 2"]:
-    """Global positions of the model's tracked points, shape `(nm, 2)` [m]."""
+def marker_positions(model: Model, q: Float[Array, " nq"]) -> Float[Array, "nm dim"]:
+    """Global positions of the model's tracked points, shape `(nm, dim)` [m]."""
     Q = _coords(model, q)
-    qb = Q[model.markers.bodies]
-    return qb[:, :2] + jax.vmap(lambda p, s: rot2(p) @ s)(qb[:, 2], model.markers.points)
+    return jax.vmap(model.bodies.point)(Q[model.markers.bodies], model.markers.points)
+
+
+def body_poses(
+    model: Model, q: Float[Array, " nq"]
+) -> tuple[Float[Array, "nb dim"], Float[Array, "nb dim dim"]]:
+    """Centres of mass [m] and rotation matrices (body to global) of every body,
+    whatever the coordinates: `(positions (nb, dim), rotations (nb, dim, dim))`."""
+    B = model.bodies
+    P = q.reshape(B.count, B.dof)
+    return jax.vmap(B.point)(P, B.centre_of_mass()), jax.vmap(B.rotation)(P)
+
+
+def body_velocities(
+    model: Model, q: Float[Array, " nq"], qd: Float[Array, " nq"]
+) -> tuple[Float[Array, "nb dim"], Float[Array, "nb w"]]:
+    """Velocities of the centres of mass [m/s] and angular velocities [rad/s]:
+    shapes `(nb, dim)` and `(nb, 1)` in the plane, `(nb, 3)` (global) in space."""
+    B = model.bodies
+    P, PD = q.reshape(B.count, B.dof), qd.reshape(B.count, B.dof)
+    v = jax.vmap(lambda p, pd, c: jax.jvp(lambda x: B.point(x, c), (p,), (pd,))[1])(
+        P, PD, B.centre_of_mass()
+    )
+    return v, jax.vmap(B.angular_velocity)(P, PD)
 
 
 @eqx.filter_jit
@@ -242,21 +285,31 @@ def raise_if_inconsistent(model: Model, phi, vel, tol: float = CONSISTENCY_TOL) 
     import numpy as np
 
     phi, vel = np.asarray(phi), np.asarray(vel)
+    k = model.bodies.internal_rows
+    start = model.n_holonomic - model.n_internal
+    owners = [(f"pair {p.name!r}", p.rows) for p in model.pairs] + [
+        (
+            f"body {name!r} (rigid-body constraints: its axes must stay orthonormal)",
+            tuple(range(start + b * k, start + (b + 1) * k)),
+        )
+        for b, name in enumerate(model.bodies.names)
+        if k
+    ]
     problems = []
-    for pair in model.pairs:
-        rows = np.asarray(pair.rows)
+    for owner, rows in owners:
+        rows = np.asarray(rows)
         pos = rows[rows < model.n_holonomic]
         p_err = float(np.max(np.abs(phi[pos]))) if pos.size else 0.0
         v_err = float(np.max(np.abs(vel[rows])))
         if not (p_err <= tol and v_err <= tol):
             problems.append(
-                f"  - pair {pair.name!r}: position residual {p_err:.3g}, velocity residual "
+                f"  - {owner}: position residual {p_err:.3g}, velocity residual "
                 f"{v_err:.3g} (tolerance {tol:g})"
             )
     if problems:
         raise ValueError(
             "inconsistent initial configuration: the state violates the constraints of "
-            f"{len(problems)} pair(s):\n"
+            f"{len(problems)} pair(s) or bodies:\n"
             + "\n".join(problems)
             + "\nfix the bodies' positions/angles/velocities, or project the state onto the "
             "constraints first"

@@ -12,7 +12,8 @@ Conventions shared by all members:
 - `rows`: int array of the member's row indices in Φ (holonomic) or Ψ (Pfaffian),
   0-based, in the order the user declared the pairs.
 - `qb`: the coordinates of the member's bodies, shape `(len(bodies), 3)` for
-  planar bodies ([x, y, φ] each).
+  planar bodies ([x, y, φ] each), `(len(bodies), 12)` for spatial bodies in
+  natural coordinates (`_natural.py`).
 """
 
 import abc
@@ -39,7 +40,7 @@ class AbstractHolonomic(eqx.Module):
         raise NotImplementedError
 
     @abc.abstractmethod
-    def anchor(self, qb: Float[Array, "nbp dof"]) -> Float[Array, "nbp 2"]:
+    def anchor(self, qb: Float[Array, "nbp dof"]) -> Float[Array, "nbp dim"]:
         """Global point on each body about which the pair's reaction moment is
         reported (the joint point)."""
         raise NotImplementedError
@@ -58,7 +59,7 @@ class AbstractPfaffian(eqx.Module):
         raise NotImplementedError
 
     @abc.abstractmethod
-    def anchor(self, qb: Float[Array, "nbp dof"]) -> Float[Array, "nbp 2"]:
+    def anchor(self, qb: Float[Array, "nbp dof"]) -> Float[Array, "nbp dim"]:
         """Global point on each body about which the reaction moment is reported
         (the contact point)."""
         raise NotImplementedError
@@ -67,6 +68,12 @@ class AbstractPfaffian(eqx.Module):
 def _point(q: Float[Array, " 3"], s: Float[Array, " 2"]) -> Float[Array, " 2"]:
     """Global position r + R(φ) s of body point s."""
     return q[:2] + rot2(q[2]) @ s
+
+
+def _origins(qb: Float[Array, "nbp dof"]) -> Float[Array, "nbp dim"]:
+    """Body-frame origins: [x, y] of planar bodies (3 coordinates), r of spatial
+    bodies in natural coordinates (12)."""
+    return qb[:, : 2 if qb.shape[1] == 3 else 3]
 
 
 class RevoluteConstraint(AbstractHolonomic):
@@ -86,7 +93,7 @@ class RevoluteConstraint(AbstractHolonomic):
 
 
 class TranslationalConstraint(AbstractHolonomic):
-    """(r_j + R_j s_j − r_i − R_i s_i)ᵀ R_j v = 0 and φ_i − φ_j − ψ = 0.
+    """(r_i + R_i s_i − r_j − R_j s_j)ᵀ R_j v = 0 and φ_i − φ_j − ψ = 0.
 
     `normal` (v) is a body-j vector perpendicular to the sliding axis.
     """
@@ -100,7 +107,7 @@ class TranslationalConstraint(AbstractHolonomic):
 
     def residual(self, qb, t):
         del t
-        d = _point(qb[1], self.s_j) - _point(qb[0], self.s_i)
+        d = _point(qb[0], self.s_i) - _point(qb[1], self.s_j)
         return jnp.stack([d @ (rot2(qb[1, 2]) @ self.normal), qb[0, 2] - qb[1, 2] - self.angle])
 
     def anchor(self, qb):
@@ -154,7 +161,7 @@ class RevoluteDriverConstraint(AbstractHolonomic):
         return (qb[0, 2] - qb[1, 2] - self.motion(t))[None]
 
     def anchor(self, qb):
-        return qb[:, :2]
+        return _origins(qb)
 
 
 class CustomHolonomicConstraint(AbstractHolonomic):
@@ -169,7 +176,7 @@ class CustomHolonomicConstraint(AbstractHolonomic):
         return jnp.asarray(self.fn(self.params, qb, t), dtype=float).reshape(self.rows.shape)
 
     def anchor(self, qb):
-        return qb[:, :2]
+        return _origins(qb)
 
 
 class KnifeEdgeConstraint(AbstractPfaffian):
@@ -204,4 +211,4 @@ class CustomPfaffianConstraint(AbstractPfaffian):
         return jnp.asarray(self.fn(self.params, qb, qdb), dtype=float).reshape(self.rows.shape)
 
     def anchor(self, qb):
-        return qb[:, :2]
+        return _origins(qb)

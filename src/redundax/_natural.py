@@ -22,12 +22,16 @@ stacked coordinates with the ground appended as row `nb` (its coordinates are
 `qb` has shape `(2, 12)`.
 """
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ._constraints import AbstractHolonomic
+from ._model import AbstractBodies
+from ._motion import AbstractMotion
 from ._types import Scalar
 
 # Coordinates per body: r, u, v, w.
@@ -36,7 +40,7 @@ DOF = 12
 RIGID_ROWS = 6
 
 
-class SpatialBodies(eqx.Module):
+class SpatialBodies(AbstractBodies):
     """Spatial rigid bodies in natural coordinates q_i = [r_i, u_i, v_i, w_i] (12 each).
 
     r_i is the global position of the body-frame origin, which need *not* be the
@@ -60,6 +64,10 @@ class SpatialBodies(eqx.Module):
     inertia: Float[Array, "nb 3 3"]
     names: tuple[str, ...] = eqx.field(static=True)
 
+    dim: ClassVar[int] = 3
+    dof: ClassVar[int] = DOF
+    internal_rows: ClassVar[int] = RIGID_ROWS
+
     def __check_init__(self):
         nb = len(self.names)
         problems = [
@@ -77,15 +85,6 @@ class SpatialBodies(eqx.Module):
                 + "; ".join(problems)
                 + "; give one mass, centre of mass and inertia tensor per name"
             )
-
-    @property
-    def dof(self) -> int:
-        """Coordinates per body."""
-        return DOF
-
-    @property
-    def count(self) -> int:
-        return len(self.names)
 
     def mass_blocks(self) -> Float[Array, "nb 12 12"]:
         """Per-body constant mass matrices M = ∫ C_r̄ᵀ C_r̄ dm.
@@ -113,6 +112,24 @@ class SpatialBodies(eqx.Module):
     def ground_coordinates(self) -> Float[Array, " 12"]:
         """Coordinates of the ground frame (the global frame): r = 0, X = I."""
         return natural_from_pose(jnp.zeros(3), jnp.eye(3))
+
+    def centre_of_mass(self) -> Float[Array, "nb 3"]:
+        return self.com
+
+    def point(self, p, s):
+        return point(p, s)
+
+    def rotation(self, p):
+        return _frame(p)
+
+    def angular_velocity(self, p, pd):
+        return angular_velocity(p, pd)
+
+    def rigid_velocity(self, p, at, velocity, omega):
+        return natural_velocity(p, velocity + jnp.cross(omega, p[:3] - at), omega)
+
+    def internal_residual(self, p):
+        return rigid_body_residual(p)
 
     def rigid_body_residuals(self, q: Float[Array, " nq"]) -> Float[Array, " nr"]:
         """The six rigid-body constraints of every body, stacked body by body.
@@ -206,196 +223,249 @@ def perpendicular_pair(axis: Float[Array, " 3"]) -> Float[Array, "2 3"]:
     return jnp.stack([h1, jnp.cross(a, h1)])
 
 
-def _coincidence(member, qb) -> Float[Array, " 3"]:
-    """r_i + X_i s_i − r_j − X_j s_j for a member with joint points `s_i`, `s_j`."""
+# ---------------------------------------------------------------------------
+# Joints. Every joint carries its joint frame twice: `frame_i` and `frame_j`
+# hold the frame's axes e₀, e₁, e₂ (as rows, right-handed) in body-i and body-j
+# components; at assembly X_i frame_iᵀ = X_j frame_jᵀ. The rows are written in
+# that frame, so that each row's multiplier is one physical reaction component:
+# −λ_k is the force along, or the moment about, the named axis that the joint
+# exerts on body i (on the constraint manifold). Position rows use the axes
+# fixed on body j; angular rows use body-i axes against body-j axes.
+
+
+def _separation(member, qb) -> Float[Array, " 3"]:
+    """d = r_i + X_i s_i − r_j − X_j s_j (global components)."""
     return point(qb[0], member.s_i) - point(qb[1], member.s_j)
+
+
+def _axes(p, frame) -> Float[Array, "3 3"]:
+    """The joint axes as columns, global components."""
+    return _frame(p) @ frame.T
 
 
 def _anchors(member, qb) -> Float[Array, "2 3"]:
     return jnp.stack([point(qb[0], member.s_i), point(qb[1], member.s_j)])
 
 
-def _orientation_rows(qb, rotation) -> Float[Array, " 3"]:
-    # X_i = X_j R is locked by three cross products of the axes: with
-    # X_i = X_j R (I + [θ]×) to first order, (X_i e₂)ᵀ X_j R e₃ = θ₁, and cyclically,
-    # so the rows have Jacobian I₃ in θ (full rank 3).
-    A = _frame(qb[0])
-    B = _frame(qb[1]) @ rotation
+def _axis_rows(member, qb) -> Float[Array, " 2"]:
+    """e₀ of body i kept perpendicular to e₁, e₂ of body j: [−a·e₂, a·e₁], whose
+    multipliers are the moments about e₁ and e₂ (a × e₂ = −e₁, a × e₁ = e₂)."""
+    a = _axes(qb[0], member.frame_i)[:, 0]
+    E = _axes(qb[1], member.frame_j)
+    return jnp.stack([-(a @ E[:, 2]), a @ E[:, 1]])
+
+
+def _orientation_rows(member, qb) -> Float[Array, " 3"]:
+    """A = X_i frame_iᵀ locked to B = X_j frame_jᵀ by [a₁ᵀb₂, a₂ᵀb₀, a₀ᵀb₁]: to first
+    order in a rotation δθ of body i these change by δθ · [b₀, b₁, b₂], so the
+    multipliers are the moments about e₀, e₁, e₂ (Jacobian of rank 3; the zero set
+    also holds isolated flipped orientations, which continuity avoids)."""
+    A = _axes(qb[0], member.frame_i)
+    B = _axes(qb[1], member.frame_j)
     return jnp.stack([A[:, 1] @ B[:, 2], A[:, 2] @ B[:, 0], A[:, 0] @ B[:, 1]])
 
 
-class SphericalConstraint(AbstractHolonomic):
-    """Point coincidence r_i + X_i s_i − r_j − X_j s_j = 0 (3 rows: global x, y, z).
+class _SpatialJoint(AbstractHolonomic):
+    bodies: eqx.AbstractVar[Int[Array, " 2"]]
+    s_i: eqx.AbstractVar[Float[Array, " 3"]]
+    s_j: eqx.AbstractVar[Float[Array, " 3"]]
+    frame_i: eqx.AbstractVar[Float[Array, "3 3"]]
+    frame_j: eqx.AbstractVar[Float[Array, "3 3"]]
 
-    **Arguments:**
+    def anchor(self, qb: Float[Array, "2 12"]) -> Float[Array, "2 3"]:
+        return _anchors(self, qb)
 
-    - `bodies`: indices (i, j), shape `(2,)`; the ground is `nb`.
-    - `rows`: rows in Φ, shape `(3,)`.
-    - `s_i`, `s_j`: the joint point in the frames of body i and body j [m].
+
+class RigidBodyConstraint(AbstractHolonomic):
+    """The six rigid-body constraints of one body in natural coordinates
+    ([`rigid_body_residual`][]); internal rows, not a kinematic pair."""
+
+    bodies: Int[Array, " 1"]
+    rows: Int[Array, " 6"]
+
+    def residual(self, qb: Float[Array, "1 12"], t: Scalar) -> Float[Array, " 6"]:
+        del t
+        return rigid_body_residual(qb[0])
+
+    def anchor(self, qb: Float[Array, "1 12"]) -> Float[Array, "1 3"]:
+        return qb[:, :3]
+
+
+class SphericalConstraint(_SpatialJoint):
+    """Point coincidence, 3 rows: e_kᵀ d = 0 along the joint axes fixed on body j.
+
+    Components: forces along e₀, e₁, e₂.
     """
 
     bodies: Int[Array, " 2"]
     rows: Int[Array, " 3"]
     s_i: Float[Array, " 3"]
     s_j: Float[Array, " 3"]
+    frame_i: Float[Array, "3 3"]
+    frame_j: Float[Array, "3 3"]
 
     def residual(self, qb: Float[Array, "2 12"], t: Scalar) -> Float[Array, " 3"]:
         del t
-        return _coincidence(self, qb)
-
-    def anchor(self, qb: Float[Array, "2 12"]) -> Float[Array, "2 3"]:
-        return _anchors(self, qb)
+        return _separation(self, qb) @ _axes(qb[1], self.frame_j)
 
 
-class RevoluteConstraint3D(AbstractHolonomic):
-    """Point coincidence and an axis parallelism: 3 + 2 = 5 rows, full row rank.
+class RevoluteConstraint3D(_SpatialJoint):
+    """Revolute joint about e₀: point coincidence and the axis of body i kept
+    perpendicular to e₁, e₂ of body j — 3 + 2 = 5 rows of full rank (seed 004 §5:
+    parallelism through two perpendicular body-fixed vectors).
 
-    Rows (seed paper Eqs. (12)–(14)): r_i + X_i s_i − r_j − X_j s_j = 0 and
-    (X_i a_i)ᵀ (X_j h_k) = 0 for k = 1, 2, where h₁ ⊥ h₂ are body-j vectors
-    perpendicular to the body-j axis a_j (see [`perpendicular_pair`][]).
-
-    **Arguments:**
-
-    - `bodies`: indices (i, j), shape `(2,)`; the ground is `nb`.
-    - `rows`: rows in Φ, shape `(5,)`.
-    - `s_i`, `s_j`: the joint point in the frames of body i and body j [m].
-    - `axis_i`: the joint axis in body-i components (unit length makes the last
-      two rows read as sines of the misalignment).
-    - `normals_j`: h₁, h₂ in body-j components, shape `(2, 3)`.
+    Components: axial force (e₀), transverse forces (e₁, e₂), bending moments
+    (about e₁, e₂).
     """
 
     bodies: Int[Array, " 2"]
     rows: Int[Array, " 5"]
     s_i: Float[Array, " 3"]
     s_j: Float[Array, " 3"]
-    axis_i: Float[Array, " 3"]
-    normals_j: Float[Array, "2 3"]
+    frame_i: Float[Array, "3 3"]
+    frame_j: Float[Array, "3 3"]
 
     def residual(self, qb: Float[Array, "2 12"], t: Scalar) -> Float[Array, " 5"]:
         del t
-        a = direction(qb[0], self.axis_i)
-        H = _frame(qb[1]) @ self.normals_j.T
-        return jnp.concatenate([_coincidence(self, qb), a @ H])
-
-    def anchor(self, qb: Float[Array, "2 12"]) -> Float[Array, "2 3"]:
-        return _anchors(self, qb)
+        d = _separation(self, qb) @ _axes(qb[1], self.frame_j)
+        return jnp.concatenate([d, _axis_rows(self, qb)])
 
 
-class UniversalConstraint(AbstractHolonomic):
-    """Point coincidence and perpendicular cross axes: 3 + 1 = 4 rows.
+class UniversalConstraint(_SpatialJoint):
+    """Universal (Hooke) joint: point coincidence and the pin e₀ of body i kept
+    perpendicular to the pin e₁ of body j — 3 + 1 = 4 rows.
 
-    Rows: r_i + X_i s_i − r_j − X_j s_j = 0 and (X_i a_i)ᵀ (X_j a_j) = 0, with the
-    body axes a_i ⊥ a_j at assembly (the two pins of the cross).
-
-    **Arguments:**
-
-    - `bodies`, `rows` (shape `(4,)`), `s_i`, `s_j`: as for [`SphericalConstraint`][].
-    - `axis_i`, `axis_j`: the pin axes in body-i and body-j components.
+    Components: forces along e₀, e₁, e₂ (body j), torque about e₂ = e₀ × e₁.
     """
 
     bodies: Int[Array, " 2"]
     rows: Int[Array, " 4"]
     s_i: Float[Array, " 3"]
     s_j: Float[Array, " 3"]
-    axis_i: Float[Array, " 3"]
-    axis_j: Float[Array, " 3"]
+    frame_i: Float[Array, "3 3"]
+    frame_j: Float[Array, "3 3"]
 
     def residual(self, qb: Float[Array, "2 12"], t: Scalar) -> Float[Array, " 4"]:
         del t
-        dot = direction(qb[0], self.axis_i) @ direction(qb[1], self.axis_j)
-        return jnp.concatenate([_coincidence(self, qb), dot[None]])
-
-    def anchor(self, qb: Float[Array, "2 12"]) -> Float[Array, "2 3"]:
-        return _anchors(self, qb)
+        d = _separation(self, qb) @ _axes(qb[1], self.frame_j)
+        dot = _axes(qb[0], self.frame_i)[:, 0] @ _axes(qb[1], self.frame_j)[:, 1]
+        return jnp.concatenate([d, dot[None]])
 
 
-class WeldConstraint3D(AbstractHolonomic):
-    """Point coincidence and a fixed relative orientation: 3 + 3 = 6 rows, full rank.
+class WeldConstraint3D(_SpatialJoint):
+    """Weld: point coincidence and a fixed relative orientation, 3 + 3 = 6 rows.
 
-    Rows: r_i + X_i s_i − r_j − X_j s_j = 0 and, with A = X_i and B = X_j R,
-    [a₂ᵀ b₃, a₃ᵀ b₁, a₁ᵀ b₂] = 0, which holds at X_i = X_j R and has a Jacobian
-    of rank 3 there (the zero set also holds isolated flipped orientations,
-    which continuity from an assembled pose avoids).
-
-    **Arguments:**
-
-    - `bodies`, `rows` (shape `(6,)`), `s_i`, `s_j`: as for [`SphericalConstraint`][].
-    - `rotation`: R = X_jᵀ X_i, body-i axes in body-j components, shape `(3, 3)`
-      (the spatial analogue of the planar weld's `angle`).
+    Components: forces along e₀, e₁, e₂ and moments about e₀, e₁, e₂.
     """
 
     bodies: Int[Array, " 2"]
     rows: Int[Array, " 6"]
     s_i: Float[Array, " 3"]
     s_j: Float[Array, " 3"]
-    rotation: Float[Array, "3 3"]
+    frame_i: Float[Array, "3 3"]
+    frame_j: Float[Array, "3 3"]
 
     def residual(self, qb: Float[Array, "2 12"], t: Scalar) -> Float[Array, " 6"]:
         del t
-        return jnp.concatenate([_coincidence(self, qb), _orientation_rows(qb, self.rotation)])
-
-    def anchor(self, qb: Float[Array, "2 12"]) -> Float[Array, "2 3"]:
-        return _anchors(self, qb)
+        d = _separation(self, qb) @ _axes(qb[1], self.frame_j)
+        return jnp.concatenate([d, _orientation_rows(self, qb)])
 
 
-class PrismaticConstraint3D(AbstractHolonomic):
-    """Sliding along a body-j axis without relative rotation: 2 + 3 = 5 rows.
+class PrismaticConstraint3D(_SpatialJoint):
+    """Prismatic joint along e₀: no separation across e₀ and no relative
+    rotation, 2 + 3 = 5 rows.
 
-    With d = r_j + X_j s_j − r_i − X_i s_i, rows dᵀ (X_j h_k) = 0 for k = 1, 2
-    (h₁ ⊥ h₂ perpendicular to the sliding axis, body-j components), then the three
-    orientation rows of [`WeldConstraint3D`][].
-
-    **Arguments:**
-
-    - `bodies`, `rows` (shape `(5,)`), `s_i`, `s_j`: as for [`SphericalConstraint`][];
-      s_i and s_j are points on the sliding line.
-    - `normals_j`: h₁, h₂ in body-j components, shape `(2, 3)`.
-    - `rotation`: R = X_jᵀ X_i, shape `(3, 3)`.
+    Components: transverse forces (e₁, e₂), moments about e₀, e₁, e₂.
     """
 
     bodies: Int[Array, " 2"]
     rows: Int[Array, " 5"]
     s_i: Float[Array, " 3"]
     s_j: Float[Array, " 3"]
-    normals_j: Float[Array, "2 3"]
-    rotation: Float[Array, "3 3"]
+    frame_i: Float[Array, "3 3"]
+    frame_j: Float[Array, "3 3"]
 
     def residual(self, qb: Float[Array, "2 12"], t: Scalar) -> Float[Array, " 5"]:
         del t
-        H = _frame(qb[1]) @ self.normals_j.T
-        return jnp.concatenate([-_coincidence(self, qb) @ H, _orientation_rows(qb, self.rotation)])
-
-    def anchor(self, qb: Float[Array, "2 12"]) -> Float[Array, "2 3"]:
-        return _anchors(self, qb)
+        d = _separation(self, qb) @ _axes(qb[1], self.frame_j)[:, 1:]
+        return jnp.concatenate([d, _orientation_rows(self, qb)])
 
 
-class CylindricalConstraint(AbstractHolonomic):
-    """Sliding along and turning about a common axis: 2 + 2 = 4 rows.
+class CylindricalConstraint(_SpatialJoint):
+    """Cylindrical joint along and about e₀: 2 + 2 = 4 rows.
 
-    With d = r_j + X_j s_j − r_i − X_i s_i, rows dᵀ (X_j h_k) = 0 and
-    (X_i a_i)ᵀ (X_j h_k) = 0 for k = 1, 2, with h₁ ⊥ h₂ perpendicular to the
-    body-j axis.
-
-    **Arguments:**
-
-    - `bodies`, `rows` (shape `(4,)`), `s_i`, `s_j`: as for [`SphericalConstraint`][];
-      s_i and s_j are points on the axis.
-    - `axis_i`: the axis in body-i components.
-    - `normals_j`: h₁, h₂ in body-j components, shape `(2, 3)`.
+    Components: transverse forces (e₁, e₂), bending moments (about e₁, e₂).
     """
 
     bodies: Int[Array, " 2"]
     rows: Int[Array, " 4"]
     s_i: Float[Array, " 3"]
     s_j: Float[Array, " 3"]
-    axis_i: Float[Array, " 3"]
-    normals_j: Float[Array, "2 3"]
+    frame_i: Float[Array, "3 3"]
+    frame_j: Float[Array, "3 3"]
 
     def residual(self, qb: Float[Array, "2 12"], t: Scalar) -> Float[Array, " 4"]:
         del t
-        H = _frame(qb[1]) @ self.normals_j.T
-        a = direction(qb[0], self.axis_i)
-        return jnp.concatenate([-_coincidence(self, qb) @ H, a @ H])
+        d = _separation(self, qb) @ _axes(qb[1], self.frame_j)[:, 1:]
+        return jnp.concatenate([d, _axis_rows(self, qb)])
 
-    def anchor(self, qb: Float[Array, "2 12"]) -> Float[Array, "2 3"]:
-        return _anchors(self, qb)
+
+class RevoluteDriverConstraint3D(_SpatialJoint):
+    """Prescribed rotation d(t) of body i relative to body j about e₀ (1 row):
+    with u = X_i (frame_i e₁), u ᵀ X_j (e₂ cos d − e₁ sin d) = sin(θ − d), θ the
+    angle from e₁ of body j to e₁ of body i about e₀ (zero at assembly).
+
+    Component: driving torque about e₀.
+    """
+
+    bodies: Int[Array, " 2"]
+    rows: Int[Array, " 1"]
+    s_i: Float[Array, " 3"]
+    s_j: Float[Array, " 3"]
+    frame_i: Float[Array, "3 3"]
+    frame_j: Float[Array, "3 3"]
+    motion: AbstractMotion
+
+    def residual(self, qb: Float[Array, "2 12"], t: Scalar) -> Float[Array, " 1"]:
+        u = _axes(qb[0], self.frame_i)[:, 1]
+        E = _axes(qb[1], self.frame_j)
+        d = self.motion(t)
+        return (u @ (E[:, 2] * jnp.cos(d) - E[:, 1] * jnp.sin(d)))[None]
+
+
+class TranslationalDriverConstraint3D(_SpatialJoint):
+    """Prescribed displacement e₀ᵀ d − d(t) = 0 of the point of body i relative to
+    the point of body j along e₀ fixed on body j (1 row).
+
+    Component: driving force along e₀.
+    """
+
+    bodies: Int[Array, " 2"]
+    rows: Int[Array, " 1"]
+    s_i: Float[Array, " 3"]
+    s_j: Float[Array, " 3"]
+    frame_i: Float[Array, "3 3"]
+    frame_j: Float[Array, "3 3"]
+    motion: AbstractMotion
+
+    def residual(self, qb: Float[Array, "2 12"], t: Scalar) -> Float[Array, " 1"]:
+        e0 = _axes(qb[1], self.frame_j)[:, 0]
+        return (_separation(self, qb) @ e0 - self.motion(t))[None]
+
+
+def joint_frame(axis: Float[Array, " 3"] | None, normal: Float[Array, " 3"] | None = None):
+    """A right-handed orthonormal joint frame (rows e₀, e₁, e₂, global components).
+
+    e₀ along `axis`; e₁ along the part of `normal` perpendicular to it, or, without
+    `normal`, from [`perpendicular_pair`][]; e₂ = e₀ × e₁. Without an axis, the
+    global axes.
+    """
+    if axis is None:
+        return jnp.eye(3)
+    a = axis / jnp.linalg.norm(axis)
+    if normal is None:
+        h = perpendicular_pair(a)
+        return jnp.stack([a, h[0], h[1]])
+    h1 = normal - (normal @ a) * a
+    h1 = h1 / jnp.linalg.norm(h1)
+    return jnp.stack([a, h1, jnp.cross(a, h1)])

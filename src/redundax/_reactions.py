@@ -14,8 +14,9 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 from ._assembly import constraint_matrix
 from ._dynamics import AbstractRedundancyMethod, NullSpace, solve_terms
 from ._model import Model
+from ._natural import RigidBodyConstraint
 from ._qr import DECISION_RTOL, pivoted_qr
-from ._solvability import UNIQUENESS_RTOL, disjoint_groups, membership, solvability_by_qr
+from ._solvability import UNIQUENESS_RTOL, _verdicts, disjoint_groups, membership
 from ._stabilisation import Baumgarte
 from ._types import Scalar
 
@@ -23,60 +24,103 @@ from ._types import Scalar
 class Reactions(eqx.Module):
     """Reactions at one state (fields batch under `jax.vmap`).
 
+    Planar models: `dim` = 2, wrenches [F_x, F_y, M_z]. Spatial models: `dim` = 3,
+    wrenches [F_x, F_y, F_z, M_x, M_y, M_z] (global components).
+
     - `unique`: per pair, whether a rigid model determines its reaction.
     - `multipliers`: λ, shape `(m + h,)`, as chosen by `method` (non-unique rows
       depend on the method).
+    - `component_unique`: per row of C, whether that reaction component (−λ_k, see
+      [`Pair`][]) is unique: the per-row test of the solvability analysis.
     - `wrench`: per pair, the force and moment the pair exerts on every moving
       body, at the body's centre of mass, global components: shape
-      `(npairs, nb, 3)` with [F_x, F_y, M_z] in [N, N, N m]; equal to −C_Xᵀ λ_X.
+      `(npairs, nb, 3)` planar, `(npairs, nb, 6)` spatial [N, N m]. Planar: equal to
+      −C_Xᵀ λ_X; spatial: Tᵀ (−C_Xᵀ λ_X) with T the map from the centre-of-mass
+      velocity and angular velocity to the natural-coordinate velocities.
     - `anchor`: per pair, the joint point on each of its bodies (global, [m];
-      zero for bodies the pair does not touch), shape `(npairs, nb, 2)`.
+      zero for bodies the pair does not touch), shape `(npairs, nb, dim)`.
     - `joint_moment`: the pair's moment on each body about its `anchor` [N m]:
-      M_z − (anchor − r_body) × F. For a revolute joint it vanishes; for a knife
-      edge the force is the lateral force along the global normal R n, of signed
-      size −λ.
+      M − (anchor − r_com) × F; shape `(npairs, nb)` planar (M_z), `(npairs, nb, 3)`
+      spatial. For a revolute joint it vanishes (planar) or is the bending moment
+      (spatial); for a knife edge the force is the lateral force along the global
+      normal R n, of signed size −λ.
     - `total`: the total generalised reaction f = F − M q̈ (= Cᵀ λ), shape `(nq,)`.
     - `qdd`: accelerations.
     """
 
     names: tuple[str, ...] = eqx.field(static=True)
     rows: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    labels: tuple[tuple[str, ...], ...] = eqx.field(static=True)
     method: str = eqx.field(static=True)
+    dim: int = eqx.field(static=True)
     unique: Bool[Array, " npairs"]
     multipliers: Float[Array, " nc"]
-    wrench: Float[Array, "npairs nb 3"]
-    anchor: Float[Array, "npairs nb 2"]
-    joint_moment: Float[Array, "npairs nb"]
+    component_unique: Bool[Array, " nc"]
+    wrench: Float[Array, "npairs nb ws"]
+    anchor: Float[Array, "npairs nb dim"]
+    joint_moment: Float[Array, "npairs nb *w"]
     total: Float[Array, " nq"]
     qdd: Float[Array, " nq"]
 
-    def pair(self, name: str) -> tuple[Float[Array, "nb 3"], Bool[Array, ""]]:
+    def pair(self, name: str) -> tuple[Float[Array, "nb ws"], Bool[Array, ""]]:
         """`(wrench, unique)` of the pair called `name`."""
         k = self.names.index(name)
         return self.wrench[k], self.unique[k]
 
     def at_joint(
         self, name: str
-    ) -> tuple[Float[Array, "nb 2"], Float[Array, " nb"], Bool[Array, ""]]:
+    ) -> tuple[Float[Array, "nb dim"], Float[Array, "nb *w"], Bool[Array, ""]]:
         """`(force, moment about the joint point, unique)` of pair `name` on each body."""
         k = self.names.index(name)
-        return self.wrench[k, :, :2], self.joint_moment[k], self.unique[k]
+        return self.wrench[k, :, : self.dim], self.joint_moment[k], self.unique[k]
+
+    def components(self, name: str) -> dict[str, tuple[Float[Array, "..."], Bool[Array, "..."]]]:
+        """`{label: (value, unique)}` for each reaction component of pair `name`:
+        value −λ_k, the force along / moment about the named joint axis acting on
+        the pair's first body (see the pair classes for the frames)."""
+        k = self.names.index(name)
+        return {
+            label: (-self.multipliers[..., r], self.component_unique[..., r])
+            for label, r in zip(self.labels[k], self.rows[k], strict=True)
+        }
 
 
-def _anchors(model: Model, q: Float[Array, " nq"]) -> Float[Array, "npairs nb 2"]:
+def _anchors(model: Model, q: Float[Array, " nq"]) -> Float[Array, "npairs nb dim"]:
     """Joint points of every pair on each of its bodies, scattered by pair."""
     nb, dof = model.bodies.count, model.bodies.dof
     Q = jnp.concatenate([q.reshape(nb, dof), model.bodies.ground_coordinates()[None]])
-    pair_of_row = np.zeros(model.n_constraints, dtype=np.int32)
+    pair_of_row = np.full(model.n_constraints, -1, dtype=np.int32)
     for k, p in enumerate(model.pairs):
         pair_of_row[list(p.rows)] = k
-    out = jnp.zeros((len(model.pairs), nb + 1, 2))
+    out = jnp.zeros((len(model.pairs), nb + 1, model.dim))
     for groups, offset in ((model.holonomic, 0), (model.pfaffian, model.n_holonomic)):
         for g in groups:
+            if isinstance(g, RigidBodyConstraint):  # internal rows, not a pair
+                continue
             points = jax.vmap(type(g).anchor)(g, Q[g.bodies])
             pairs = jnp.asarray(pair_of_row)[g.rows[:, 0] + offset]
             out = out.at[pairs[:, None], g.bodies].set(points)
     return out[:, :nb]
+
+
+def _wrenches(model: Model, q, generalised) -> Float[Array, "npairs nb ws"]:
+    """Wrenches at the centres of mass from per-body generalised forces."""
+    B = model.bodies
+    if B.dim == 2:
+        return generalised  # T = I: [F_x, F_y, M_z] at the frame (the centre of mass)
+    T = jax.vmap(B.wrench_basis)(q.reshape(B.count, B.dof), B.centre_of_mass())
+    return jnp.einsum("pbd,bdw->pbw", generalised, T)
+
+
+def _moments_about(model: Model, q, wrench, anchor):
+    """Moment of each wrench about the anchor: M − (anchor − r_com) × F."""
+    B = model.bodies
+    com = jax.vmap(B.point)(q.reshape(B.count, B.dof), B.centre_of_mass())
+    arm = anchor - com[None]
+    F, M = wrench[..., : B.dim], wrench[..., B.dim :]
+    if B.dim == 2:
+        return M[..., 0] - (arm[..., 0] * F[..., 1] - arm[..., 1] * F[..., 0])
+    return M - jnp.cross(arm, F)
 
 
 def reactions(
@@ -121,21 +165,27 @@ def reactions(
     rows = tuple(p.rows for p in model.pairs)
     S = membership(model.n_constraints, rows)
     segments = disjoint_groups(model.n_constraints, rows)  # pairs share no row
-    verdict = solvability_by_qr(terms.C, S, utol=utol, rank=rank, segments=segments)
+    qr = pivoted_qr(terms.C, rank=rank)
+    N = jnp.where(qr.null_mask()[None, :], qr.q, 0.0)
+    verdict = _verdicts(terms.C, S, N, qr.rank, utol, segments)
+    row_c = jnp.linalg.norm(terms.C, axis=1)
+    component_unique = row_c * jnp.linalg.norm(N, axis=1) <= utol * row_c
     nb, dof = model.bodies.count, model.bodies.dof
-    wrench = -jnp.einsum("gk,ka,k->ga", S, terms.C, lam).reshape(len(rows), nb, dof)
+    generalised = -jnp.einsum("gk,ka,k->ga", S, terms.C, lam).reshape(len(rows), nb, dof)
+    wrench = _wrenches(model, q, generalised)
     anchor = _anchors(model, q)
-    arm = anchor - q.reshape(nb, dof)[None, :, :2]
-    joint_moment = wrench[..., 2] - (arm[..., 0] * wrench[..., 1] - arm[..., 1] * wrench[..., 0])
     return Reactions(
         names=model.pair_names,
         rows=rows,
+        labels=tuple(p.components for p in model.pairs),
         method=type(method).__name__,
+        dim=model.dim,
         unique=verdict.unique,
         multipliers=lam,
+        component_unique=component_unique,
         wrench=wrench,
         anchor=anchor,
-        joint_moment=joint_moment,
+        joint_moment=_moments_about(model, q, wrench, anchor),
         total=terms.F - terms.M @ qdd,
         qdd=qdd,
     )

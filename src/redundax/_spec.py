@@ -26,6 +26,15 @@ from ._constraints import (
 )
 from ._model import Loads, Markers, Model, Pair, PlanarBodies, State
 from ._motion import AbstractMotion, Constant
+from ._natural import RigidBodyConstraint, SpatialBodies, natural_from_pose, natural_velocity
+from ._spatial_spec import (
+    SPATIAL_SPECS,
+    SpatialBody,
+    Universal,
+    _check_universal,
+    check_inertia,
+    check_rotation,
+)
 
 GROUND = "ground"
 Vector = Sequence[float] | Any
@@ -106,6 +115,7 @@ class Revolute:
 
     kind = "revolute"
     size = 2
+    components = ("force x", "force y")
 
     def _member(self, p: _Problems, index, rows):
         return RevoluteConstraint(
@@ -131,6 +141,7 @@ class Translational:
 
     kind = "translational"
     size = 2
+    components = ("normal force", "moment")
 
     def _member(self, p: _Problems, index, rows):
         where = f"pair {self.name!r} field"
@@ -157,6 +168,7 @@ class Weld:
 
     kind = "weld"
     size = 3
+    components = ("force x", "force y", "moment")
 
     def _member(self, p: _Problems, index, rows):
         where = f"pair {self.name!r} field"
@@ -184,6 +196,7 @@ class TranslationalDriver:
 
     kind = "translational-driver"
     size = 1
+    components = ("driving force",)
 
     def _member(self, p: _Problems, index, rows):
         where = f"pair {self.name!r} field"
@@ -208,6 +221,7 @@ class RevoluteDriver:
 
     kind = "revolute-driver"
     size = 1
+    components = ("driving torque",)
 
     def _member(self, p: _Problems, index, rows):
         return RevoluteDriverConstraint(
@@ -231,6 +245,10 @@ class CustomHolonomic:
 
     kind = "custom"
 
+    @property
+    def components(self) -> tuple[str, ...]:
+        return tuple(f"row {k + 1}" for k in range(int(self.size)))
+
     def _member(self, p: _Problems, index, rows):
         return CustomHolonomicConstraint(
             bodies=index(self, ("bodies",)),
@@ -252,6 +270,7 @@ class KnifeEdge:
 
     kind = "knife-edge"
     size = 1
+    components = ("lateral force",)
 
     def _member(self, p: _Problems, index, rows):
         where = f"pair {self.name!r} field"
@@ -276,6 +295,10 @@ class CustomPfaffian:
 
     kind = "custom-pfaffian"
 
+    @property
+    def components(self) -> tuple[str, ...]:
+        return tuple(f"row {k + 1}" for k in range(int(self.size)))
+
     def _member(self, p: _Problems, index, rows):
         return CustomPfaffianConstraint(
             bodies=index(self, ("bodies",)),
@@ -287,21 +310,24 @@ class CustomPfaffian:
 
 @dataclasses.dataclass(frozen=True)
 class Load:
-    """A constant global `force` [N] at body point `point` [m] and a `torque` [N m]."""
+    """A constant global `force` [N] at body point `point` [m] (body frame) and a
+    constant `torque` [N m]: a number in the plane, a global 3-vector in space.
+    Omitted fields are zero."""
 
     body: str
-    force: Vector = (0.0, 0.0)
-    point: Vector = (0.0, 0.0)
-    torque: float = 0.0
+    force: Vector | None = None
+    point: Vector | None = None
+    torque: Vector | float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class Marker:
-    """A named body point whose global position is tracked."""
+    """A named body point (body frame [m], default the centre of mass) whose
+    global position is tracked."""
 
     name: str
     body: str
-    point: Vector = (0.0, 0.0)
+    point: Vector | None = None
 
 
 HOLONOMIC_SPECS = (
@@ -326,6 +352,7 @@ def _params(params):
 
 
 def _pair_bodies(spec) -> tuple[str, ...]:
+    """The body names a pair connects."""
     if isinstance(spec, (CustomHolonomic, CustomPfaffian)):
         return tuple(spec.bodies)
     if isinstance(spec, KnifeEdge):
@@ -373,16 +400,56 @@ def _group(members: list) -> tuple:
     return tuple(_stack(ms) for ms in groups.values())
 
 
+class _Context:
+    """What a pair spec needs from the mechanism to build its member."""
+
+    def __init__(self, p: _Problems, names: list[str], poses: dict):
+        self.p, self.names, self.poses = p, names, poses
+        self.lookup = {n: k for k, n in enumerate(names)}
+        self.lookup[GROUND] = len(names)
+
+    def index(self, spec, fields):
+        out = []
+        for f in fields:
+            value = getattr(spec, f)
+            for body in (value,) if isinstance(value, str) else tuple(value):
+                out.append(self.body(f"pair {spec.name!r} field {f!r}", body))
+        if len(out) == 2 and out[0] == out[1] and fields == ("body_i", "body_j"):
+            self.p.add(f"pair {spec.name!r}: body_i and body_j are the same body {spec.body_i!r}")
+        return jnp.asarray(out, dtype=jnp.int32)
+
+    __call__ = index
+
+    def body(self, owner: str, name) -> int:
+        if name not in self.lookup:
+            self.p.add(
+                f"{owner}: unknown body {name!r} (known: {', '.join(self.names + [GROUND])})"
+            )
+        return self.lookup.get(name, len(self.names))
+
+    def pose(self, name):
+        """(position, rotation) of a body at the initial configuration."""
+        return self.poses.get(name, (jnp.zeros(3), jnp.eye(3)))
+
+    def motion(self, spec) -> AbstractMotion:
+        return _motion(self.p, spec.motion, f"pair {spec.name!r} field 'motion'")
+
+
 @dataclasses.dataclass(frozen=True)
 class Mechanism:
-    """A planar mechanism described by names: bodies, pairs, loads, tracked points.
+    """A mechanism described by names: bodies, pairs, loads, tracked points.
+
+    Planar when its bodies are [`Body`][]s, spatial when they are
+    [`SpatialBody`][]s (then its pairs are the spatial joints: [`Revolute3D`][],
+    [`Spherical`][], ...; the bodies are modelled in natural coordinates).
 
     **Arguments:**
 
     - `bodies`: the moving bodies (the ground is implicit and called "ground").
     - `pairs`: kinematic pairs, holonomic and Pfaffian; rows of C follow this
-      order, holonomic pairs first, then Pfaffian ones.
-    - `gravity`: gravitational acceleration [m/s²], length 2.
+      order, holonomic pairs first, then (spatial) the six rigid-body rows of each
+      body, then Pfaffian pairs.
+    - `gravity`: gravitational acceleration [m/s²], length 2 or 3 (default zero).
     - `loads`: constant applied forces and torques.
     - `markers`: tracked points.
 
@@ -397,145 +464,209 @@ class Mechanism:
         ```
     """
 
-    bodies: Sequence[Body]
+    bodies: Sequence[Any]
     pairs: Sequence[Any]
-    gravity: Vector = (0.0, 0.0)
+    gravity: Vector | None = None
     loads: Sequence[Load] = ()
     markers: Sequence[Marker] = ()
+
+    @property
+    def dim(self) -> int:
+        """3 if the bodies are spatial, else 2."""
+        return 3 if any(isinstance(b, SpatialBody) for b in self.bodies) else 2
+
+    def _check_bodies(self, p: _Problems) -> None:
+        dim = self.dim
+        names = [getattr(b, "name", None) for b in self.bodies]
+        if not names:
+            p.add("bodies: a mechanism needs at least one moving body")
+        seen: set[str] = set()
+        for b, name in zip(self.bodies, names, strict=True):
+            if not isinstance(b, (Body, SpatialBody)):
+                p.add(f"bodies: expected redundax.Body or redundax.SpatialBody, got {b!r}")
+                continue
+            if isinstance(b, Body) != (dim == 2):
+                p.add(
+                    f"body {name!r}: planar Body and SpatialBody cannot be mixed in one "
+                    "mechanism"
+                )
+            if name == GROUND:
+                p.add(f"body {name!r}: the name 'ground' is reserved for the fixed frame")
+            if name in seen:
+                p.add(f"body {name!r}: duplicate body name")
+            seen.add(name)
+
+    def _bodies(self, p: _Problems):
+        """The bodies module and the initial poses (spatial: position, rotation)."""
+        names = tuple(b.name for b in self.bodies)
+        mass = jnp.stack(
+            [p.scalar(b.mass, f"body {b.name!r} field 'mass'", positive=True) for b in self.bodies]
+            or [jnp.zeros(())]
+        )
+        if self.dim == 2:
+            inertia = jnp.stack(
+                [
+                    p.scalar(b.inertia, f"body {b.name!r} field 'inertia'", positive=True)
+                    for b in self.bodies
+                ]
+                or [jnp.zeros(())]
+            )
+            return PlanarBodies(mass=mass, inertia=inertia, names=names), {}
+        inertia = jnp.stack(
+            [check_inertia(p, b.inertia, f"body {b.name!r} field 'inertia'") for b in self.bodies]
+        )
+        poses = {
+            b.name: (
+                p.vector(b.position, 3, f"body {b.name!r} field 'position'"),
+                check_rotation(p, b.rotation, f"body {b.name!r} field 'rotation'"),
+            )
+            for b in self.bodies
+        }
+        bodies = SpatialBodies(
+            mass=mass, com=jnp.zeros((len(names), 3)), inertia=inertia, names=names
+        )
+        return bodies, poses
 
     def build(self) -> Model:
         """Validate everything and stack the pairs by type into a `Model`.
 
         **Raises:** `ValueError` listing every problem found: duplicate or unknown
         names, wrong vector lengths, non-positive masses or inertias, unknown pair
-        types.
+        types, planar pairs in a spatial mechanism and vice versa.
         """
         p = _Problems()
-        names = [b.name for b in self.bodies]
-        if not names:
-            p.add("bodies: a mechanism needs at least one moving body")
-        seen: set[str] = set()
-        for b in self.bodies:
-            if b.name == GROUND:
-                p.add(f"body {b.name!r}: the name 'ground' is reserved for the fixed frame")
-            if b.name in seen:
-                p.add(f"body {b.name!r}: duplicate body name")
-            seen.add(b.name)
-        mass = jnp.stack(
-            [p.scalar(b.mass, f"body {b.name!r} field 'mass'", positive=True) for b in self.bodies]
-            or [jnp.zeros(())]
-        )
-        inertia = jnp.stack(
-            [
-                p.scalar(b.inertia, f"body {b.name!r} field 'inertia'", positive=True)
-                for b in self.bodies
-            ]
-            or [jnp.zeros(())]
-        )
+        self._check_bodies(p)
+        p.raise_if_any("mechanism")
+        dim = self.dim
+        bodies, poses = self._bodies(p)
+        names = list(bodies.names)
         nb = len(names)
-        lookup = {n: k for k, n in enumerate(names)}
-        lookup[GROUND] = nb
-
-        def index(spec, fields):
-            out = []
-            for f in fields:
-                value = getattr(spec, f)
-                for body in (value,) if isinstance(value, str) else tuple(value):
-                    if body not in lookup:
-                        p.add(
-                            f"pair {spec.name!r} field {f!r}: unknown body {body!r} "
-                            f"(known: {', '.join(names + [GROUND])})"
-                        )
-                    out.append(lookup.get(body, nb))
-            if len(out) == 2 and out[0] == out[1] and fields == ("body_i", "body_j"):
-                p.add(f"pair {spec.name!r}: body_i and body_j are the same body {spec.body_i!r}")
-            return jnp.asarray(out, dtype=jnp.int32)
+        ctx = _Context(p, names, poses)
+        holonomic_specs = HOLONOMIC_SPECS if dim == 2 else SPATIAL_SPECS + (CustomHolonomic,)
+        pfaffian_specs = PFAFFIAN_SPECS if dim == 2 else (CustomPfaffian,)
+        for spec in self.pairs:
+            if isinstance(spec, holonomic_specs + pfaffian_specs):
+                continue
+            if isinstance(spec, HOLONOMIC_SPECS + PFAFFIAN_SPECS + SPATIAL_SPECS):
+                other = "spatial" if dim == 2 else "planar"
+                p.add(
+                    f"pair {getattr(spec, 'name', '?')!r}: a {other} pair "
+                    f"({type(spec).__name__}) in a {'planar' if dim == 2 else 'spatial'} "
+                    "mechanism"
+                )
+            else:
+                p.add(f"pairs: unknown pair type {type(spec).__name__!r} ({spec!r})")
+        for spec in self.pairs:
+            if isinstance(spec, Universal):
+                _check_universal(p, spec)
 
         hol, pf, pairs = [], [], []
         pair_names: set[str] = set()
         m = h = 0
-        ordered = [s for s in self.pairs if isinstance(s, HOLONOMIC_SPECS)] + [
-            s for s in self.pairs if isinstance(s, PFAFFIAN_SPECS)
+        ordered = [s for s in self.pairs if isinstance(s, holonomic_specs)] + [
+            s for s in self.pairs if isinstance(s, pfaffian_specs)
         ]
-        for spec in self.pairs:
-            if not isinstance(spec, HOLONOMIC_SPECS + PFAFFIAN_SPECS):
-                p.add(f"pairs: unknown pair type {type(spec).__name__!r} ({spec!r})")
         for spec in ordered:
             if spec.name in pair_names:
                 p.add(f"pair {spec.name!r}: duplicate pair name")
             pair_names.add(spec.name)
             size = int(spec.size)
-            if isinstance(spec, HOLONOMIC_SPECS):
-                rows, offset = jnp.arange(m, m + size, dtype=jnp.int32), 0
+            if isinstance(spec, holonomic_specs):
+                rows, pfaffian = jnp.arange(m, m + size, dtype=jnp.int32), False
                 m += size
-                hol.append(spec._member(p, index, rows))
+                hol.append(spec._member(p, ctx, rows))
             else:
-                rows, offset = jnp.arange(h, h + size, dtype=jnp.int32), None
+                rows, pfaffian = jnp.arange(h, h + size, dtype=jnp.int32), True
                 h += size
-                pf.append(spec._member(p, index, rows))
-            bodies = _pair_bodies(spec)
-            pairs.append((spec.name, spec.kind, offset, tuple(int(r) for r in rows), bodies))
+                pf.append(spec._member(p, ctx, rows))
+            rows = tuple(int(r) for r in rows)
+            pairs.append((spec, pfaffian, rows))
+        n_internal = bodies.internal_rows * nb
+        internal = [
+            RigidBodyConstraint(
+                bodies=jnp.asarray([b], dtype=jnp.int32),
+                rows=jnp.arange(m + 6 * b, m + 6 * (b + 1), dtype=jnp.int32),
+            )
+            for b in range(nb)
+            if n_internal
+        ]
+        m_all = m + n_internal
         pairs = tuple(
-            Pair(name, kind, tuple(r if offset is not None else m + r for r in rows), bodies)
-            for name, kind, offset, rows, bodies in pairs
+            Pair(
+                spec.name,
+                spec.kind,
+                tuple(m_all + r if pfaffian else r for r in rows),
+                _pair_bodies(spec),
+                tuple(spec.components),
+            )
+            for spec, pfaffian, rows in pairs
         )
 
-        gravity = p.vector(self.gravity, 2, "mechanism field 'gravity'")
+        gravity = (
+            jnp.zeros(dim)
+            if self.gravity is None
+            else p.vector(self.gravity, dim, "mechanism field 'gravity'")
+        )
+        zeros = (0.0,) * dim
 
-        def body_of(owner: str, name: str) -> int:
-            if name not in lookup:
-                p.add(f"{owner}: unknown body {name!r} (known: {', '.join(names + [GROUND])})")
-            return lookup.get(name, nb)
+        def vec(value, where, length=dim):
+            return p.vector((0.0,) * length if value is None else value, length, where)
 
+        torque_len = 1 if dim == 2 else 3
         loads = Loads(
             bodies=jnp.asarray(
-                [body_of(f"load {k} field 'body'", ld.body) for k, ld in enumerate(self.loads)],
+                [ctx.body(f"load {k} field 'body'", ld.body) for k, ld in enumerate(self.loads)],
                 dtype=jnp.int32,
             ),
             points=_rows(
-                [
-                    p.vector(ld.point, 2, f"load {k} field 'point'")
-                    for k, ld in enumerate(self.loads)
-                ]
+                [vec(ld.point, f"load {k} field 'point'") for k, ld in enumerate(self.loads)],
+                dim,
             ),
             forces=_rows(
-                [
-                    p.vector(ld.force, 2, f"load {k} field 'force'")
-                    for k, ld in enumerate(self.loads)
-                ]
+                [vec(ld.force, f"load {k} field 'force'") for k, ld in enumerate(self.loads)],
+                dim,
             ),
-            torques=jnp.asarray(
+            torques=_rows(
                 [
-                    p.scalar(ld.torque, f"load {k} field 'torque'")
+                    vec(
+                        None if ld.torque is None else np.reshape(ld.torque, -1),
+                        f"load {k} field 'torque'",
+                        torque_len,
+                    )
                     for k, ld in enumerate(self.loads)
                 ],
-                dtype=float,
-            ).reshape(-1),
+                torque_len,
+            ).reshape((-1,) if dim == 2 else (-1, 3)),
         )
         marker_names = tuple(mk.name for mk in self.markers)
         if len(set(marker_names)) != len(marker_names):
             p.add("markers: duplicate marker names")
         markers = Markers(
             bodies=jnp.asarray(
-                [body_of(f"marker {mk.name!r} field 'body'", mk.body) for mk in self.markers],
+                [ctx.body(f"marker {mk.name!r} field 'body'", mk.body) for mk in self.markers],
                 dtype=jnp.int32,
             ),
             points=_rows(
-                [p.vector(mk.point, 2, f"marker {mk.name!r} field 'point'") for mk in self.markers]
+                [
+                    vec(mk.point if mk.point is not None else zeros, f"marker {mk.name!r} field 'point'")
+                    for mk in self.markers
+                ],
+                dim,
             ),
             names=marker_names,
         )
         p.raise_if_any("mechanism")
         return Model(
-            bodies=PlanarBodies(mass=mass, inertia=inertia, names=tuple(names)),
-            holonomic=_group(hol),
+            bodies=bodies,
+            holonomic=_group(hol) + _group(internal),
             pfaffian=_group(pf),
             gravity=gravity,
             loads=loads,
             markers=markers,
             pairs=pairs,
-            n_holonomic=m,
+            n_holonomic=m_all,
             n_pfaffian=h,
+            n_internal=n_internal,
         )
 
     def initial_state(self) -> State:
@@ -543,11 +674,23 @@ class Mechanism:
         p = _Problems()
         q, qd = [], []
         for b in self.bodies:
-            q.append(p.vector(b.position, 2, f"body {b.name!r} field 'position'"))
-            q.append(p.scalar(b.angle, f"body {b.name!r} field 'angle'")[None])
-            qd.append(p.vector(b.velocity, 2, f"body {b.name!r} field 'velocity'"))
-            qd.append(
-                p.scalar(b.angular_velocity, f"body {b.name!r} field 'angular_velocity'")[None]
-            )
+            where = f"body {b.name!r} field"
+            if isinstance(b, SpatialBody):
+                r = p.vector(b.position, 3, f"{where} 'position'")
+                R = check_rotation(p, b.rotation, f"{where} 'rotation'")
+                pose = natural_from_pose(r, R)
+                q.append(pose)
+                qd.append(
+                    natural_velocity(
+                        pose,
+                        p.vector(b.velocity, 3, f"{where} 'velocity'"),
+                        p.vector(b.angular_velocity, 3, f"{where} 'angular_velocity'"),
+                    )
+                )
+                continue
+            q.append(p.vector(b.position, 2, f"{where} 'position'"))
+            q.append(p.scalar(b.angle, f"{where} 'angle'")[None])
+            qd.append(p.vector(b.velocity, 2, f"{where} 'velocity'"))
+            qd.append(p.scalar(b.angular_velocity, f"{where} 'angular_velocity'")[None])
         p.raise_if_any("initial state")
         return State(0.0, jnp.concatenate(q), jnp.concatenate(qd))

@@ -304,3 +304,54 @@ def n_four_bar(n: int = 1, speed: float = 1.0, gravity: float = 9.81) -> Mechani
     return Mechanism(
         bodies, pairs, gravity=(0.0, -gravity), markers=[Marker("B0", "crank0", (0.5, 0.0))]
     )
+
+
+BRICARD_JOINTS = (
+    ((0.0, 0.0, 0.0), (0.0, 1.0, 0.0)),
+    ((1.0, 0.0, 0.0), (0.0, 0.0, 1.0)),
+    ((1.0, -1.0, 0.0), (1.0, 0.0, 0.0)),
+    ((1.0, -1.0, 1.0), (0.0, 1.0, 0.0)),
+    ((0.0, -1.0, 1.0), (0.0, 0.0, 1.0)),
+    ((0.0, 0.0, 1.0), (1.0, 0.0, 0.0)),
+)
+"""Joint points [m] and axes of Bricard's mechanism in the square configuration
+(IFToMM benchmark A04; DESIGN.md §8)."""
+
+
+def bricard(length: float = 1.0, mass: float = 1.0, side: float = 0.1, g: float = 9.81) -> Mechanism:
+    """Bricard's mechanism, IFToMM multibody benchmark A04 (DESIGN.md §8; seed 001).
+
+    Five rods `rod1`…`rod5` (length `length` [m], mass `mass` [kg], square
+    cross-section `side` × `side` [m], solid-box inertia), each from joint point
+    k − 1 to joint point k, and six spatial revolute joints `J0`…`J5` (J0: ground –
+    rod 1, Jk: rod k – rod k + 1, J5: rod 5 – ground) at the points and about the
+    axes of [`BRICARD_JOINTS`][] scaled by `length`. Gravity `g` along −y, released
+    at rest from the square configuration. Marker `P3`: the far end of rod 2,
+    initially (1, −1, 0) `length`. Grübler–Kutzbach: 6·5 − 5·6 = 0; the real
+    mobility is 1 and the degree of redundancy 1.
+    """
+    from ._spatial_spec import Revolute3D, SpatialBody
+
+    points = [tuple(length * c for c in p) for p, _ in BRICARD_JOINTS]
+    transverse = mass * (length**2 + side**2) / 12.0
+    axial = mass * 2.0 * side**2 / 12.0
+    bodies = []
+    for k in range(5):
+        start, end = points[k], points[k + 1]
+        along = max(range(3), key=lambda i: abs(end[i] - start[i]))
+        inertia = [transverse] * 3
+        inertia[along] = axial
+        centre = tuple(0.5 * (a + b) for a, b in zip(start, end, strict=True))
+        bodies.append(SpatialBody(f"rod{k + 1}", mass, inertia, position=centre))
+    links = ["ground"] + [b.name for b in bodies] + ["ground"]
+    pairs = [
+        Revolute3D(f"J{k}", links[k + 1], links[k], point=points[k], axis=axis)
+        for k, (_, axis) in enumerate(BRICARD_JOINTS)
+    ]
+    end_of_rod2 = tuple(p - c for p, c in zip(points[2], bodies[1].position, strict=True))
+    return Mechanism(
+        bodies=bodies,
+        pairs=pairs,
+        gravity=(0.0, -g, 0.0),
+        markers=[Marker("P3", "rod2", end_of_rod2)],
+    )
