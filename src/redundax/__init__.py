@@ -31,6 +31,7 @@ from ._diagnostics import (
 from ._dynamics import (
     AbstractRedundancyMethod as AbstractRedundancyMethod,
     AugmentedLagrangian as AugmentedLagrangian,
+    Compliant as Compliant,
     Elimination as Elimination,
     NullSpace as NullSpace,
     Penalty as Penalty,
@@ -38,10 +39,12 @@ from ._dynamics import (
     WeightedMinimumNorm as WeightedMinimumNorm,
     dynamics_terms as dynamics_terms,
     eliminate as eliminate,
+    joint_stiffness as joint_stiffness,
     minimum_norm_multipliers as minimum_norm_multipliers,
     null_space_acceleration as null_space_acceleration,
     solve_dynamics as solve_dynamics,
     solve_terms as solve_terms,
+    weighted_multipliers as weighted_multipliers,
 )
 from ._model import (
     AbstractBodies as AbstractBodies,

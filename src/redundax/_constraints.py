@@ -93,7 +93,7 @@ class RevoluteConstraint(AbstractHolonomic):
 
 
 class TranslationalConstraint(AbstractHolonomic):
-    """(r_i + R_i s_i − r_j − R_j s_j)ᵀ R_j v = 0 and φ_i − φ_j − ψ = 0.
+    """(r_j + R_j s_j − r_i − R_i s_i)ᵀ R_j v = 0 and φ_i − φ_j − ψ = 0.
 
     `normal` (v) is a body-j vector perpendicular to the sliding axis.
     """
@@ -107,7 +107,7 @@ class TranslationalConstraint(AbstractHolonomic):
 
     def residual(self, qb, t):
         del t
-        d = _point(qb[0], self.s_i) - _point(qb[1], self.s_j)
+        d = _point(qb[1], self.s_j) - _point(qb[0], self.s_i)
         return jnp.stack([d @ (rot2(qb[1, 2]) @ self.normal), qb[0, 2] - qb[1, 2] - self.angle])
 
     def anchor(self, qb):

@@ -37,6 +37,8 @@ class Terms(eqx.Module):
     M: Float[Array, "nq nq"]
     F: Float[Array, " nq"]
     velocity_error: Float[Array, " nc"]
+    block: int = eqx.field(static=True, default=0)
+    """Size of the diagonal blocks of M (coordinates per body; 0: treat M as dense)."""
 
 
 def dynamics_terms(
@@ -53,6 +55,7 @@ def dynamics_terms(
         M=mass_matrix(model, q),
         F=generalized_forces(model, q, qd, t),
         velocity_error=C @ qd + b,
+        block=model.bodies.dof,
     )
 
 
@@ -128,29 +131,58 @@ def _spd_solve(A, b):
     return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(A), b)
 
 
+def _mass_solver(M: Float[Array, "nq nq"], block: int):
+    """x ↦ M⁻¹ x for a mass matrix that is block diagonal with blocks of size
+    `block` (one per body: absolute and natural coordinates), or dense (0)."""
+    n = M.shape[0]
+    if block and n % block == 0 and n > 0:
+        nb = n // block
+        blocks = jnp.moveaxis(
+            jnp.diagonal(M.reshape(nb, block, nb, block), axis1=0, axis2=2), -1, 0
+        )
+        inverse = jnp.linalg.inv(blocks)
+
+        def solve(x):
+            xb = x.reshape(nb, block, -1)
+            return jnp.einsum("bkl,blc->bkc", inverse, xb).reshape(x.shape)
+
+        return solve
+    factor = jax.scipy.linalg.cho_factor(M)
+    return lambda x: jax.scipy.linalg.cho_solve(factor, x)
+
+
 def null_space_acceleration_fixed(
     C: Float[Array, "nc nq"],
     M: Float[Array, "nq nq"],
     F: Float[Array, " nq"],
     gamma: Float[Array, " nc"],
     rows: tuple[int, ...],
+    block: int = 0,
 ) -> Float[Array, " nq"]:
-    """[Vᵀ M; C] q̈ = [Vᵀ F; Γ] with the pivot order decided once (`rows`: the
-    independent rows of C at a regular configuration).
+    """[Vᵀ M; C] q̈ = [Vᵀ F; Γ] with the independent rows `rows` of C decided once
+    at a regular configuration.
 
-    With q̈ = Q₁ y + V z: the constraints fix y in the least-squares sense over
-    *all* rows, (BᵀB) y = Bᵀ Γ with B = C Q₁ (pivot-independent, and smooth off the
-    manifold where Γ is slightly inconsistent), and the null-space equations
-    Vᵀ (M q̈ − F) = 0 give (Vᵀ M V) z = Vᵀ (F − M Q₁ y). Both are symmetric positive
-    definite (Cholesky).
+    The solution is the one of M q̈ + C_sᵀ μ = F, C_s q̈ = Γ_s (C_s = C[rows]):
+    M q̈ − F lies in span(C_sᵀ) = span(Cᵀ), which is Vᵀ (M q̈ − F) = 0, and the
+    dependent rows of C q̈ = Γ hold with the independent ones (exactly on the
+    constraint manifold; to the drift's order off it). It is computed by the
+    Schur complement, (C_s M⁻¹ C_sᵀ) μ = C_s M⁻¹ F − Γ_s (Cholesky), with M⁻¹
+    applied block by block (`block`: coordinates per body; M is block diagonal
+    and constant in absolute and natural coordinates): no orthogonal
+    factorisation at run time.
     """
-    Q1, V = _split_basis(C, rows)
-    B = C @ Q1
-    y = _spd_solve(B.T @ B, B.T @ gamma)
-    if V.shape[1] == 0:
-        return Q1 @ y
-    z = _spd_solve(V.T @ M @ V, V.T @ (F - M @ (Q1 @ y)))
-    return Q1 @ y + V @ z
+    idx = np.asarray(rows, dtype=int)
+    return _schur_solve(C[idx], M, F, gamma[idx], block)[0]
+
+
+def _schur_solve(Cs, M, F, gs, block: int):
+    """(q̈, μ) of M q̈ + C_sᵀ μ = F, C_s q̈ = Γ_s for C_s of full row rank:
+    (C_s M⁻¹ C_sᵀ) μ = C_s M⁻¹ F − Γ_s (Cholesky), q̈ = M⁻¹ (F − C_sᵀ μ)."""
+    solve = _mass_solver(M, block)
+    MiCt = solve(Cs.T)
+    MiF = solve(F[:, None])[:, 0]
+    mu = _spd_solve(Cs @ MiCt, Cs @ MiF - gs)
+    return MiF - MiCt @ mu, mu
 
 
 def minimum_norm_multipliers_fixed(
@@ -221,7 +253,9 @@ class NullSpace(AbstractRedundancyMethod):
 
     def acceleration(self, terms, gamma):
         if self.rows is not None:
-            return null_space_acceleration_fixed(terms.C, terms.M, terms.F, gamma, self.rows)
+            return null_space_acceleration_fixed(
+                terms.C, terms.M, terms.F, gamma, self.rows, terms.block
+            )
         return null_space_acceleration(terms.C, terms.M, terms.F, gamma, self.rtol, self.rank)
 
     def multipliers(self, terms, gamma, qdd):
@@ -265,6 +299,109 @@ class WeightedMinimumNorm(AbstractRedundancyMethod):
         return mu / s
 
 
+def weighted_multipliers(
+    C: Float[Array, "nc nq"],
+    f: Float[Array, " nq"],
+    weights: Float[Array, " nc"],
+    rtol: float | None = None,
+    rank: Int[ArrayLike, ""] | None = None,
+) -> Float[Array, " nc"]:
+    """The λ with Cᵀ λ = f that minimises Σ_k w_k λ_k², for weights w ≥ 0 (zero
+    weights allowed on rows that no left-null vector of C lives on alone, such as
+    rigid-body rows).
+
+    λ = λ₀ + N c with λ₀ the minimum-norm solution and N the left null space of C
+    (pivoted QR); c solves (Nᵀ W N) c = −Nᵀ W λ₀.
+    """
+    lam0 = minimum_norm_multipliers(C, f, rtol, rank)
+    qr = pivoted_qr(C, rtol, rank)
+    null = qr.null_mask()
+    N = jnp.where(null[None, :], qr.q, 0.0)
+    G = N.T @ (weights[:, None] * N) + jnp.diag(jnp.where(null, 0.0, 1.0))
+    return lam0 + N @ jnp.linalg.solve(G, -N.T @ (weights * lam0))
+
+
+class Compliant(AbstractRedundancyMethod):
+    """Compliant joints in their rigid limit: q̈ by the null-space formulation, and
+    the multipliers that joints with these stiffnesses converge to as the
+    stiffnesses grow at fixed ratios.
+
+    A joint row of stiffness k_k deflects by δ_k = λ_k / k_k, and the deflections
+    must be compatible (δ = C Δq for some Δq): λ = K C Δq with Cᵀ λ = F − M q̈, which
+    is the λ of least Σ λ_k² / k_k. Every reaction is then determined: the unique
+    ones are the rigid values; the non-unique ones depend on the *ratios* of the
+    stiffnesses of the pairs that share a redundancy (Wojtyra & Frączek 2013 §3.1;
+    González et al. 2011). Build per-row stiffnesses with [`joint_stiffness`][]
+    (rigid-body rows of spatial bodies get k = ∞). [`Penalty`][] with the same
+    stiffnesses is the finite-stiffness model that tends to this one.
+
+    - `stiffness`: per row of C, or one value for every row [N/m, N m/rad].
+    """
+
+    stiffness: Float[ArrayLike, "..."] = 1.0
+    rtol: float | None = None
+    rank: Int[ArrayLike, ""] | None = None
+
+    def prepare(self, C, rank=None):
+        if self.rank is not None:
+            return self
+        rank = pivoted_qr(C, self.rtol).rank if rank is None else rank
+        return Compliant(stiffness=self.stiffness, rtol=self.rtol, rank=rank)
+
+    def acceleration(self, terms, gamma):
+        return null_space_acceleration(terms.C, terms.M, terms.F, gamma, self.rtol, self.rank)
+
+    def multipliers(self, terms, gamma, qdd):
+        nc = terms.C.shape[0]
+        k = jnp.broadcast_to(jnp.asarray(self.stiffness, dtype=float), (nc,))
+        w = jnp.where(jnp.isinf(k), 0.0, 1.0 / jnp.where(jnp.isinf(k), 1.0, k))
+        return weighted_multipliers(terms.C, terms.F - terms.M @ qdd, w, self.rtol, self.rank)
+
+
+def joint_stiffness(
+    model: Model,
+    default: float | tuple[float, float] = 1.0,
+    pairs: dict | None = None,
+) -> Float[Array, " nc"]:
+    """Per-row stiffnesses for [`Compliant`][] and [`Penalty`][].
+
+    **Arguments:**
+
+    - `model`: the mechanism.
+    - `default`: stiffness of every joint row not named in `pairs`: one number,
+      or `(force rows, moment rows)` — rows whose component label names a moment
+      or torque get the second.
+    - `pairs`: `{pair name: k}` with one number for all the pair's rows or one per
+      row (component).
+
+    **Returns:** shape `(m + h,)`; the rigid-body rows of spatial bodies get ∞.
+
+    **Raises:** `ValueError` naming an unknown pair or a wrong number of values.
+    """
+    linear, angular = default if isinstance(default, tuple) else (default, default)
+    k = np.full(model.n_constraints, np.inf)
+    for p in model.pairs:
+        for r, label in zip(p.rows, p.components or ("",) * len(p.rows), strict=True):
+            k[r] = angular if ("moment" in label or "torque" in label) else linear
+    for name, value in (pairs or {}).items():
+        try:
+            rows = model.pair(name).rows
+        except KeyError as e:
+            raise ValueError(f"joint_stiffness: {e.args[0]}") from None
+        v = np.broadcast_to(np.asarray(value, dtype=float).reshape(-1), (len(rows),)) if np.size(
+            value
+        ) in (1, len(rows)) else None
+        if v is None:
+            raise ValueError(
+                f"joint_stiffness: pair {name!r} has {len(rows)} rows, got {np.size(value)} "
+                "stiffnesses (give one, or one per row)"
+            )
+        k[list(rows)] = v
+    if np.any(k <= 0.0):
+        raise ValueError("joint_stiffness: stiffnesses must be positive")
+    return jnp.asarray(k)
+
+
 class Elimination(AbstractRedundancyMethod):
     """Redundant-constraint elimination: the rows `keep` (0-based) form an
     independent set; the other rows are dropped and their multipliers are zero.
@@ -280,13 +417,11 @@ class Elimination(AbstractRedundancyMethod):
         return self
 
     def _solve(self, terms, gamma):
+        # M q̈ + C_sᵀ μ = F, C_s q̈ = Γ_s by the Schur complement (Cholesky of
+        # C_s M⁻¹ C_sᵀ, M⁻¹ block by block): see `null_space_acceleration_fixed`.
         idx = np.asarray(self.keep, dtype=int)
-        Cs = terms.C[idx]
-        n, r = terms.M.shape[0], idx.size
-        K = jnp.block([[terms.M, Cs.T], [Cs, jnp.zeros((r, r))]])
-        sol = jnp.linalg.solve(K, jnp.concatenate([terms.F, gamma[idx]]))
-        lam = jnp.zeros(self.n_rows).at[idx].set(sol[n:])
-        return sol[:n], lam
+        qdd, mu = _schur_solve(terms.C[idx], terms.M, terms.F, gamma[idx], terms.block)
+        return qdd, jnp.zeros(self.n_rows).at[idx].set(mu)
 
     def acceleration(self, terms, gamma):
         return self._solve(terms, gamma)[0]
@@ -318,12 +453,25 @@ def eliminate(
     nc = C.shape[0]
     qr = pivoted_qr(C.T, rtol)
     rank = int(qr.rank)
+    internal = model.internal_rows
     if rows is None:
-        keep = tuple(sorted(int(k) for k in np.asarray(qr.perm)[:rank]))
+        keep = independent_rows(C, DECISION_RTOL if rtol is None else rtol, first=internal)
+        if len(keep) != rank:
+            raise ValueError(
+                f"eliminate: could not choose {rank} independent rows at this configuration "
+                f"(found {len(keep)}); is it singular? Pass `rows` explicitly."
+            )
         return Elimination(keep=keep, n_rows=nc)
     bad = [r for r in rows if not 1 <= int(r) <= nc]
     if bad:
         raise ValueError(f"eliminate: rows {bad} out of range 1..{nc} (rows are 1-based)")
+    inner = [int(r) for r in rows if int(r) - 1 in internal]
+    if inner:
+        raise ValueError(
+            f"eliminate: rows {inner} are rigid-body rows of the spatial bodies (rows "
+            f"{internal[0] + 1}..{internal[-1] + 1}), not rows of a kinematic pair; they "
+            "cannot be eliminated"
+        )
     drop = sorted({int(r) - 1 for r in rows})
     keep = tuple(k for k in range(nc) if k not in drop)
     if len(keep) != rank or int(pivoted_qr(C[list(keep)].T, rtol).rank) != rank:

@@ -127,10 +127,29 @@ slightly off the constraint manifold (initial states to be projected, states
 from a simulation): dependent rows there are independent by about the drift."""
 
 
-def independent_rows(c: Float[ArrayLike, "m n"], rtol: float = DECISION_RTOL) -> tuple[int, ...]:
+def independent_rows(
+    c: Float[ArrayLike, "m n"], rtol: float = DECISION_RTOL, first: tuple[int, ...] = ()
+) -> tuple[int, ...]:
     """Indices (sorted) of a maximal set of linearly independent rows of `c`,
     chosen by the column pivots of the pivoted QR of `cᵀ`. A host-side, discrete
-    decision: `c` must be concrete."""
-    qr = _pivoted_qr_jit(jnp.asarray(c, dtype=float).T, rtol)
-    rank = int(qr.rank)
-    return tuple(sorted(int(k) for k in np.asarray(qr.perm)[:rank]))
+    decision: `c` must be concrete.
+
+    Rows in `first` (independent among themselves, e.g. the rigid-body rows of
+    natural coordinates) are always kept; the others are chosen from their parts
+    orthogonal to the span of those rows."""
+    c = np.asarray(c, dtype=float)
+    if not first:
+        qr = _pivoted_qr_jit(jnp.asarray(c).T, rtol)
+        return tuple(sorted(int(k) for k in np.asarray(qr.perm)[: int(qr.rank)]))
+    first = tuple(sorted(first))
+    rest = np.asarray([k for k in range(c.shape[0]) if k not in first], dtype=int)
+    basis = np.linalg.qr(c[list(first)].T)[0]
+    projected = c[rest] - (c[rest] @ basis) @ basis.T
+    # The rank tolerance stays relative to the rows' own size, not to the projection's.
+    scale = np.max(np.linalg.norm(c[rest], axis=1)) if rest.size else 0.0
+    top = np.max(np.linalg.norm(projected, axis=1)) if rest.size else 0.0
+    keep = ()
+    if top > rtol * scale:
+        qr = _pivoted_qr_jit(jnp.asarray(projected).T, float(rtol * scale / top))
+        keep = tuple(int(rest[k]) for k in np.asarray(qr.perm)[: int(qr.rank)])
+    return tuple(sorted(first + keep))

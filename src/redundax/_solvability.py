@@ -170,6 +170,7 @@ class SolvabilityReport(eqx.Module):
     names: tuple[str, ...] = eqx.field(static=True)
     kinds: tuple[str, ...] = eqx.field(static=True)
     rows: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    labels: tuple[tuple[str, ...], ...] = eqx.field(static=True)
     rank: Int[Array, ""]
     rank_holonomic: Int[Array, ""]
     rank_pfaffian: Int[Array, ""]
@@ -213,9 +214,13 @@ class SolvabilityReport(eqx.Module):
                     "multipliers_unique": bool(self.multipliers_unique[g]),
                     "b_norm": float(self.b_norm[g]),
                     "row_unique": [bool(self.row_unique[r]) for r in rows],
+                    "components": {
+                        label: bool(self.row_unique[r])
+                        for label, r in zip(labels, rows, strict=True)
+                    },
                 }
-                for g, (name, kind, rows) in enumerate(
-                    zip(self.names, self.kinds, self.rows, strict=True)
+                for g, (name, kind, rows, labels) in enumerate(
+                    zip(self.names, self.kinds, self.rows, self.labels, strict=True)
                 )
             },
         }
@@ -242,6 +247,20 @@ class SolvabilityReport(eqx.Module):
             )
         lines.append("")
         lines.append("per-row: u = that reaction component is unique, - = it is not")
+        mixed = [
+            (name, e)
+            for name, e in d["pairs"].items()
+            if e["kind"] != "group" and 0 < sum(e["components"].values()) < len(e["rows"])
+        ]
+        if mixed:
+            lines.append("")
+            lines.append("components of pairs whose reaction is partly unique:")
+            for name, e in mixed:
+                parts = ", ".join(
+                    f"{label} {'unique' if u else 'NOT unique'}"
+                    for label, u in e["components"].items()
+                )
+                lines.append(f"  {name}: {parts}")
         return "\n".join(lines)
 
 
@@ -249,6 +268,7 @@ def _groups_of(model: Model, groups: Mapping[str, Sequence[str | int]] | None):
     names = [p.name for p in model.pairs]
     kinds = [p.kind for p in model.pairs]
     rows = [p.rows for p in model.pairs]
+    labels = [p.components or tuple(f"row {k + 1}" for k in p.rows) for p in model.pairs]
     for gname, members in (groups or {}).items():
         if gname in names:
             raise ValueError(f"group {gname!r}: the name is already a pair's name")
@@ -266,7 +286,8 @@ def _groups_of(model: Model, groups: Mapping[str, Sequence[str | int]] | None):
         names.append(gname)
         kinds.append("group")
         rows.append(tuple(sorted(set(acc))))
-    return tuple(names), tuple(kinds), tuple(rows)
+        labels.append(tuple(f"row {k + 1}" for k in rows[-1]))
+    return tuple(names), tuple(kinds), tuple(rows), tuple(labels)
 
 
 def analyze_solvability(
@@ -300,12 +321,12 @@ def analyze_solvability(
         report.verdict("B")        # False for the mobile robot
         ```
     """
-    names, kinds, rows = _groups_of(model, groups)
-    return _analyze(model, q, t, names, kinds, rows, rtol, utol)
+    names, kinds, rows, labels = _groups_of(model, groups)
+    return _analyze(model, q, t, names, kinds, rows, labels, rtol, utol)
 
 
 @eqx.filter_jit
-def _analyze(model, q, t, names, kinds, rows, rtol, utol) -> SolvabilityReport:
+def _analyze(model, q, t, names, kinds, rows, labels, rtol, utol) -> SolvabilityReport:
     C = constraint_matrix(model, q, t)
     nc = C.shape[0]
     qr = pivoted_qr(C, rtol)
@@ -325,6 +346,7 @@ def _analyze(model, q, t, names, kinds, rows, rtol, utol) -> SolvabilityReport:
         names=names,
         kinds=kinds,
         rows=rows,
+        labels=labels,
         rank=qr_groups.rank,
         rank_holonomic=rank_h,
         rank_pfaffian=rank_p,
@@ -355,14 +377,14 @@ def analyze_many(
     times faster than one vmap over everything. Returns a report whose array
     fields carry a leading batch axis (the rank may differ between configurations).
     """
-    names, kinds, rows = _groups_of(model, groups)
+    names, kinds, rows, labels = _groups_of(model, groups)
     ts = jnp.zeros(qs.shape[0]) if ts is None else jnp.asarray(ts, dtype=float)
-    return _analyze_many(model, qs, ts, names, kinds, rows, rtol, utol, chunk_size)
+    return _analyze_many(model, qs, ts, names, kinds, rows, labels, rtol, utol, chunk_size)
 
 
 @eqx.filter_jit
-def _analyze_many(model, qs, ts, names, kinds, rows, rtol, utol, chunk_size):
+def _analyze_many(model, qs, ts, names, kinds, rows, labels, rtol, utol, chunk_size):
     def one(qt):
-        return _analyze(model, qt[0], qt[1], names, kinds, rows, rtol, utol)
+        return _analyze(model, qt[0], qt[1], names, kinds, rows, labels, rtol, utol)
 
     return jax.lax.map(one, (qs, ts), batch_size=chunk_size)

@@ -141,7 +141,7 @@ class Translational:
 
     kind = "translational"
     size = 2
-    components = ("normal force", "moment")
+    components = ("normal force on body_j along n", "moment")
 
     def _member(self, p: _Problems, index, rows):
         where = f"pair {self.name!r} field"
@@ -196,7 +196,7 @@ class TranslationalDriver:
 
     kind = "translational-driver"
     size = 1
-    components = ("driving force",)
+    components = ("driving force on body_j along u",)
 
     def _member(self, p: _Problems, index, rows):
         where = f"pair {self.name!r} field"
