@@ -31,6 +31,7 @@ import numpy as np
 
 from . import (
     Elimination,
+    Model,
     Trajectory,
     analyze_solvability,
     marker_positions,
@@ -38,7 +39,7 @@ from . import (
     simulate,
 )
 from .io.config import Config, SimulationOptions, load_config
-from .io.results import check_output, write_run
+from .io.results import check_output, component_labels, write_run
 
 # The command line always works in float64 (the library import also enables it).
 jax.config.update("jax_enable_x64", True)
@@ -93,7 +94,8 @@ def _add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print one JSON object instead of the table: n, m, h, rank, redundancy, dof "
         "and, for every pair, its rows (1-based), whether its reaction and its multipliers "
-        "are unique, and the norm of B_X",
+        "are unique, the norm of B_X, and whether each labelled reaction component is "
+        "unique",
     )
     parser.add_argument(
         "--rtol",
@@ -106,14 +108,32 @@ def _add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _component_legend(model: Model) -> list[str]:
+    """What the per-row flags of each pair type stand for, once per type."""
+    legend: dict[str, tuple[str, ...]] = {}
+    for pair in model.pairs:
+        if pair.components:
+            legend.setdefault(pair.kind, pair.components)
+    if not legend:
+        return []
+    width = max(len(kind) for kind in legend)
+    return ["reaction components, in row order (on the pair's first body):"] + [
+        f"  {kind + ':':<{width + 1}} {', '.join(labels)}" for kind, labels in legend.items()
+    ]
+
+
 def _analyze(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     report = analyze_solvability(config.model, config.state.q, config.state.t, rtol=args.rtol)
     if args.json:
-        print(json.dumps(report.to_dict()))
+        print(json.dumps({**report.to_dict(), "dim": config.dim}))
     else:
-        print(f"{config.name} ({config.path}), initial configuration at t = 0 s\n")
+        kind = "spatial" if config.dim == 3 else "planar"
+        print(f"{config.name} ({config.path}), {kind}, initial configuration at t = 0 s\n")
         print(report)
+        legend = _component_legend(config.model)
+        if legend:
+            print("\n" + "\n".join(legend))
     return EXIT_OK
 
 
@@ -124,7 +144,8 @@ def _add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print one JSON object instead of the summary: t_final, steps, "
         "max_constraint_violation, final_q, tracked (every marker's global position at "
-        "t_final), energy_error (null when a driver prescribes motion), method, unique, ...",
+        "t_final), energy_error (null when a driver prescribes motion), method, unique, "
+        "components (per pair, whether each reaction component is unique), ...",
     )
     parser.add_argument(
         "--t-final",
@@ -157,6 +178,7 @@ def _summary(
     options: SimulationOptions,
     trajectory: Trajectory,
     unique: dict[str, bool],
+    components: dict[str, dict[str, bool]],
     out: Path | None,
 ) -> dict[str, Any]:
     """The JSON object of `simulate --json` (DESIGN.md §7, plus extra keys)."""
@@ -172,6 +194,7 @@ def _summary(
     return {
         "config": str(config.path),
         "mechanism": config.name,
+        "dim": config.dim,
         "t_final": float(trajectory.ts[-1]),
         "steps": int(trajectory.num_steps),
         "accepted_steps": int(trajectory.num_accepted_steps),
@@ -196,6 +219,7 @@ def _summary(
         "rtol": options.rtol,
         "atol": options.atol,
         "unique": unique,
+        "components": components,
         "out": None if out is None else str(out),
     }
 
@@ -228,13 +252,18 @@ def _print_summary(summary: dict[str, Any], elapsed: float) -> None:
     if s["tracked"]:
         print(f"tracked points at t = {s['t_final']:g} s [m]:")
         width = max(len(name) for name in s["tracked"])
-        for name, (x, y) in s["tracked"].items():
-            print(f"  {name:<{width}}  {x: .9f}  {y: .9f}")
+        for name, point in s["tracked"].items():
+            print(f"  {name:<{width}}" + "".join(f"  {x: .9f}" for x in point))
     unique = [name for name, u in s["unique"].items() if u]
     other = [name for name, u in s["unique"].items() if not u]
     print(f"unique reactions: {', '.join(unique) or 'none'}")
     if other:
         print(f"NOT unique (the method's choice only): {', '.join(other)}")
+    # A pair whose reaction is not unique may still have unique components.
+    for name in other:
+        determined = [label for label, u in s["components"][name].items() if u]
+        if determined:
+            print(f"  {name}: unique components {', '.join(determined)}")
     if s["out"] is not None:
         print(f"wrote {s['out']}")
 
@@ -295,6 +324,14 @@ def _simulate(args: argparse.Namespace) -> int:
     unique = {
         name: bool(u) for name, u in zip(report.names, np.asarray(report.unique), strict=True)
     }
+    row_unique = np.asarray(report.row_unique)
+    components = {
+        pair.name: {
+            label: bool(row_unique[r])
+            for label, r in zip(component_labels(pair), pair.rows, strict=True)
+        }
+        for pair in config.model.pairs
+    }
     if out is not None:
         _progress(f"reactions at {trajectory.ts.shape[0]} saved states...")
         history = reaction_history(
@@ -310,11 +347,12 @@ def _simulate(args: argparse.Namespace) -> int:
             trajectory,
             history,
             unique=unique,
+            component_unique={name: list(flags.values()) for name, flags in components.items()},
             metadata={**options.choices, "t_final": float(trajectory.ts[-1])},
             force=args.force,
         )
         _progress(f"wrote {out}")
-    summary = _summary(config, options, trajectory, unique, out)
+    summary = _summary(config, options, trajectory, unique, components, out)
     if args.json:
         print(json.dumps(summary))
     else:
@@ -360,9 +398,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="redundax",
         description=(
-            "Dynamics of redundantly constrained planar mechanisms. A mechanism is "
-            "described by a TOML configuration file (bodies, pairs, loads, tracked "
-            "points; see configs/README.md). Start with: "
+            "Dynamics of redundantly constrained planar and spatial mechanisms. A "
+            "mechanism is described by a TOML configuration file (bodies, pairs, loads, "
+            "tracked points; see configs/README.md). Start with: "
             "redundax analyze configs/mobile_robot.toml, then "
             "redundax simulate configs/mobile_robot.toml"
         ),

@@ -1,10 +1,14 @@
-"""Planar mechanisms, and the options of their simulation, from TOML files.
+"""Planar and spatial mechanisms, and the options of their simulation, from TOML files.
 
 The format is documented in `configs/README.md`. A configuration holds numbers,
 names and a few type strings; it never executes code (custom residuals exist in
 Python only). Type strings (pair and motion types, solvers, redundancy methods,
 stabilisation, the initial-state policy) are mapped to objects in exactly one
 table, [`TYPES`][], and nowhere else.
+
+A mechanism is planar unless its `[mechanism]` table says `dim = 3`; that one key
+decides the schema of everything else (bodies with a rotation matrix and an
+inertia tensor, the spatial pair types, vectors of 3 numbers).
 
 Everything is validated before anything is built, and *every* problem found is
 reported in one [`ConfigError`][] naming the file, the entry (`pairs[3] ("D")`,
@@ -34,6 +38,19 @@ from .._dynamics import (
 )
 from .._model import Model, State
 from .._motion import Constant, Polynomial, SmoothSteps
+from .._spatial_spec import (
+    Cylindrical,
+    Prismatic3D,
+    Revolute3D,
+    RevoluteDriver3D,
+    SpatialBody,
+    Spherical,
+    TranslationalDriver3D,
+    Universal,
+    Weld3D,
+    check_inertia,
+    check_rotation,
+)
 from .._spec import (
     GROUND,
     Body,
@@ -122,6 +139,7 @@ class Config:
 
     - `path`: the file it was read from.
     - `name`: `[mechanism] name` (default: the file name without extension).
+    - `dim`: 2 for a planar mechanism, 3 for a spatial one (`[mechanism] dim`).
     - `mechanism`: the [`redundax.Mechanism`][] described by the file.
     - `model`: `mechanism.build()`.
     - `state`: the initial [`redundax.State`][] (t = 0) from the bodies' poses and
@@ -142,6 +160,7 @@ class Config:
     simulation: SimulationOptions
     tracked: tuple[str, ...]
     consistency_tolerance: float
+    dim: int = 2
 
     @property
     def rheonomic(self) -> tuple[str, ...]:
@@ -151,8 +170,7 @@ class Config:
         return tuple(
             pair.name
             for pair in self.mechanism.pairs
-            if isinstance(pair, (TranslationalDriver, RevoluteDriver))
-            and not isinstance(pair.motion, Constant)
+            if isinstance(pair, _DRIVERS) and not isinstance(pair.motion, Constant)
         )
 
 
@@ -222,6 +240,79 @@ def _direction(value: Any, where: str, problems: list[str]) -> tuple[float, floa
     return v
 
 
+def _vector3(value: Any, where: str, problems: list[str]) -> tuple[float, float, float] | None:
+    if not isinstance(value, list) or len(value) != 3:
+        problems.append(
+            f"{where}: expected a vector [x, y, z] of 3 numbers, got {_describe(value)}"
+        )
+        return None
+    out = _numbers(value, where, problems)
+    return None if out is None else (float(out[0]), float(out[1]), float(out[2]))
+
+
+def _direction3(value: Any, where: str, problems: list[str]) -> tuple[float, float, float] | None:
+    v = _vector3(value, where, problems)
+    if v is not None and v == (0.0, 0.0, 0.0):
+        problems.append(f"{where}: must be a non-zero vector (it is normalised to unit length)")
+        return None
+    return v
+
+
+class _Collector:
+    """The `add` interface of the library's checks, appending to a problem list."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+
+    def add(self, message: str) -> None:
+        self.problems.append(message)
+
+
+def _matrix3(value: Any, where: str, problems: list[str]) -> np.ndarray | None:
+    shape = "a 3 × 3 matrix written as its 3 rows, [[a, b, c], [d, e, f], [g, h, i]]"
+    if not isinstance(value, list) or len(value) != 3:
+        problems.append(f"{where}: expected {shape}, got {_describe(value)}")
+        return None
+    before = len(problems)
+    rows = []
+    for k, row in enumerate(value):
+        if not isinstance(row, list) or len(row) != 3:
+            problems.append(f"{where}[{k}]: expected a row of 3 numbers, got {_describe(row)}")
+            continue
+        rows.append(_numbers(row, f"{where}[{k}]", problems))
+    return None if len(problems) > before else np.asarray(rows, dtype=float)
+
+
+def _rotation(value: Any, where: str, problems: list[str]) -> tuple[tuple[float, ...], ...] | None:
+    R = _matrix3(value, where, problems)
+    if R is None:
+        return None
+    before = len(problems)
+    check_rotation(_Collector(problems), R, where)
+    return None if len(problems) > before else tuple(tuple(float(x) for x in r) for r in R)
+
+
+def _inertia3(value: Any, where: str, problems: list[str]) -> Any:
+    """Principal moments `[Ixx, Iyy, Izz]`, or a symmetric 3 × 3 tensor."""
+    if isinstance(value, list) and len(value) == 3 and not any(isinstance(v, list) for v in value):
+        arr = _numbers(value, where, problems)
+    elif isinstance(value, list) and len(value) == 3:
+        arr = _matrix3(value, where, problems)
+    else:
+        problems.append(
+            f"{where}: expected 3 principal moments [Ixx, Iyy, Izz] or a 3 × 3 tensor "
+            f"(3 rows of 3 numbers), got {_describe(value)}"
+        )
+        return None
+    if arr is None:
+        return None
+    before = len(problems)
+    check_inertia(_Collector(problems), arr, where)
+    if len(problems) > before:
+        return None
+    return tuple(arr.tolist()) if arr.ndim == 1 else tuple(tuple(r) for r in arr.tolist())
+
+
 def _name(value: Any, where: str, problems: list[str]) -> str | None:
     if not isinstance(value, str) or not value:
         problems.append(f"{where}: expected a non-empty string, got {_describe(value)}")
@@ -235,6 +326,14 @@ def _non_negative(value: Any, where: str, problems: list[str]) -> float | None:
         problems.append(f"{where}: must be zero or positive, got {x}")
         return None
     return x
+
+
+def _dimension(value: Any, where: str, problems: list[str]) -> int | None:
+    k = _integer(value, where, problems)
+    if k is not None and k not in (2, 3):
+        problems.append(f"{where}: must be 2 (planar) or 3 (spatial), got {k}")
+        return None
+    return k
 
 
 def _integer(value: Any, where: str, problems: list[str]) -> int | None:
@@ -359,6 +458,74 @@ _TWO_BODIES: Final = {
 }
 _TWO_BODIES_REQUIRED: Final = ("name", "body_i", "body_j")
 
+
+def _joint_geometry(universal: bool) -> Callable[[dict[str, Any], str, list[str]], None]:
+    """The cross-key check of a spatial joint: where its point is, and its frame."""
+
+    def check(values: dict[str, Any], where: str, problems: list[str]) -> None:
+        local = [key for key in ("point_i", "point_j") if key in values]
+        if "point" in values and local:
+            problems.append(
+                f"{where} key {local[0]!r}: give either 'point' (global, at the initial "
+                "configuration) or 'point_i' and 'point_j' (body frames), not both"
+            )
+        elif "point" not in values and len(local) < 2:
+            missing = "'point'" if not local else f"{({'point_i', 'point_j'} - set(local)).pop()!r}"
+            problems.append(
+                f"{where}: missing required key {missing}: give 'point' (global, at the initial "
+                "configuration) or both 'point_i' and 'point_j' (body frames)"
+            )
+        axis, normal = values.get("axis"), values.get("normal")
+        if normal is None:
+            return
+        if axis is None:
+            problems.append(
+                f"{where} key 'normal': needs 'axis' (it sets the direction e1, perpendicular "
+                "to the axis e0)"
+            )
+            return
+        a, n = np.asarray(axis), np.asarray(normal)
+        cos = abs(float(a @ n)) / float(np.linalg.norm(a) * np.linalg.norm(n))
+        if universal and cos > _PERPENDICULAR_TOL:
+            problems.append(
+                f"{where} key 'normal': the pins 'axis' (body i) and 'normal' (body j) of a "
+                f"universal joint must be perpendicular, got cos = {cos:.3g}"
+            )
+        elif 1.0 - cos <= _PERPENDICULAR_TOL:
+            problems.append(f"{where} key 'normal': must not be parallel to 'axis'")
+
+    return check
+
+
+_PERPENDICULAR_TOL: Final = 1e-9
+"""|cos| of the angle between the pins of a universal joint, above which they are not
+perpendicular (the library's test)."""
+
+
+def _joint3d(spec: type, motion: bool = False) -> Kind:
+    """The keys of a spatial joint `spec` (every field of it can be set from a file)."""
+    keys: dict[str, _Check] = {
+        "name": _name,
+        "body_i": _name,
+        "body_j": _name,
+        "point": _vector3,
+        "point_i": _vector3,
+        "point_j": _vector3,
+        "axis": _direction3,
+        "normal": _direction3,
+    }
+    required = list(_TWO_BODIES_REQUIRED)
+    if motion:
+        keys["motion"] = _motion
+        required.append("motion")
+    if spec.axis_required:
+        required.append("axis")
+    universal = spec is Universal
+    if universal:
+        required.append("normal")
+    return Kind(spec, keys, tuple(required), _joint_geometry(universal))
+
+
 TYPES: Final[Mapping[str, Mapping[str, Kind]]] = {
     "pair": {
         "revolute": Kind(Revolute, _TWO_BODIES, _TWO_BODIES_REQUIRED),
@@ -383,6 +550,16 @@ TYPES: Final[Mapping[str, Mapping[str, Kind]]] = {
             {"name": _name, "body": _name, "point": _vector, "normal": _direction},
             ("name", "body"),
         ),
+    },
+    "spatial-pair": {
+        "revolute-3d": _joint3d(Revolute3D),
+        "spherical": _joint3d(Spherical),
+        "universal": _joint3d(Universal),
+        "weld-3d": _joint3d(Weld3D),
+        "prismatic-3d": _joint3d(Prismatic3D),
+        "cylindrical": _joint3d(Cylindrical),
+        "revolute-driver-3d": _joint3d(RevoluteDriver3D, motion=True),
+        "translational-driver-3d": _joint3d(TranslationalDriver3D, motion=True),
     },
     "motion": {
         "constant": Kind(Constant, {"value": _number}, ("value",)),
@@ -423,8 +600,10 @@ TYPES: Final[Mapping[str, Mapping[str, Kind]]] = {
         "project": Kind(Projection, {}, ()),
     },
 }
-"""The one table from type strings to objects. `TYPES["pair"]` for `[[pairs]] type`,
-`TYPES["motion"]` for the `motion` tables of drivers; `TYPES["solver"]`,
+"""The one table from type strings to objects. `TYPES["pair"]` for `[[pairs]] type`
+of a planar mechanism, `TYPES["spatial-pair"]` of a spatial one (`[mechanism] dim =
+3`; the strings are the `Pair.kind` of the pairs they build), `TYPES["motion"]` for
+the `motion` tables of drivers; `TYPES["solver"]`,
 `TYPES["method"]`, `TYPES["stabilisation"]` and `TYPES["initial"]` for the keys of
 the same names in `[simulation]`, whose other keys depend on the choice (`eliminate`
 for `"elimination"`, `stiffness` for `"penalty"`, ...)."""
@@ -468,11 +647,68 @@ _LOAD: Final = Kind(
     Load, {"body": _name, "force": _vector, "point": _vector, "torque": _number}, ("body",)
 )
 _MARKER: Final = Kind(Marker, {"name": _name, "body": _name, "point": _vector}, ("name", "body"))
-_MECHANISM: Final = Kind(
-    dict,
-    {"name": _name, "description": _name, "gravity": _vector, "consistency_tolerance": _positive},
-    (),
+_SPATIAL_BODY: Final = Kind(
+    SpatialBody,
+    {
+        "name": _name,
+        "mass": _positive,
+        "inertia": _inertia3,
+        "position": _vector3,
+        "rotation": _rotation,
+        "velocity": _vector3,
+        "angular_velocity": _vector3,
+    },
+    ("name", "mass", "inertia"),
 )
+_SPATIAL_LOAD: Final = Kind(
+    Load, {"body": _name, "force": _vector3, "point": _vector3, "torque": _vector3}, ("body",)
+)
+_SPATIAL_MARKER: Final = Kind(
+    Marker, {"name": _name, "body": _name, "point": _vector3}, ("name", "body")
+)
+
+
+def _mechanism_kind(gravity: _Check) -> Kind:
+    return Kind(
+        dict,
+        {
+            "name": _name,
+            "description": _name,
+            "dim": _dimension,
+            "gravity": gravity,
+            "consistency_tolerance": _positive,
+        },
+        (),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Schema:
+    """What the entries of a planar (`dim = 2`) or spatial (`dim = 3`) mechanism are."""
+
+    mechanism: Kind
+    body: Kind
+    pair_types: str  # the table of TYPES for `[[pairs]] type`
+    load: Kind
+    marker: Kind
+    word: str  # "planar" or "spatial", for messages
+
+
+_SCHEMAS: Final = {
+    2: _Schema(_mechanism_kind(_vector), _BODY, "pair", _LOAD, _MARKER, "planar"),
+    3: _Schema(
+        _mechanism_kind(_vector3),
+        _SPATIAL_BODY,
+        "spatial-pair",
+        _SPATIAL_LOAD,
+        _SPATIAL_MARKER,
+        "spatial",
+    ),
+}
+"""`[mechanism] dim` → the schema of the file's entries (default 2)."""
+
+_DRIVERS: Final = (TranslationalDriver, RevoluteDriver, TranslationalDriver3D, RevoluteDriver3D)
+"""The pairs whose `motion` may prescribe work-doing motion (`Config.rheonomic`)."""
 _ARRAYS: Final = ("bodies", "pairs", "loads", "markers")
 _TOP_LEVEL: Final = ("mechanism", *_ARRAYS, "simulation")
 _BODY_KEYS: Final = ("body", "body_i", "body_j")
@@ -513,6 +749,7 @@ def _keys(
 def _typed(raw: dict[str, Any], table: str, where: str, problems: list[str]) -> Any:
     """Build an entry whose `type` key selects its kind in `TYPES[table]`."""
     kinds = TYPES[table]
+    other = {"pair": ("spatial-pair", "spatial", 2), "spatial-pair": ("pair", "planar", 3)}
     if "type" not in raw:
         problems.append(f"{where}: missing required key 'type' (known: {', '.join(kinds)})")
         return None
@@ -525,7 +762,15 @@ def _typed(raw: dict[str, Any], table: str, where: str, problems: list[str]) -> 
         return None
     if kind_name not in kinds:
         known = _suggest(kind_name, list(kinds), "known")
-        problems.append(f"{where} key 'type': unknown {table} type {kind_name!r} {known}")
+        if table in other and kind_name in TYPES[other[table][0]]:
+            _, word, dim = other[table]
+            problems.append(
+                f"{where} key 'type': {kind_name!r} is a {word} pair type, but the mechanism "
+                f"is {_SCHEMAS[dim].word} ([mechanism] dim = {dim}) {known}"
+            )
+        else:
+            label = "pair" if table in other else table
+            problems.append(f"{where} key 'type': unknown {label} type {kind_name!r} {known}")
         return None
     kind = kinds[kind_name]
     values = _keys(raw, kind, where, problems, extra=("type",))
@@ -681,12 +926,16 @@ def _parse(path: Path, document: dict[str, Any]) -> _Parsed:
     if not isinstance(header, dict):
         problems.append("mechanism: expected a table, written [mechanism]")
         header = {}
-    options = _keys(header, _MECHANISM, "mechanism", problems) or {}
+    dim = header.get("dim", 2)
+    schema = _SCHEMAS.get(dim) if isinstance(dim, int) and not isinstance(dim, bool) else None
+    options = _keys(header, (schema or _SCHEMAS[2]).mechanism, "mechanism", problems) or {}
     simulation_table = document.get("simulation", {})
     if not isinstance(simulation_table, dict):
         problems.append("simulation: expected a table, written [simulation]")
         simulation_table = {}
     simulation = _simulation(simulation_table, problems)
+    if schema is None:  # reported by `_keys`; every entry's schema depends on it
+        raise ConfigError(path, problems)
 
     raw = {table: _entries(document, table, problems) for table in _ARRAYS}
 
@@ -694,25 +943,51 @@ def _parse(path: Path, document: dict[str, Any]) -> _Parsed:
         parsed = [_keys(entry, kind, where, problems) for where, entry in raw[table]]
         return [kind.build(**values) for values in parsed if values is not None]
 
-    bodies = build("bodies", _BODY)
-    pairs = [_typed(entry, "pair", where, problems) for where, entry in raw["pairs"]]
-    loads = build("loads", _LOAD)
-    markers = build("markers", _MARKER)
+    bodies = build("bodies", schema.body)
+    pairs = [_typed(entry, schema.pair_types, where, problems) for where, entry in raw["pairs"]]
+    loads = build("loads", schema.load)
+    markers = build("markers", schema.marker)
     _check_names(
         raw["bodies"],
         {"pair": raw["pairs"], "load": raw["loads"], "marker": raw["markers"]},
         problems,
     )
     if problems or simulation is None:
-        raise ConfigError(path, problems)
+        raise ConfigError(path, problems, hint=_dimension_hint(dim, raw))
     mechanism = Mechanism(
         bodies=bodies,
         pairs=pairs,
-        gravity=options.get("gravity", (0.0, 0.0)),
+        gravity=options.get("gravity", (0.0,) * dim),
         loads=loads,
         markers=markers,
     )
-    return _Parsed(mechanism, options, simulation)
+    return _Parsed(mechanism, {**options, "dim": dim}, simulation)
+
+
+def _dimension_hint(dim: int, raw: Mapping[str, list[tuple[str, dict]]]) -> str | None:
+    """A hint when the entries look like those of the other dimension."""
+    bodies = [entry for _, entry in raw["bodies"]]
+    types = {entry.get("type") for _, entry in raw["pairs"]} - {None}
+    sizes = {len(b["position"]) for b in bodies if isinstance(b.get("position"), list)}
+    if dim == 2 and (
+        any("rotation" in b for b in bodies)
+        or 3 in sizes
+        or any(isinstance(t, str) and t in TYPES["spatial-pair"] for t in types)
+    ):
+        return (
+            "hint: this looks like a spatial mechanism; a file is planar unless its "
+            "[mechanism] table says dim = 3 (configs/README.md)"
+        )
+    if dim == 3 and (
+        any("angle" in b for b in bodies)
+        or 2 in sizes
+        or any(isinstance(t, str) and t in TYPES["pair"] for t in types)
+    ):
+        return (
+            "hint: this looks like a planar mechanism, but [mechanism] dim = 3; remove that "
+            "key for a planar one (configs/README.md)"
+        )
+    return None
 
 
 def load_config(path: str | os.PathLike) -> Config:
@@ -791,6 +1066,7 @@ def load_config(path: str | os.PathLike) -> Config:
         simulation=SimulationOptions(**simulation),
         tracked=tuple(mk.name for mk in mechanism.markers),
         consistency_tolerance=tol,
+        dim=options["dim"],
     )
 
 

@@ -3,7 +3,13 @@
 A run is a [`redundax.Trajectory`][] and the [`redundax.Reactions`][] evaluated at
 every saved state (batched with `jax.vmap`). [`write_run`][] stores the saved
 times, q, q̇, q̈, the tracked points, every pair's reaction wrench with its
-`unique` flag, the multipliers, the constraint violations and the energy.
+`unique` flag, its moment about the joint point, its reaction components (−λ of
+each of its rows, labelled as in `Pair.components`) with a `unique` flag each, the
+multipliers, the constraint violations and the energy.
+
+Planar runs (dim 2) have 2-vectors, wrenches [Fx, Fy, Mz] and a scalar joint
+moment Mz; spatial runs (dim 3) have 3-vectors, wrenches [Fx, Fy, Fz, Mx, My, Mz]
+and joint moments [Mx, My, Mz], all in global components.
 
 Files are written atomically (a temporary file in the same directory, then
 `os.replace`), so a reader never sees half a file, and an existing file is never
@@ -14,12 +20,16 @@ overwritten unless `force=True`.
 | array | shape | meaning |
 |---|---|---|
 | `t` | (T,) | saved times [s] |
-| `q`, `qd`, `qdd` | (T, nq) | coordinates and derivatives; body b: x, y, φ at 3b, 3b+1, 3b+2 |
-| `tracked` | (T, nm, 2) | global positions of the tracked points [m] |
+| `q`, `qd`, `qdd` | (T, nq) | coordinates and derivatives (see below) |
+| `tracked` | (T, nm, dim) | global positions of the tracked points [m] |
 | `tracked_names` | (nm,) | their names |
-| `reaction/<PAIR>` | (T, nb, 3) | wrench [Fx, Fy, Mz] [N, N, N m] of the pair on each body |
+| `reaction/<PAIR>` | (T, nb, 3 or 6) | wrench [N, N m] of the pair on each body |
+| `joint_moment/<PAIR>` | (T, nb[, 3]) | its moment about the joint point [N m] |
 | `unique/<PAIR>` | () bool | whether a rigid model determines the pair's reaction |
 | `rows/<PAIR>` | (k,) int | the pair's rows of C, 1-based |
+| `components/<PAIR>` | (T, k) | per row, −λ [N or N m]: the reaction component |
+| `component_labels/<PAIR>` | (k,) str | their labels (`Pair.components`) |
+| `component_unique/<PAIR>` | (k,) bool | whether a rigid model determines each component |
 | `multipliers` | (T, nc) | λ as chosen by the method (rows in the order of C) |
 | `total_reaction` | (T, nq) | f = F − M q̈ = Cᵀ λ, always unique |
 | `position_violation` | (T,) | max \\|Φ\\| [m, rad] |
@@ -28,17 +38,27 @@ overwritten unless `force=True`.
 | `body_names`, `pair_names` | (nb,), (npairs,) | names in model order |
 | `meta` | () str | JSON: mechanism, configuration file, method, units, ... |
 
-The wrench of a pair acts on every moving body at the body's centre of mass, in
-global axes (zero for the bodies the pair does not connect).
+Coordinates: a planar body b has x, y, φ at 3b, 3b+1, 3b+2; a spatial body b has
+the natural coordinates r (its centre of mass), u, v, w (its axes, global
+components) at 12b … 12b+11. The wrench of a pair acts on every moving body at
+the body's centre of mass, in global axes (zero for the bodies the pair does not
+connect): [Fx, Fy, Mz] planar, [Fx, Fy, Fz, Mx, My, Mz] spatial; the joint moment
+is Mz or [Mx, My, Mz]. A reaction component (a force along, or a moment about, the
+labelled axis of the joint frame: "axial force", "bending moment e1", ...) acts on
+the pair's first body.
 
 **CSV layout**: a first line `# redundax run: {JSON metadata}`, then one header
 row and one row per saved time. Columns: `t`; `q[k]`, `qd[k]`, `qdd[k]` (k
-0-based, as in `q`); `tracked.<MARKER>.x`, `.y`; for every pair and every moving
-body it connects, `reaction.<PAIR>.<BODY>.Fx`, `.Fy`, `.Mz`, each suffixed
-` (not unique)` when a rigid model does not determine that pair's reaction (the
-numbers are then only the method's choice); `position_violation`,
-`velocity_violation`, `energy`. Read it with `pandas.read_csv(path, comment="#")`
-or `numpy.genfromtxt(path, delimiter=",", skip_header=2)`.
+0-based, as in `q`); `tracked.<MARKER>.x`, `.y` (, `.z`); for every pair and every
+moving body it connects, `reaction.<PAIR>.<BODY>.Fx`, `.Fy`, `.Mz` (spatial: `.Fx`,
+`.Fy`, `.Fz`, `.Mx`, `.My`, `.Mz`), each suffixed ` (not unique)` when a rigid
+model does not determine that pair's reaction (the numbers are then only the
+method's choice); then every pair's `joint_moment.<PAIR>.<BODY>.Mz` (spatial
+`.Mx`, `.My`, `.Mz`) with the same suffix; `component.<PAIR>.<LABEL>` for each of
+its rows, suffixed ` (not unique)` when that component is not determined;
+`position_violation`, `velocity_violation`, `energy`. Read it with
+`pandas.read_csv(path, comment="#")` or
+`numpy.genfromtxt(path, delimiter=",", skip_header=2)`.
 """
 
 import contextlib
@@ -46,7 +66,7 @@ import datetime
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +74,7 @@ import jax
 import numpy as np
 
 from .._assembly import marker_positions
-from .._model import Model
+from .._model import Model, Pair
 from .._reactions import Reactions
 from .._simulate import Trajectory
 from .._spec import GROUND
@@ -68,6 +88,15 @@ SUFFIXES = (".npz", ".csv")
 
 NOT_UNIQUE = " (not unique)"
 """Suffix of the CSV columns of reactions that a rigid model does not determine."""
+
+WRENCH_COMPONENTS = {2: ("Fx", "Fy", "Mz"), 3: ("Fx", "Fy", "Fz", "Mx", "My", "Mz")}
+"""Names of the wrench components, planar (dim 2) and spatial (dim 3)."""
+
+MOMENT_COMPONENTS = {2: ("Mz",), 3: ("Mx", "My", "Mz")}
+"""Names of the components of a moment about a joint point."""
+
+AXES = {2: ("x", "y"), 3: ("x", "y", "z")}
+"""Names of the components of a tracked point."""
 
 _HISTORIES = (
     "t", "q", "qd", "qdd", "multipliers", "total_reaction",
@@ -131,6 +160,7 @@ def _histories(
     trajectory: Trajectory,
     reactions: Reactions,
     unique: Mapping[str, bool] | None,
+    component_unique: Mapping[str, Sequence[bool]] | None,
 ) -> dict[str, Any]:
     names = model.pair_names
     if tuple(reactions.names) != names:
@@ -151,6 +181,17 @@ def _histories(
     missing = [name for name in names if name not in unique]
     if missing:
         raise ValueError(f"unique: no flag for pair(s) {', '.join(missing)}")
+    if component_unique is None:
+        rows = np.all(np.asarray(reactions.component_unique), axis=0)
+        component_unique = {p.name: [bool(rows[r]) for r in p.rows] for p in model.pairs}
+    for pair in model.pairs:
+        flags = component_unique.get(pair.name)
+        if flags is None or len(flags) != len(pair.rows):
+            raise ValueError(
+                f"component_unique: expected {len(pair.rows)} flag(s) for pair {pair.name!r} "
+                f"(one per row), got {flags!r}"
+            )
+    lam = np.asarray(reactions.multipliers)
     return {
         "t": np.asarray(trajectory.ts),
         "q": np.asarray(trajectory.q),
@@ -158,7 +199,13 @@ def _histories(
         "qdd": np.asarray(reactions.qdd),
         "tracked": np.asarray(jax.vmap(lambda q: marker_positions(model, q))(trajectory.q)),
         "wrench": np.asarray(reactions.wrench),
+        "joint_moment": np.asarray(reactions.joint_moment),
         "unique": {name: bool(unique[name]) for name in names},
+        # Row k's component of the reaction on the pair's first body is −λ_k (Pair).
+        "components": {p.name: -lam[:, list(p.rows)] for p in model.pairs},
+        "component_unique": {
+            p.name: [bool(u) for u in component_unique[p.name]] for p in model.pairs
+        },
         "multipliers": np.asarray(reactions.multipliers),
         "total_reaction": np.asarray(reactions.total),
         "position_violation": np.asarray(trajectory.position_violation),
@@ -167,17 +214,29 @@ def _histories(
     }
 
 
-def _metadata(source: Config | Model, method: str, extra: Mapping[str, Any] | None):
+_COORDINATES = {
+    2: "q[k], k 0-based: body b has x, y, phi at 3b, 3b+1, 3b+2",
+    3: "q[k], k 0-based: body b has natural coordinates r (x, y, z of its centre of mass), "
+    "u, v, w (its axes, global components) at 12b ... 12b+11",
+}
+
+
+def _metadata(model: Model, source: Config | Model, method: str, extra: Mapping[str, Any] | None):
     meta: dict[str, Any] = {"format": FORMAT}
     if isinstance(source, Config):
         meta.update(mechanism=source.name, config=str(source.path))
+    dim = model.dim
+    wrench = ", ".join(WRENCH_COMPONENTS[dim])
     meta.update(
         method=method,
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        dim=dim,
         units="SI: s, m, rad, N, N m, J",
-        coordinates="q[k], k 0-based: body b has x, y, phi at 3b, 3b+1, 3b+2",
-        reactions="wrench [Fx, Fy, Mz] a pair exerts on a moving body at its centre of "
+        coordinates=_COORDINATES[dim],
+        reactions=f"wrench [{wrench}] a pair exerts on a moving body at its centre of "
         "mass, global axes; a reaction that is not unique is only the method's choice",
+        components="per row of a pair, -lambda: the force along or moment about the "
+        "labelled joint axis on the pair's first body",
     )
     meta.update(extra or {})
     return meta
@@ -190,8 +249,14 @@ def _write_npz(file, model: Model, data: dict[str, Any], meta: dict[str, Any]) -
     arrays["pair_names"] = np.asarray(model.pair_names, dtype=str)
     for k, pair in enumerate(model.pairs):
         arrays[f"reaction/{pair.name}"] = data["wrench"][:, k]
+        arrays[f"joint_moment/{pair.name}"] = data["joint_moment"][:, k]
         arrays[f"unique/{pair.name}"] = np.asarray(data["unique"][pair.name])
         arrays[f"rows/{pair.name}"] = np.asarray([r + 1 for r in pair.rows], dtype=np.int64)
+        arrays[f"components/{pair.name}"] = data["components"][pair.name]
+        arrays[f"component_labels/{pair.name}"] = np.asarray(component_labels(pair), dtype=str)
+        arrays[f"component_unique/{pair.name}"] = np.asarray(
+            data["component_unique"][pair.name], dtype=bool
+        )
     arrays["meta"] = np.asarray(json.dumps(meta))
     np.savez(file, **arrays)
 
@@ -202,18 +267,31 @@ def _write_csv(file, model: Model, data: dict[str, Any], meta: dict[str, Any]) -
     for key in ("q", "qd", "qdd"):
         names += [f"{key}[{k}]" for k in range(nq)]
         columns.append(data[key])
+    dim = model.dim
     for m, marker in enumerate(model.markers.names):
-        names += [f"tracked.{marker}.x", f"tracked.{marker}.y"]
+        names += [f"tracked.{marker}.{axis}" for axis in AXES[dim]]
         columns.append(data["tracked"][:, m])
     bodies = model.bodies.names
-    for k, pair in enumerate(model.pairs):
-        suffix = "" if data["unique"][pair.name] else NOT_UNIQUE
-        for body in pair.bodies:
-            if body == GROUND:
-                continue
-            b = bodies.index(body)
-            names += [f"reaction.{pair.name}.{body}.{c}{suffix}" for c in ("Fx", "Fy", "Mz")]
-            columns.append(data["wrench"][:, k, b])
+    moments = data["joint_moment"].reshape(*data["joint_moment"].shape[:3], -1)
+    for key, values, labels in (
+        ("reaction", data["wrench"], WRENCH_COMPONENTS[dim]),
+        ("joint_moment", moments, MOMENT_COMPONENTS[dim]),
+    ):
+        for k, pair in enumerate(model.pairs):
+            suffix = "" if data["unique"][pair.name] else NOT_UNIQUE
+            for body in pair.bodies:
+                if body == GROUND:
+                    continue
+                b = bodies.index(body)
+                names += [f"{key}.{pair.name}.{body}.{c}{suffix}" for c in labels]
+                columns.append(values[:, k, b])
+    for pair in model.pairs:
+        flags = data["component_unique"][pair.name]
+        names += [
+            f"component.{pair.name}.{label}{'' if u else NOT_UNIQUE}"
+            for label, u in zip(component_labels(pair), flags, strict=True)
+        ]
+        columns.append(data["components"][pair.name])
     for key in ("position_violation", "velocity_violation", "energy"):
         names.append(key)
         columns.append(data[key][:, None])
@@ -222,6 +300,12 @@ def _write_csv(file, model: Model, data: dict[str, Any], meta: dict[str, Any]) -
     file.write(",".join(_csv_field(name) for name in names) + "\n")
     for row in table.tolist():
         file.write(",".join(repr(x) for x in row) + "\n")
+
+
+def component_labels(pair: Pair) -> tuple[str, ...]:
+    """The labels of a pair's reaction components, one per row (`Pair.components`;
+    `row k`, 1-based, where the pair has none)."""
+    return tuple(pair.components) or tuple(f"row {r + 1}" for r in pair.rows)
 
 
 def _csv_field(name: str) -> str:
@@ -238,6 +322,7 @@ def write_run(
     reactions: Reactions,
     *,
     unique: Mapping[str, bool] | None = None,
+    component_unique: Mapping[str, Sequence[bool]] | None = None,
     metadata: Mapping[str, Any] | None = None,
     force: bool = False,
 ) -> Path:
@@ -257,6 +342,10 @@ def write_run(
       (from `reactions.unique`). Pass the verdict of
       [`redundax.analyze_solvability`][] at the initial configuration to state the
       structural answer.
+    - `component_unique`: per pair name, one flag per row of the pair (its
+      reaction components); default: unique at every saved state (from
+      `reactions.component_unique`). Pass the report's `row_unique` of those rows
+      for the structural answer.
     - `metadata`: extra JSON-serialisable entries for the metadata.
     - `force`: overwrite an existing file.
 
@@ -277,8 +366,8 @@ def write_run(
     """
     path = check_output(path, force)
     model = source.model if isinstance(source, Config) else source
-    data = _histories(model, trajectory, reactions, unique)
-    meta = _metadata(source, reactions.method, metadata)
+    data = _histories(model, trajectory, reactions, unique, component_unique)
+    meta = _metadata(model, source, reactions.method, metadata)
     if path.suffix.lower() == ".npz":
         with _atomic(path, force, text=False) as file:
             _write_npz(file, model, data, meta)
@@ -294,11 +383,19 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
     **Returns:** a dict with the arrays `t`, `q`, `qd`, `qdd`, `multipliers`,
     `total_reaction`, `position_violation`, `velocity_violation`, `energy`
     (NumPy), and
-    - `tracked`: {marker: (T, 2) array}, in model order;
-    - `reactions`: {pair: (T, nb, 3) wrench array}, in model order;
+    - `dim`: 2 (planar) or 3 (spatial);
+    - `tracked`: {marker: (T, dim) array}, in model order;
+    - `reactions`: {pair: (T, nb, 3) planar or (T, nb, 6) spatial wrench array}, in
+      model order;
+    - `joint_moment`: {pair: (T, nb) planar or (T, nb, 3) spatial array};
     - `unique`: {pair: bool}; `rows`: {pair: tuple of 1-based rows};
+    - `components`: {pair: {label: (T,) array}}, −λ of each row of the pair;
+    - `component_unique`: {pair: {label: bool}};
     - `bodies`: the body names, in the order of the wrenches' second axis;
     - `meta`: the metadata dict.
+
+    (`joint_moment`, `components` and `component_unique` are empty for runs
+    written before they were stored.)
 
     **Raises:** `ValueError` if the file is not an NPZ run of this format;
     `FileNotFoundError` if it does not exist.
@@ -324,6 +421,20 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
         out["reactions"] = {name: npz[f"reaction/{name}"] for name in pairs}
         out["unique"] = {name: bool(npz[f"unique/{name}"]) for name in pairs}
         out["rows"] = {name: tuple(int(r) for r in npz[f"rows/{name}"]) for name in pairs}
+        out["dim"] = int(meta.get("dim", 2))
+        out["joint_moment"] = {
+            name: npz[f"joint_moment/{name}"] for name in pairs if f"joint_moment/{name}" in files
+        }
+        out["components"], out["component_unique"] = {}, {}
+        for name in pairs:
+            if f"components/{name}" not in files:
+                continue
+            labels = [str(label) for label in npz[f"component_labels/{name}"].tolist()]
+            values, flags = npz[f"components/{name}"], npz[f"component_unique/{name}"]
+            out["components"][name] = {label: values[:, c] for c, label in enumerate(labels)}
+            out["component_unique"][name] = {
+                label: bool(flags[c]) for c, label in enumerate(labels)
+            }
         out["bodies"] = tuple(str(name) for name in npz["body_names"].tolist())
         out["meta"] = meta
     return out
