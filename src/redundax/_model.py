@@ -187,7 +187,7 @@ class Model(eqx.Module):
     bodies: AbstractBodies
     holonomic: tuple[AbstractHolonomic, ...]
     pfaffian: tuple[AbstractPfaffian, ...]
-    gravity: Float[Array, " 2"]
+    gravity: Float[Array, " dim"]
     loads: Loads
     markers: Markers
     pairs: tuple[Pair, ...] = eqx.field(static=True)
