@@ -707,6 +707,9 @@ _SCHEMAS: Final = {
 }
 """`[mechanism] dim` → the schema of the file's entries (default 2)."""
 
+_UNKNOWN_DIMENSION: Final = _mechanism_kind(lambda value, where, problems: value)
+"""`[mechanism]` with an invalid `dim`: the length of `gravity` cannot be checked."""
+
 _DRIVERS: Final = (TranslationalDriver, RevoluteDriver, TranslationalDriver3D, RevoluteDriver3D)
 """The pairs whose `motion` may prescribe work-doing motion (`Config.rheonomic`)."""
 _ARRAYS: Final = ("bodies", "pairs", "loads", "markers")
@@ -928,7 +931,8 @@ def _parse(path: Path, document: dict[str, Any]) -> _Parsed:
         header = {}
     dim = header.get("dim", 2)
     schema = _SCHEMAS.get(dim) if isinstance(dim, int) and not isinstance(dim, bool) else None
-    options = _keys(header, (schema or _SCHEMAS[2]).mechanism, "mechanism", problems) or {}
+    kind = _UNKNOWN_DIMENSION if schema is None else schema.mechanism
+    options = _keys(header, kind, "mechanism", problems) or {}
     simulation_table = document.get("simulation", {})
     if not isinstance(simulation_table, dict):
         problems.append("simulation: expected a table, written [simulation]")
