@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import redundax as rx
 from redundax.cli import main
 from redundax.io import check_output, read_run
 
@@ -83,6 +84,15 @@ def test_json_follows_the_contract(robot):
     assert {name for name, u in summary["unique"].items() if u} == set(UNIQUE)
     assert {name for name, u in summary["unique"].items() if not u} == set(NOT_UNIQUE)
     assert summary["out"] == str(robot["npz"])
+    assert summary["dim"] == 2
+    # Per pair, whether each labelled reaction component is unique: all of a unique
+    # pair's components are, and a pair whose components all are is unique.
+    assert list(summary["components"]) == list(summary["unique"])
+    for name, flags in summary["components"].items():
+        assert all(isinstance(u, bool) for u in flags.values())
+        if summary["unique"][name]:
+            assert all(flags.values()), name
+    assert list(summary["components"]["A"]) == list(rx.Revolute.components)
 
 
 def test_npz_run_is_consistent_with_the_json(robot):
@@ -105,10 +115,20 @@ def test_npz_run_is_consistent_with_the_json(robot):
     assert np.all(np.isfinite(run["multipliers"])) and np.abs(run["multipliers"]).max() < 1e3
     assert run["meta"]["method"] == "null-space" and run["meta"]["config"] == str(MOBILE_ROBOT)
     assert run["position_violation"].max() <= summary["max_constraint_violation"]
+    # Labelled reaction components: −λ of the pair's rows, with the JSON's flags.
+    assert run["dim"] == 2 and run["component_unique"] == summary["components"]
+    components = run["components"]["C"]
+    assert list(components) == list(rx.Revolute.components)
+    np.testing.assert_array_equal(
+        np.stack(list(components.values()), axis=1), -run["multipliers"][:, [4, 5]]
+    )
+    assert run["joint_moment"]["C"].shape == (T, 7)
     # Plain numpy reads it without pickles, with the documented names.
     with np.load(robot["npz"], allow_pickle=False) as npz:
         assert {"t", "q", "qd", "qdd", "tracked", "reaction/B", "unique/B"} <= set(npz.files)
         assert npz["tracked"].shape == (T, 6, 2) and not bool(npz["unique/B"])
+        assert {"components/B", "component_labels/B", "component_unique/B"} <= set(npz.files)
+        assert npz["joint_moment/B"].shape == (T, 7)
 
 
 def test_csv_run_marks_the_non_unique_columns(robot):
@@ -126,9 +146,16 @@ def test_csv_run_marks_the_non_unique_columns(robot):
     assert "reaction.B.wheel_left.Mz (not unique)" in columns
     assert "reaction.D.link_left.Fy" in columns
     for column in columns:
-        pair = column.split(".")[1] if column.startswith("reaction.") else None
+        pair = column.split(".")[1] if column.startswith(("reaction.", "joint_moment.")) else None
         if pair is not None:
             assert column.endswith("(not unique)") == (pair in NOT_UNIQUE), column
+    assert "joint_moment.B.platform.Mz (not unique)" in columns
+    assert "joint_moment.D.link_left.Mz" in columns
+    # One column per reaction component, suffixed as the JSON flags it.
+    for pair, flags in summary["components"].items():
+        for label, unique in flags.items():
+            name = f"component.{pair}.{label}"
+            assert (name if unique else name + " (not unique)") in columns
     table = np.array([[float(x) for x in r.split(",")] for r in rows])
     q = [columns.index(f"q[{k}]") for k in range(21)]
     np.testing.assert_array_equal(table[-1, q], summary["final_q"])

@@ -118,6 +118,19 @@ def test_every_key_of_the_type_table_is_a_field_of_its_object():
         "revolute-driver",
         "knife-edge",
     }
+    assert set(TYPES["spatial-pair"]) == {
+        "revolute-3d",
+        "spherical",
+        "universal",
+        "weld-3d",
+        "prismatic-3d",
+        "cylindrical",
+        "revolute-driver-3d",
+        "translational-driver-3d",
+    }
+    for table in ("pair", "spatial-pair"):
+        for type_name, kind in TYPES[table].items():
+            assert kind.build.kind == type_name  # the type string is the Pair.kind
     assert set(TYPES["motion"]) == {"constant", "polynomial", "smooth-steps"}
     assert set(TYPES["solver"]) == {"tsit5", "dopri5", "dopri8", "kvaerno5"}
     assert set(TYPES["method"]) == {
@@ -137,7 +150,7 @@ def test_every_key_of_the_type_table_is_a_field_of_its_object():
                 continue
             fields = {f.name for f in dataclasses.fields(kind.build)}
             arguments = {kind.names.get(key, key) for key in kind.keys}
-            if name in ("pair", "motion"):
+            if name in ("pair", "spatial-pair", "motion"):
                 assert arguments == fields, kind.build  # every field settable from a file
             else:
                 assert arguments <= fields, kind.build
@@ -253,6 +266,15 @@ MISTAKES = {
             )
         ],
         r"pairs\[4\] \(\"K\"\) key 'normal': must be a non-zero vector",
+    ),
+    "spatial pair type in a planar config": (
+        [(PAIR_D, 'name = "D"\ntype = "revolute-3d"')],
+        r"pairs\[3\] \(\"D\"\) key 'type': 'revolute-3d' is a spatial pair type, but the "
+        r"mechanism is planar \(\[mechanism\] dim = 2\) \(did you mean 'revolute'\?",
+    ),
+    "dimension that is not an integer": (
+        [("[mechanism]\n", '[mechanism]\ndim = "2"\n')],
+        r"mechanism key 'dim': expected an integer, got '2' \(a string\)",
     ),
     "load with an unknown key": (
         [
@@ -373,6 +395,13 @@ def test_errors_of_mechanism_build_name_the_file(tmp_path, monkeypatch):
     monkeypatch.setattr(rx.Mechanism, "build", build)
     err = _error(tmp_path, FOUR_BAR_TEXT)
     assert err.problems == ("pair 'O': something wrong",)
+
+
+def test_dim_2_is_the_planar_default(tmp_path):
+    text = _mutate(FOUR_BAR_TEXT, "[mechanism]\n", "[mechanism]\ndim = 2\n")
+    config = load_config(_write(tmp_path, text))
+    assert config.dim == 2 and config.model.dim == 2
+    assert config.model.pairs == load_config(FOUR_BAR).model.pairs
 
 
 def test_a_valid_edit_loads(tmp_path):

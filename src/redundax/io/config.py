@@ -971,7 +971,7 @@ def _parse(path: Path, document: dict[str, Any]) -> _Parsed:
 def _dimension_hint(dim: int, raw: Mapping[str, list[tuple[str, dict]]]) -> str | None:
     """A hint when the entries look like those of the other dimension."""
     bodies = [entry for _, entry in raw["bodies"]]
-    types = {entry.get("type") for _, entry in raw["pairs"]} - {None}
+    types = [entry.get("type") for _, entry in raw["pairs"]]
     sizes = {len(b["position"]) for b in bodies if isinstance(b.get("position"), list)}
     if dim == 2 and (
         any("rotation" in b for b in bodies)
@@ -1007,7 +1007,10 @@ def load_config(path: str | os.PathLike) -> Config:
     **Raises:** [`ConfigError`][] (a `ValueError`) listing every problem: a missing
     file, a TOML syntax error (with its line), unknown or missing keys, values of
     the wrong type or length, non-positive masses or inertias, unknown pair or
-    motion types, unknown or duplicate names, an initial state that violates
+    motion types, unknown or duplicate names; for spatial files (`[mechanism]
+    dim = 3`) also improper rotation matrices, unrealisable inertia tensors,
+    planar pair types, missing axes or points, and universal joints whose pins
+    are not perpendicular; an initial state that violates
     the constraints by more than `[mechanism] consistency_tolerance` (unless
     `[simulation] initial = "project"`), invalid `[simulation]` options, and
     `eliminate` rows that are not redundant.
