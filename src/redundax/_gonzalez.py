@@ -28,8 +28,9 @@ as zero at the start of every step (a viscous row c λ = (h + τ) Ψ v₊).
   whenever the rows of zero compliance are linearly independent, in particular
   for every c > 0 even when A is rank-deficient (redundant constraints).
 - With c = 0 on dependent rows S is singular; `simulate_gonzalez` refuses this at
-  the edge rather than regularise silently (give those rows a compliance > 0, which
-  is a regularisation with a physical meaning, or use the projection as well).
+  the edge rather than regularise silently: give those rows a compliance > 0, which
+  is a regularisation with a physical meaning (the projection does not help: it
+  acts after the step, whose matrix is the singular one).
 
 Lacoursière's SPOOK stepper (2007) is a variational discretisation of the same
 spring-damper with factors of 4 and an extra Υ A v term on the right-hand side; it
@@ -47,11 +48,11 @@ from ._assembly import (
     generalized_forces,
     mass_matrix,
     position_residual,
+    potential_energy,
     velocity_bias,
 )
 from ._model import Model, State
 from ._qr import DECISION_RTOL, independent_rows, pivoted_qr
-from ._simulate import _diagnostics
 from ._stabilisation import _weighted_pinv_step
 
 
@@ -125,6 +126,10 @@ class Compliance(eqx.Module):
         - `damping_time`: `{pair name: τ}` [s], or one value for all.
         - `default_compliance`, `default_damping_time`: for pairs not named.
 
+        The bodies' internal rows (the rigid-body constraints of spatial bodies in
+        natural coordinates, `model.internal_rows`) belong to no pair: they get
+        compliance 0 (rigid bodies) and `default_damping_time`.
+
         **Returns:** a `Compliance` with arrays of shape `(m + h,)`.
 
         **Raises:** `ValueError` naming unknown pairs.
@@ -149,6 +154,8 @@ class Compliance(eqx.Module):
                     f"{', '.join(map(repr, unknown))}; known pairs: {', '.join(model.pair_names)}"
                 )
             out = np.full(model.n_constraints, float(default))
+            if what == "compliance":
+                out[list(model.internal_rows)] = 0.0
             for pair in model.pairs:
                 if pair.name in values:
                     out[list(pair.rows)] = float(values[pair.name])
@@ -189,13 +196,17 @@ class GonzalezTrajectory(eqx.Module):
 
 
 def _step(model: Model, G, c, tau, h: float, q, v, t):
-    """One step of Eq. (1): returns (q₊, v₊, λ₊). `G` is the lower Cholesky
+    """One step of Eq. (1): returns (q₊, v₊, λ₊) and, for free, the diagnostics of
+    the starting state (max |Φ|, max |C v + b|, energy). `G` is the lower Cholesky
     factor of the (constant) mass matrix, M = G Gᵀ."""
     F = generalized_forces(model, q, v, t)
     v_free = v + h * jax.scipy.linalg.cho_solve((G, True), F)
+    Gv = G.T @ v
+    energy = 0.5 * Gv @ Gv + potential_energy(model, q)
     nc, m = model.n_constraints, model.n_holonomic
     if nc == 0:
-        return q + h * v_free, v_free, jnp.zeros(0)
+        zero = jnp.zeros(())
+        return q + h * v_free, v_free, jnp.zeros(0), (zero, zero, energy)
     A = constraint_matrix(model, q, t)
     b = velocity_bias(model, q, t)
     phi = jnp.concatenate([position_residual(model, q, t), jnp.zeros(nc - m)])
@@ -204,12 +215,13 @@ def _step(model: Model, G, c, tau, h: float, q, v, t):
     rhs = A @ v_free + b + phi / (h + tau)
     mu = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(S, lower=True), rhs)
     v_new = v_free - jax.scipy.linalg.solve_triangular(G.T, K @ mu, lower=False)
-    return q + h * v_new, v_new, mu / h
+    record = (jnp.max(jnp.abs(phi)), jnp.max(jnp.abs(A @ v + b)), energy)
+    return q + h * v_new, v_new, mu / h, record
 
 
 def _project(model: Model, M, q, v, t, ranks, tol: float, iterations: int):
-    """Seed Eqs. 2–3: q ← q − W Φ(q) until max |Φ| ≤ tol (at most `iterations`
-    times, masked so that the loop has a fixed length and reverse-mode
+    """Seed Eqs. 2–3: q ← q − W Φ(q) until max |Φ| ≤ tol (a loop of fixed length
+    `iterations` whose later iterations are skipped, so that reverse-mode
     derivatives exist), then v ← v − W (C v + b); W = L⁻¹ (A L⁻¹)⁺ with the
     ranks fixed at the initial configuration."""
     m = model.n_holonomic
@@ -217,13 +229,19 @@ def _project(model: Model, M, q, v, t, ranks, tol: float, iterations: int):
     converged = jnp.asarray(True)
     if m:
 
+        def correct(q):
+            A = constraint_matrix(model, q, t)[:m]
+            return q - _weighted_pinv_step(M, A, position_residual(model, q, t), rank_q)
+
         def iterate(_, carry):
             q, done = carry
-            phi = position_residual(model, q, t)
-            done = done | (jnp.max(jnp.abs(phi)) <= tol)
-            A = constraint_matrix(model, q, t)[:m]
-            q_new = q - _weighted_pinv_step(M, A, phi, rank_q)
-            return jnp.where(done, q, q_new), done
+            small = jnp.max(jnp.abs(position_residual(model, q, t))) <= tol
+            # `cond` skips the work once converged (under vmap it becomes a select).
+            # The iteration that starts within tolerance is still taken: the
+            # derivative of an iterate is exact only up to the residual it started
+            # from (as for Newton's method), so this makes it accurate to `tol`.
+            q = jax.lax.cond(done, lambda q: q, correct, q)
+            return q, done | small
 
         q, _ = jax.lax.fori_loop(0, iterations, iterate, (q, jnp.asarray(False)))
         converged = jnp.max(jnp.abs(position_residual(model, q, t))) <= tol
@@ -251,37 +269,45 @@ def _simulate_gonzalez(
     # M is constant in absolute and natural coordinates: factorised once.
     M = mass_matrix(model, state0.q)
     G = jnp.linalg.cholesky(M)
-    if projection:
+    if projection and nc:
         # The ranks are decided once, at the initial configuration (as `simulate`):
         # off the manifold dependent rows are independent only by about the drift.
         C0 = constraint_matrix(model, state0.q, state0.t)
-        ranks = (
-            pivoted_qr(C0[: model.n_holonomic], DECISION_RTOL).rank,
-            pivoted_qr(C0, DECISION_RTOL).rank,
-        )
+        m = model.n_holonomic
+        rank_q = pivoted_qr(C0[:m], DECISION_RTOL).rank if m else jnp.asarray(0)
+        ranks = (rank_q, pivoted_qr(C0, DECISION_RTOL).rank)
+    t0 = jnp.asarray(state0.t, dtype=float)
 
     def one_step(carry, _):
-        q, v, t, ok = carry
-        q, v, lam = _step(model, G, c, tau, h, q, v, t)
-        t = t + h
-        if projection:
-            q, v, converged = _project(model, M, q, v, t, ranks, tol, iterations)
+        q, v, k, ok = carry
+        # Times as t0 + k h, not accumulated: no round-off drift of the clock.
+        q, v, lam, record = _step(model, G, c, tau, h, q, v, t0 + k * h)
+        k = k + 1
+        if projection and nc:
+            q, v, converged = _project(model, M, q, v, t0 + k * h, ranks, tol, iterations)
             ok = ok & converged
-        return (q, v, t, ok), lam
+        return (q, v, k, ok), (lam, record)
 
     def one_save(carry, _):
-        carry, lams = jax.lax.scan(one_step, carry, None, length=save_every)
-        q, v, t, _ = carry
-        return carry, (q, v, t, lams[0])
+        start = carry
+        carry, (lams, records) = jax.lax.scan(one_step, carry, None, length=save_every)
+        # The state saved, and what the step leaving it found there.
+        first = jax.tree.map(lambda x: x[0], (lams, records))
+        return carry, (start[:3], first)
 
-    t0 = jnp.asarray(state0.t, dtype=float)
-    init = (state0.q, state0.qd, t0, jnp.asarray(True))
-    (q1, v1, t1, ok), (qs, vs, ts, lams) = jax.lax.scan(one_save, init, None, length=n_saves)
-    last_lam = _step(model, G, c, tau, h, q1, v1, t1)[2]
-    q = jnp.concatenate([state0.q[None], qs])
-    qd = jnp.concatenate([state0.qd[None], vs])
-    ts = jnp.concatenate([t0[None], ts])
-    lams = jnp.concatenate([lams, last_lam[None]])
+    init = (state0.q, state0.qd, jnp.asarray(0, dtype=int), jnp.asarray(True))
+    (q1, v1, k1, ok), ((qs, vs, ks), (lams, records)) = jax.lax.scan(
+        one_save, init, None, length=n_saves
+    )
+    # The step after the last saved state is solved (for its λ and diagnostics), not taken.
+    last = _step(model, G, c, tau, h, q1, v1, t0 + k1 * h)[2:]
+
+    def append(xs, x):
+        return jnp.concatenate([xs, x[None]])
+
+    q, qd, ts = append(qs, q1), append(vs, v1), t0 + append(ks, k1) * h
+    lams = append(lams, last[0])
+    pos, vel, energy = jax.tree.map(append, records, last[1])
     q = eqx.error_if(
         q,
         ~jnp.all(jnp.isfinite(q)),
@@ -289,7 +315,6 @@ def _simulate_gonzalez(
         "(linearly dependent), the step matrix A M⁻¹ Aᵀ + C̄ is singular: give them a "
         "compliance > 0; otherwise reduce h.",
     )
-    pos, vel, energy = _diagnostics(model, ts, q, qd)
     return GonzalezTrajectory(
         ts=ts,
         q=q,
@@ -343,11 +368,13 @@ def simulate_gonzalez(
 
     Each step solves
 
-        [ M    Aᵀ ] [ v₊ ]   [ M v + h F              ]
-        [ A   −C̄  ] [ h λ ] = [ −Φ/(h + τ) − Φ_t, and 0 ]
+        [ M    Aᵀ ] [ v₊  ]   [ M v + h F      ]
+        [ A   −C̄  ] [ h λ ] = [ −Φ/(h + τ) − b ]
 
-    with C̄ = diag(c / (h (h + τ))), then sets q₊ = q + h v₊ (see the module
-    docstring for the derivation and the link to the seed's notation). The Schur
+    with A = C(q, t), b = [Φ_t; 0], Φ padded with zeros on the Pfaffian rows,
+    C̄ = diag(c / (h (h + τ))) and the convention M q̈ + Cᵀ λ = F, then sets
+    q₊ = q + h v₊ (see the module docstring for the derivation and the link to the
+    seed's notation). The Schur
     complement A M⁻¹ Aᵀ + C̄ is solved by Cholesky: λ is unique for c > 0 even when
     the constraints are redundant. First order in h; the constraint forces are
     implicit, so tiny compliances (stiff rows) are stable.
@@ -356,8 +383,9 @@ def simulate_gonzalez(
 
     - `model`: the mechanism; `state0`: its initial [`State`][], used as given (a
       violated compliant row starts as a stretched spring).
-    - `t1`: the run takes n = round(t1 / h) steps from `state0.t`, i.e. `t1` is the
-      final time when `state0.t` = 0 and the duration otherwise [s].
+    - `t1`: the duration [s], a whole number n = t1 / h of steps from `state0.t`
+      (the final time when `state0.t` = 0). n is static, so that `state0.t` may be
+      traced (batched).
     - `h`: step size [s].
     - `compliance`: a [`Compliance`][] (default: rigid, c = 0 and τ = 0). Rows of
       zero compliance must be linearly independent.
@@ -374,7 +402,7 @@ def simulate_gonzalez(
 
     **Returns:** a [`GonzalezTrajectory`][].
 
-    **Raises:** `ValueError` naming the field for h ≤ 0, t1 ≤ 0 or t1 < h/2,
+    **Raises:** `ValueError` naming the field for h ≤ 0, t1 ≤ 0 or not a multiple of h,
     `save_every` not dividing the number of steps, a compliance array of the wrong
     length, or (for concrete inputs) zero compliance on redundant rows. At run time
     an error if the state becomes non-finite.
@@ -398,8 +426,10 @@ def simulate_gonzalez(
     if problems:
         raise ValueError("simulate_gonzalez: " + "; ".join(problems))
     n_steps = round(float(t1) / float(h))
-    if n_steps < 1:
-        raise ValueError(f"simulate_gonzalez field 't1': t1 = {t1} is shorter than h/2 = {h / 2}")
+    if n_steps < 1 or abs(n_steps * float(h) - float(t1)) > 1e-9 * float(t1):
+        raise ValueError(
+            f"simulate_gonzalez field 't1': must be a whole number of steps h = {h}, got {t1}"
+        )
     if int(save_every) < 1 or n_steps % int(save_every):
         raise ValueError(
             f"simulate_gonzalez field 'save_every': must be ≥ 1 and divide the number of "
