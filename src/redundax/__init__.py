@@ -38,6 +38,7 @@ from ._dynamics import (
     Terms as Terms,
     WeightedMinimumNorm as WeightedMinimumNorm,
     dynamics_terms as dynamics_terms,
+    schur_acceleration as schur_acceleration,
     eliminate as eliminate,
     joint_stiffness as joint_stiffness,
     minimum_norm_multipliers as minimum_norm_multipliers,
@@ -45,6 +46,11 @@ from ._dynamics import (
     solve_dynamics as solve_dynamics,
     solve_terms as solve_terms,
     weighted_multipliers as weighted_multipliers,
+)
+from ._gonzalez import (
+    Compliance as Compliance,
+    GonzalezTrajectory as GonzalezTrajectory,
+    simulate_gonzalez as simulate_gonzalez,
 )
 from ._model import (
     AbstractBodies as AbstractBodies,

@@ -7,6 +7,7 @@ own choosing; only the reactions of uniquely solvable pairs agree between method
 """
 
 import abc
+import dataclasses
 
 import equinox as eqx
 import jax
@@ -118,15 +119,6 @@ def minimum_norm_multipliers(
     return qr.q @ jnp.linalg.solve(H, rhs)
 
 
-def _split_basis(C: Float[Array, "nc nq"], rows: tuple[int, ...]):
-    """Orthonormal bases Q₁ of span(Cᵀ) and V of null(C), from the complete
-    Householder QR of the independent rows `rows` (pivot order decided once):
-    C[rows]ᵀ = [Q₁ V] [R₁; 0]."""
-    Q = jnp.linalg.qr(C[np.asarray(rows)].T, mode="complete")[0]
-    r = len(rows)
-    return Q[:, :r], Q[:, r:]
-
-
 def _spd_solve(A, b):
     return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(A), b)
 
@@ -151,28 +143,51 @@ def _mass_solver(M: Float[Array, "nq nq"], block: int):
     return lambda x: jax.scipy.linalg.cho_solve(factor, x)
 
 
-def null_space_acceleration_fixed(
+SCHUR_REGULARISATION = 1e-12
+"""Shift δ of the Jacobi-scaled all-rows Schur complement, D⁻½ S D⁻½ + δ I."""
+
+
+def schur_acceleration(
     C: Float[Array, "nc nq"],
     M: Float[Array, "nq nq"],
     F: Float[Array, " nq"],
     gamma: Float[Array, " nc"],
-    rows: tuple[int, ...],
     block: int = 0,
+    refinements: int = 3,
 ) -> Float[Array, " nq"]:
-    """[Vᵀ M; C] q̈ = [Vᵀ F; Γ] with the independent rows `rows` of C decided once
-    at a regular configuration.
+    """q̈ of M q̈ + Cᵀ μ = F, C q̈ = Γ over *all* rows of C, redundant or not.
 
-    The solution is the one of M q̈ + C_sᵀ μ = F, C_s q̈ = Γ_s (C_s = C[rows]):
-    M q̈ − F lies in span(C_sᵀ) = span(Cᵀ), which is Vᵀ (M q̈ − F) = 0, and the
-    dependent rows of C q̈ = Γ hold with the independent ones (exactly on the
-    constraint manifold; to the drift's order off it). It is computed by the
-    Schur complement, (C_s M⁻¹ C_sᵀ) μ = C_s M⁻¹ F − Γ_s (Cholesky), with M⁻¹
-    applied block by block (`block`: coordinates per body; M is block diagonal
-    and constant in absolute and natural coordinates): no orthogonal
-    factorisation at run time.
+    With S = C M⁻¹ Cᵀ (singular when rows are dependent), scaled to unit diagonal
+    (Ŝ = D⁻½ S D⁻½, D = diag S): μ from the Cholesky factor of Ŝ + δ I,
+    δ = `SCHUR_REGULARISATION`, refined `refinements` times
+    (μ ← μ + (Ŝ + δI)⁻¹ (r̂ − Ŝ μ)), then q̈ = M⁻¹ (F − Cᵀ D⁻½ μ). The shift only
+    touches μ along the left null space of C (the self-stresses), which Cᵀ
+    annihilates, and its bias on the rest falls like (δ/ŝ)^(k+1) (ŝ: the smallest
+    non-zero eigenvalue of Ŝ; a body of vanishing inertia makes it small): q̈ is
+    the null-space solution [Vᵀ M; C] q̈ = [Vᵀ F; Γ] (the same M q̈ − F ∈ span Cᵀ,
+    the same constraints), with no pivoting, no rank and no choice of rows. Off the
+    constraint manifold, where dependent rows of Γ disagree by the drift, it is
+    their least-squares compromise in the M⁻¹ metric, a smooth function of the
+    state; where the rank of C drops it stays bounded (regularised). M⁻¹ is
+    applied block by block (`block`: coordinates per body; M is block diagonal and
+    constant in absolute and natural coordinates).
     """
-    idx = np.asarray(rows, dtype=int)
-    return _schur_solve(C[idx], M, F, gamma[idx], block)[0]
+    solve = _mass_solver(M, block)
+    MiCt = solve(C.T)
+    MiF = solve(F[:, None])[:, 0]
+    S = C @ MiCt
+    r = C @ MiF - gamma
+    # Jacobi scaling: unit diagonal (rows of zero norm stay zero, with a unit pivot).
+    d = jnp.diag(S)
+    scale = jnp.where(d > 0.0, 1.0 / jnp.sqrt(jnp.where(d > 0.0, d, 1.0)), 1.0)
+    Ss = scale[:, None] * S * scale[None, :]
+    shift = jnp.where(d > 0.0, SCHUR_REGULARISATION, 1.0)
+    factor = jax.scipy.linalg.cho_factor(Ss + jnp.diag(shift))
+    rs = scale * r
+    mu = jax.scipy.linalg.cho_solve(factor, rs)
+    for _ in range(refinements):
+        mu = mu + jax.scipy.linalg.cho_solve(factor, rs - Ss @ mu)
+    return MiF - MiCt @ (scale * mu)
 
 
 def _schur_solve(Cs, M, F, gs, block: int):
@@ -185,15 +200,42 @@ def _schur_solve(Cs, M, F, gs, block: int):
     return MiF - MiCt @ mu, mu
 
 
-def minimum_norm_multipliers_fixed(
-    C: Float[Array, "nc nq"], f: Float[Array, " nq"], rows: tuple[int, ...]
-) -> Float[Array, " nc"]:
-    """Minimum-norm λ with Cᵀ λ = f: λ = B (BᵀB)⁻¹ Q₁ᵀ f with B = C Q₁, which lies
-    in range(C) (so it has no component in the left null space) and satisfies
-    Cᵀ λ = Q₁Q₁ᵀ f = f for f in range(Cᵀ)."""
-    Q1, _ = _split_basis(C, rows)
-    B = C @ Q1
-    return B @ _spd_solve(B.T @ B, Q1.T @ f)
+SCHUR_MIN_EIGENVALUE = 1e-9
+"""Smallest non-zero eigenvalue of the scaled Schur complement for which
+[`schur_acceleration`][] is used (its shift's bias is then below 1e-12)."""
+
+
+def schur_suitable(
+    C: Float[ArrayLike, "nc nq"], M: Float[ArrayLike, "nq nq"], rank: int
+) -> bool:
+    """Whether the all-rows Schur complement is well conditioned apart from its
+    `nc − rank` zero eigenvalues (the redundancy), here and along the motion:
+    false when M itself is badly conditioned (κ(M) > 1e8, e.g. a point mass
+    modelled with a vanishing inertia: C M⁻¹ Cᵀ then nearly loses rank wherever
+    rows mix the light and heavy directions), or when the scaled complement has a
+    tiny non-zero eigenvalue at this configuration. A host-side decision, taken
+    once at the initial configuration."""
+    C, M = np.asarray(C, dtype=float), np.asarray(M, dtype=float)
+    if C.shape[0] == 0:
+        return True
+    m_eig = np.linalg.eigvalsh(M)
+    if m_eig[0] <= 0.0 or m_eig[-1] > 1e8 * m_eig[0]:
+        return False
+    S = C @ np.linalg.solve(M, C.T)
+    d = np.diag(S)
+    scale = np.where(d > 0.0, 1.0 / np.sqrt(np.where(d > 0.0, d, 1.0)), 1.0)
+    eig = np.linalg.eigvalsh(scale[:, None] * S * scale[None, :])
+    p = C.shape[0] - int(rank)
+    return p >= eig.size or bool(eig[p] > SCHUR_MIN_EIGENVALUE)
+
+
+def _null_space_qdd(terms, gamma, rtol, rank, schur: bool):
+    """The null-space q̈: Schur complement over all rows for block-diagonal M
+    (models built by redundax) unless `schur` was turned off, the pivoted-QR
+    formulation otherwise."""
+    if terms.block and schur:
+        return schur_acceleration(terms.C, terms.M, terms.F, gamma, terms.block)
+    return null_space_acceleration(terms.C, terms.M, terms.F, gamma, rtol, rank)
 
 
 class AbstractRedundancyMethod(eqx.Module):
@@ -226,12 +268,13 @@ class NullSpace(AbstractRedundancyMethod):
     """Null-space formulation for q̈ (Eq. 13), minimum-norm λ (pseudoinverse).
 
     - `rtol`: relative rank tolerance for the decisions.
-    - `rows`: independent rows of C (0-based), decided once by `prepare` at a
-      regular configuration; the factorisation then runs LAPACK's Householder QR
-      on those rows in that order (fast path).
-    - `rank`: used instead when the decision has to be taken inside a trace (e.g.
-      `simulate` under `jax.vmap` over initial states): the jax.numpy pivoted QR
-      with that (traced) rank is used at every evaluation.
+    - `rank`: the rank of C, decided once by `prepare` at a regular configuration
+      (a traced value inside `jax.vmap`); only the multipliers need it.
+
+    q̈ comes from [`schur_acceleration`][] over all rows (the same q̈ as
+    [Vᵀ M; C] q̈ = [Vᵀ F; Γ], without an orthogonal factorisation at run time) when
+    the mass matrix is block diagonal — always, for models built by redundax —
+    and from [`null_space_acceleration`][] (pivoted QR of Cᵀ) otherwise.
 
     The minimum Euclidean norm mixes rows of different units (N and N m for a
     weld, for instance), so the non-unique multipliers it returns change when a
@@ -239,29 +282,23 @@ class NullSpace(AbstractRedundancyMethod):
     """
 
     rtol: float | None = None
-    rows: tuple[int, ...] | None = eqx.field(static=True, default=None)
     rank: Int[ArrayLike, ""] | None = None
+    schur: bool = eqx.field(static=True, default=True)
 
     def prepare(self, C, rank=None):
-        if self.rows is not None or self.rank is not None:
+        if self.rank is not None:
             return self
-        if not isinstance(C, jax.core.Tracer) and rank is None:
-            rows = independent_rows(C, DECISION_RTOL if self.rtol is None else self.rtol)
-            return NullSpace(rtol=self.rtol, rows=rows)
-        rank = pivoted_qr(C, self.rtol).rank if rank is None else rank
-        return NullSpace(rtol=self.rtol, rank=rank)
+        if rank is None:
+            rank = pivoted_qr(C, DECISION_RTOL if self.rtol is None else self.rtol).rank
+            if not isinstance(C, jax.core.Tracer):
+                rank = int(rank)
+        return dataclasses.replace(self, rank=rank)
 
     def acceleration(self, terms, gamma):
-        if self.rows is not None:
-            return null_space_acceleration_fixed(
-                terms.C, terms.M, terms.F, gamma, self.rows, terms.block
-            )
-        return null_space_acceleration(terms.C, terms.M, terms.F, gamma, self.rtol, self.rank)
+        return _null_space_qdd(terms, gamma, self.rtol, self.rank, self.schur)
 
     def multipliers(self, terms, gamma, qdd):
         f = terms.F - terms.M @ qdd
-        if self.rows is not None:
-            return minimum_norm_multipliers_fixed(terms.C, f, self.rows)
         return minimum_norm_multipliers(terms.C, f, self.rtol, self.rank)
 
 
@@ -276,15 +313,16 @@ class WeightedMinimumNorm(AbstractRedundancyMethod):
     weights: Float[Array, " nc"] | None = None
     rtol: float | None = None
     rank: Int[ArrayLike, ""] | None = None
+    schur: bool = eqx.field(static=True, default=True)
 
     def prepare(self, C, rank=None):
         if self.rank is not None:
             return self
         rank = pivoted_qr(C, self.rtol).rank if rank is None else rank
-        return WeightedMinimumNorm(weights=self.weights, rtol=self.rtol, rank=rank)
+        return dataclasses.replace(self, rank=rank)
 
     def acceleration(self, terms, gamma):
-        return null_space_acceleration(terms.C, terms.M, terms.F, gamma, self.rtol, self.rank)
+        return _null_space_qdd(terms, gamma, self.rtol, self.rank, self.schur)
 
     def multipliers(self, terms, gamma, qdd):
         C = terms.C
@@ -341,15 +379,16 @@ class Compliant(AbstractRedundancyMethod):
     stiffness: Float[ArrayLike, "..."] = 1.0
     rtol: float | None = None
     rank: Int[ArrayLike, ""] | None = None
+    schur: bool = eqx.field(static=True, default=True)
 
     def prepare(self, C, rank=None):
         if self.rank is not None:
             return self
         rank = pivoted_qr(C, self.rtol).rank if rank is None else rank
-        return Compliant(stiffness=self.stiffness, rtol=self.rtol, rank=rank)
+        return dataclasses.replace(self, rank=rank)
 
     def acceleration(self, terms, gamma):
-        return null_space_acceleration(terms.C, terms.M, terms.F, gamma, self.rtol, self.rank)
+        return _null_space_qdd(terms, gamma, self.rtol, self.rank, self.schur)
 
     def multipliers(self, terms, gamma, qdd):
         nc = terms.C.shape[0]
@@ -418,7 +457,7 @@ class Elimination(AbstractRedundancyMethod):
 
     def _solve(self, terms, gamma):
         # M q̈ + C_sᵀ μ = F, C_s q̈ = Γ_s by the Schur complement (Cholesky of
-        # C_s M⁻¹ C_sᵀ, M⁻¹ block by block): see `null_space_acceleration_fixed`.
+        # C_s M⁻¹ C_sᵀ, M⁻¹ block by block).
         idx = np.asarray(self.keep, dtype=int)
         qdd, mu = _schur_solve(terms.C[idx], terms.M, terms.F, gamma[idx], terms.block)
         return qdd, jnp.zeros(self.n_rows).at[idx].set(mu)

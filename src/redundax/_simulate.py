@@ -1,5 +1,7 @@
 """Forward dynamics with Diffrax: `simulate(model, state0, t1, ...) -> Trajectory`."""
 
+import dataclasses
+
 import diffrax
 import equinox as eqx
 import jax
@@ -10,6 +12,7 @@ from jaxtyping import Array, Float, Int
 from ._assembly import (
     constraint_matrix,
     kinetic_energy,
+    mass_matrix,
     position_residual,
     potential_energy,
     raise_if_inconsistent,
@@ -17,7 +20,13 @@ from ._assembly import (
 )
 from ._constraints import RevoluteDriverConstraint, TranslationalDriverConstraint
 from ._diagnostics import _nearby_ranks, raise_if_singular, regular_direction
-from ._dynamics import AbstractRedundancyMethod, NullSpace, WeightedMinimumNorm, dynamics_terms
+from ._dynamics import (
+    AbstractRedundancyMethod,
+    NullSpace,
+    WeightedMinimumNorm,
+    dynamics_terms,
+    schur_suitable,
+)
 from ._model import Model, State
 from ._qr import DECISION_RTOL, pivoted_qr
 from ._stabilisation import Baumgarte, Projection
@@ -269,6 +278,10 @@ def simulate(
         if isinstance(method, (NullSpace, WeightedMinimumNorm)) and model.n_constraints:
             raise_if_singular(r0, r1)
         method = method.prepare(np.asarray(C0))
+        if getattr(method, "schur", False) and not schur_suitable(
+            C0, mass_matrix(model), int(pivoted_qr(C0, DECISION_RTOL).rank)
+        ):
+            method = dataclasses.replace(method, schur=False)
     if ts is None:
         ts = jnp.linspace(state0.t, t1, n_save)
     if solver is None:
