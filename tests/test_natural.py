@@ -6,16 +6,21 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import redundax as rx
+from redundax._motion import Constant
 from redundax._natural import (
     CylindricalConstraint,
     PrismaticConstraint3D,
     RevoluteConstraint3D,
+    RevoluteDriverConstraint3D,
     SpatialBodies,
     SphericalConstraint,
+    TranslationalDriverConstraint3D,
     UniversalConstraint,
     WeldConstraint3D,
     angular_velocity,
     direction,
+    joint_frame,
     natural_from_pose,
     natural_velocity,
     perpendicular_pair,
@@ -175,56 +180,44 @@ def test_perpendicular_pair():
         assert np.allclose(H @ axis, 0.0, rtol=0.0, atol=TOL)
 
 
+def _member(cls, bodies, rows, s_i, s_j, G, R_i, R_j, **extra):
+    """A member with joint frame G (rows e₀, e₁, e₂, global components at the
+    assembled configuration) stored in each body's components, as the spec does."""
+    return cls(
+        bodies=bodies, rows=rows, s_i=s_i, s_j=s_j, frame_i=G @ R_i, frame_j=G @ R_j, **extra
+    )
+
+
 def _assembled(kind: str, rng):
-    """A member of `kind` between two random bodies, and their coordinates (2, 12)."""
+    """A member of `kind` between two random bodies, and their coordinates (2, 12).
+
+    The joint frame is `joint_frame(axis, normal)` for a random global axis (and,
+    for the universal joint, a random normal: the pin of body j), as
+    `Mechanism.build` makes it."""
     R_i, R_j = _rotation(rng), _rotation(rng)
     r_j = jnp.asarray(rng.normal(size=3))
     s_i, s_j = jnp.asarray(rng.normal(size=3)), jnp.asarray(rng.normal(size=3))
     r_i = r_j + R_j @ s_j - R_i @ s_i
     bodies = jnp.array([0, 1])
-    axis_i = _unit(rng)
-    axis_j = R_j.T @ R_i @ axis_i
-    if kind == "spherical":
-        member = SphericalConstraint(bodies=bodies, rows=jnp.arange(3), s_i=s_i, s_j=s_j)
-    elif kind == "revolute":
-        member = RevoluteConstraint3D(
-            bodies=bodies,
-            rows=jnp.arange(5),
-            s_i=s_i,
-            s_j=s_j,
-            axis_i=axis_i,
-            normals_j=perpendicular_pair(axis_j),
-        )
-    elif kind == "universal":
-        cross_j = R_j.T @ perpendicular_pair(R_i @ axis_i)[0]
-        member = UniversalConstraint(
-            bodies=bodies, rows=jnp.arange(4), s_i=s_i, s_j=s_j, axis_i=axis_i, axis_j=cross_j
-        )
-    elif kind == "weld":
-        member = WeldConstraint3D(
-            bodies=bodies, rows=jnp.arange(6), s_i=s_i, s_j=s_j, rotation=R_j.T @ R_i
-        )
-    elif kind == "prismatic":
+    G = joint_frame(_unit(rng), _unit(rng))
+    axis = G[0]
+    cls, size = {
+        "spherical": (SphericalConstraint, 3),
+        "revolute": (RevoluteConstraint3D, 5),
+        "universal": (UniversalConstraint, 4),
+        "weld": (WeldConstraint3D, 6),
+        "prismatic": (PrismaticConstraint3D, 5),
+        "cylindrical": (CylindricalConstraint, 4),
+        "revolute-driver": (RevoluteDriverConstraint3D, 1),
+        "translational-driver": (TranslationalDriverConstraint3D, 1),
+    }[kind]
+    extra = {"motion": Constant(0.0)} if kind.endswith("driver") else {}
+    if kind == "prismatic":
         # Slide the joint points apart along the axis: still assembled.
-        r_i = r_i + 0.7 * R_j @ axis_j
-        member = PrismaticConstraint3D(
-            bodies=bodies,
-            rows=jnp.arange(5),
-            s_i=s_i,
-            s_j=s_j,
-            normals_j=perpendicular_pair(axis_j),
-            rotation=R_j.T @ R_i,
-        )
-    else:
-        r_i = r_i - 0.4 * R_j @ axis_j
-        member = CylindricalConstraint(
-            bodies=bodies,
-            rows=jnp.arange(4),
-            s_i=s_i,
-            s_j=s_j,
-            axis_i=axis_i,
-            normals_j=perpendicular_pair(axis_j),
-        )
+        r_i = r_i + 0.7 * axis
+    elif kind == "cylindrical":
+        r_i = r_i - 0.4 * axis
+    member = _member(cls, bodies, jnp.arange(size), s_i, s_j, G, R_i, R_j, **extra)
     qb = jnp.stack([natural_from_pose(r_i, R_i), natural_from_pose(r_j, R_j)])
     return member, qb
 
@@ -237,6 +230,8 @@ JOINTS = {
     "weld": (6, 0),
     "prismatic": (5, 1),
     "cylindrical": (4, 2),
+    "revolute-driver": (1, 5),
+    "translational-driver": (1, 5),
 }
 
 
@@ -283,7 +278,7 @@ def test_revolute_to_ground_turns_about_its_axis():
         _, _, Vt = np.linalg.svd(np.asarray(J))
         pd = jnp.asarray(Vt[-1])
         omega = angular_velocity(p_i, pd)
-        axis = direction(p_i, member.axis_i)
+        axis = direction(p_i, member.frame_i[0])
         assert np.allclose(jnp.cross(omega, axis), 0.0, rtol=0.0, atol=TOL_JOINT)
         assert np.linalg.norm(omega) > 0.1
         joint_velocity = jax.jvp(lambda p: point(p, member.s_i), (p_i,), (pd,))[1]
@@ -313,3 +308,117 @@ def test_revolute_jacobian_finite_difference():
     fd = (member.residual(qb + eps * dq, 0.0) - member.residual(qb - eps * dq, 0.0)) / (2 * eps)
     jvp = jax.jvp(lambda q: member.residual(q, 0.0), (qb,), (dq,))[1]
     assert np.allclose(jvp, fd, rtol=0.0, atol=FD_FACTOR * eps**2)
+
+
+def _C(s) -> np.ndarray:
+    """C_s̄ = [I₃, s̄₁ I₃, s̄₂ I₃, s̄₃ I₃] (Kraus et al. 2001, Eq. (3)), shape (3, 12)."""
+    return np.kron(np.concatenate([[1.0], np.asarray(s)])[None, :], np.eye(3))
+
+
+def test_rigid_body_jacobian_closed_form():
+    """∂/∂[r, u, v, w] of [uᵀu − 1, vᵀv − 1, wᵀw − 1, uᵀv, uᵀw, vᵀw], written out,
+    at arbitrary (not orthonormal) coordinates."""
+    rng = np.random.default_rng(10)
+    for _ in range(N_STATES):
+        p = rng.normal(size=12)
+        u, v, w = p[3:6], p[6:9], p[9:12]
+        z = np.zeros(3)
+        want = np.stack(
+            [
+                np.concatenate([z, 2 * u, z, z]),
+                np.concatenate([z, z, 2 * v, z]),
+                np.concatenate([z, z, z, 2 * w]),
+                np.concatenate([z, v, u, z]),
+                np.concatenate([z, w, z, u]),
+                np.concatenate([z, z, w, v]),
+            ]
+        )
+        got = jax.jacfwd(rigid_body_residual)(jnp.asarray(p))
+        assert np.allclose(got, want, rtol=0.0, atol=TOL)
+
+
+def _frame_columns(p, frame) -> np.ndarray:
+    """Joint axes e_k (global, columns) of a body with coordinates p: X frameᵀ."""
+    X = np.asarray(p[3:]).reshape(3, 3).T
+    return X @ np.asarray(frame).T
+
+
+def test_point_and_axis_rows_jacobian_closed_form():
+    """Revolute rows at an arbitrary (unassembled) configuration, differentiated by
+    hand. Position rows Φ_k = e_kᵀ d with d = C_{s_i} p_i − C_{s_j} p_j and e_k =
+    Σ_l F_j[k, l] x_l (x_l = u, v, w of body j): ∂/∂p_i = e_kᵀ C_{s_i},
+    ∂/∂p_j = −e_kᵀ C_{s_j} + [0, F_j[k, l] dᵀ]. Axis rows σ aᵀ e_k with
+    a = Σ_l F_i[0, l] x_l^i: ∂/∂x_l^i = σ F_i[0, l] e_kᵀ, ∂/∂x_l^j = σ F_j[k, l] aᵀ
+    (σ, k) = (−1, 2) and (+1, 1)."""
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        member, qb = _assembled("revolute", rng)
+        qb = qb + 0.1 * jnp.asarray(rng.normal(size=(2, 12)))
+        p_i, p_j = np.asarray(qb[0]), np.asarray(qb[1])
+        F_i, F_j = np.asarray(member.frame_i), np.asarray(member.frame_j)
+        E = _frame_columns(p_j, F_j)
+        a = _frame_columns(p_i, F_i)[:, 0]
+        d = _C(member.s_i) @ p_i - _C(member.s_j) @ p_j
+        want = np.zeros((5, 2, 12))
+        for k in range(3):
+            want[k, 0] = E[:, k] @ _C(member.s_i)
+            want[k, 1] = -E[:, k] @ _C(member.s_j)
+            for l in range(3):
+                want[k, 1, 3 + 3 * l : 6 + 3 * l] += F_j[k, l] * d
+        for row, (sign, k) in zip((3, 4), ((-1.0, 2), (1.0, 1)), strict=True):
+            for l in range(3):
+                want[row, 0, 3 + 3 * l : 6 + 3 * l] = sign * F_i[0, l] * E[:, k]
+                want[row, 1, 3 + 3 * l : 6 + 3 * l] = sign * F_j[k, l] * a
+        got = jax.jacfwd(member.residual)(qb, 0.0)
+        assert np.allclose(got, want, rtol=0.0, atol=TOL_JOINT)
+
+
+SPECS = {
+    "spherical": rx.Spherical,
+    "revolute": rx.Revolute3D,
+    "universal": rx.Universal,
+    "weld": rx.Weld3D,
+    "prismatic": rx.Prismatic3D,
+    "cylindrical": rx.Cylindrical,
+    "revolute-driver": rx.RevoluteDriver3D,
+    "translational-driver": rx.TranslationalDriver3D,
+}
+
+
+def _expected_wrench(label: str) -> tuple[int, int]:
+    """(0 force | 1 moment, axis k) that a component label names: 'axial force' and
+    'driving force' are along e₀, 'driving torque' about e₀, others end in 'e<k>'."""
+    assert ("force" in label) != ("moment" in label or "torque" in label), label
+    kind = 0 if "force" in label else 1
+    axis = int(label[-1]) if label[-1].isdigit() else 0
+    return kind, axis
+
+
+@pytest.mark.parametrize("kind", list(JOINTS))
+def test_rows_are_the_labelled_reaction_components(kind):
+    """Each row's generalised force ∂Φ_k/∂q, read as a wrench by its virtual power
+    over rigid velocities of each body, is a unit force along (or moment about) the
+    joint axis that the spec's component label names, acting on body i at its joint
+    point, and the opposite wrench on body j (about the same point): −λ_k is that
+    component on body i (the `Pair` convention)."""
+    rng = np.random.default_rng(12)
+    labels = SPECS[kind].components
+    member, qb = _assembled(kind, rng)
+    assert len(labels) == JOINTS[kind][0]
+    G = np.asarray(_frame_columns(qb[0], member.frame_i)).T  # rows e_k, global
+    P = np.asarray(point(qb[0], member.s_i))
+    J = jax.jacfwd(member.residual)(qb, 0.0)
+
+    def wrench(g, p):
+        # g · ṗ for the rigid velocity with point P moving at x[:3] and ω = x[3:].
+        r = p[:3]
+        return jax.jacfwd(
+            lambda x: g @ natural_velocity(p, x[:3] + jnp.cross(x[3:], r - P), x[3:])
+        )(jnp.zeros(6))
+
+    for row, label in enumerate(labels):
+        what, k = _expected_wrench(label)
+        unit = np.zeros(6)
+        unit[3 * what : 3 * what + 3] = G[k]
+        assert np.allclose(wrench(J[row, 0], qb[0]), unit, rtol=0.0, atol=TOL_JOINT), label
+        assert np.allclose(wrench(J[row, 1], qb[1]), -unit, rtol=0.0, atol=TOL_JOINT), label
