@@ -87,7 +87,7 @@ def test_non_unique_reactions_depend_on_stiffness_ratio(robot_state):
     ratio = _reactions(
         model, q, qd, t, method=rx.Compliant(rx.joint_stiffness(model, 1.0, {"B": 10.0}))
     )
-    for i, name in enumerate(model.pair_names):
+    for i in range(len(model.pairs)):
         if rigid.unique[i]:
             np.testing.assert_allclose(equal.wrench[i], rigid.wrench[i], rtol=1e-8, atol=1e-10)
             np.testing.assert_allclose(ratio.wrench[i], rigid.wrench[i], rtol=1e-8, atol=1e-10)

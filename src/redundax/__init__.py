@@ -38,11 +38,11 @@ from ._dynamics import (
     Terms as Terms,
     WeightedMinimumNorm as WeightedMinimumNorm,
     dynamics_terms as dynamics_terms,
-    schur_acceleration as schur_acceleration,
     eliminate as eliminate,
     joint_stiffness as joint_stiffness,
     minimum_norm_multipliers as minimum_norm_multipliers,
     null_space_acceleration as null_space_acceleration,
+    schur_acceleration as schur_acceleration,
     solve_dynamics as solve_dynamics,
     solve_terms as solve_terms,
     weighted_multipliers as weighted_multipliers,
@@ -59,7 +59,6 @@ from ._model import (
     PlanarBodies as PlanarBodies,
     State as State,
 )
-from ._natural import SpatialBodies as SpatialBodies
 from ._motion import (
     AbstractMotion as AbstractMotion,
     Constant as Constant,
@@ -67,6 +66,7 @@ from ._motion import (
     Polynomial as Polynomial,
     SmoothSteps as SmoothSteps,
 )
+from ._natural import SpatialBodies as SpatialBodies
 from ._qr import PivotedQR as PivotedQR, pivoted_qr as pivoted_qr
 from ._reactions import (
     Reactions as Reactions,
@@ -84,6 +84,17 @@ from ._solvability import (
     solvability_by_rank as solvability_by_rank,
     solvability_by_svd as solvability_by_svd,
 )
+from ._spatial_spec import (
+    Cylindrical as Cylindrical,
+    Prismatic3D as Prismatic3D,
+    Revolute3D as Revolute3D,
+    RevoluteDriver3D as RevoluteDriver3D,
+    SpatialBody as SpatialBody,
+    Spherical as Spherical,
+    TranslationalDriver3D as TranslationalDriver3D,
+    Universal as Universal,
+    Weld3D as Weld3D,
+)
 from ._spec import (
     Body as Body,
     CustomHolonomic as CustomHolonomic,
@@ -97,17 +108,6 @@ from ._spec import (
     Translational as Translational,
     TranslationalDriver as TranslationalDriver,
     Weld as Weld,
-)
-from ._spatial_spec import (
-    Cylindrical as Cylindrical,
-    Prismatic3D as Prismatic3D,
-    Revolute3D as Revolute3D,
-    RevoluteDriver3D as RevoluteDriver3D,
-    SpatialBody as SpatialBody,
-    Spherical as Spherical,
-    TranslationalDriver3D as TranslationalDriver3D,
-    Universal as Universal,
-    Weld3D as Weld3D,
 )
 from ._stabilisation import Baumgarte as Baumgarte, Projection as Projection
 

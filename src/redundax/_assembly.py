@@ -214,7 +214,8 @@ def generalized_forces(
     del t
     F = jax.grad(_work, argnums=1)(model, q)
     if model.dim == 3:
-        F = F + jax.grad(_torque_power, argnums=2)(model, q, jnp.zeros_like(q) if qd is None else qd)
+        qd = jnp.zeros_like(q) if qd is None else qd
+        F = F + jax.grad(_torque_power, argnums=2)(model, q, qd)
     return F
 
 

@@ -209,7 +209,7 @@ refinements, is then below 1e-12 (measured ŝ: Bricard 1.7e-4, mobile robot 2.2e
 
 
 def schur_suitable(
-    C: Float[ArrayLike, "nc nq"], M: Float[ArrayLike, "nq nq"], rank: int
+    C: Float[ArrayLike, "nc nq"] | None, M: Float[ArrayLike, "nq nq"], rank: int | None = None
 ) -> bool:
     """Whether the all-rows Schur complement is well conditioned apart from its
     `nc − rank` zero eigenvalues (the redundancy), here and along the motion:
@@ -218,12 +218,15 @@ def schur_suitable(
     rows mix the light and heavy directions), or when the scaled complement has a
     tiny non-zero eigenvalue at this configuration. A host-side decision, taken
     once at the initial configuration."""
-    C, M = np.asarray(C, dtype=float), np.asarray(M, dtype=float)
-    if C.shape[0] == 0:
-        return True
+    M = np.asarray(M, dtype=float)
     m_eig = np.linalg.eigvalsh(M)
     if m_eig[0] <= 0.0 or m_eig[-1] > 1e8 * m_eig[0]:
         return False
+    if C is None or rank is None:
+        return True
+    C = np.asarray(C, dtype=float)
+    if C.shape[0] == 0:
+        return True
     S = C @ np.linalg.solve(M, C.T)
     d = np.diag(S)
     scale = np.where(d > 0.0, 1.0 / np.sqrt(np.where(d > 0.0, d, 1.0)), 1.0)
@@ -232,10 +235,21 @@ def schur_suitable(
     return p >= eig.size or bool(eig[p] > SCHUR_MIN_EIGENVALUE)
 
 
-def _null_space_qdd(terms, gamma, rtol, rank, schur: bool):
+def decide_schur(method, M, C=None, rank=None):
+    """`method` with its `schur` flag decided by [`schur_suitable`][] when it is
+    undecided and M (and C, rank, if given) are concrete; unchanged otherwise."""
+    if getattr(method, "schur", False) is not None or isinstance(M, jax.core.Tracer):
+        return method
+    if isinstance(C, jax.core.Tracer) or isinstance(rank, jax.core.Tracer):
+        C = rank = None
+    suitable = schur_suitable(C, M, None if rank is None else int(rank))
+    return dataclasses.replace(method, schur=suitable)
+
+
+def _null_space_qdd(terms, gamma, rtol, rank, schur: bool | None):
     """The null-space q̈: Schur complement over all rows for block-diagonal M
-    (models built by redundax) unless `schur` was turned off, the pivoted-QR
-    formulation otherwise."""
+    (models built by redundax) when `schur` was decided True (see
+    [`schur_suitable`][]), the pivoted-QR formulation otherwise."""
     if terms.block and schur:
         return schur_acceleration(terms.C, terms.M, terms.F, gamma, terms.block)
     return null_space_acceleration(terms.C, terms.M, terms.F, gamma, rtol, rank)
@@ -274,10 +288,11 @@ class NullSpace(AbstractRedundancyMethod):
     - `rank`: the rank of C, decided once by `prepare` at a regular configuration
       (a traced value inside `jax.vmap`); only the multipliers need it.
 
-    q̈ comes from [`schur_acceleration`][] over all rows (the same q̈ as
-    [Vᵀ M; C] q̈ = [Vᵀ F; Γ], without an orthogonal factorisation at run time) when
-    the mass matrix is block diagonal — always, for models built by redundax —
-    and from [`null_space_acceleration`][] (pivoted QR of Cᵀ) otherwise.
+    - `schur`: whether q̈ comes from [`schur_acceleration`][] over all rows (the
+      same q̈ as [Vᵀ M; C] q̈ = [Vᵀ F; Γ], without an orthogonal factorisation at
+      run time; several times faster) or from [`null_space_acceleration`][]
+      (pivoted QR of Cᵀ). None: decided by [`schur_suitable`][] wherever the mass
+      matrix is concrete (`simulate`, `reactions`), else the QR path.
 
     The minimum Euclidean norm mixes rows of different units (N and N m for a
     weld, for instance), so the non-unique multipliers it returns change when a
@@ -286,7 +301,7 @@ class NullSpace(AbstractRedundancyMethod):
 
     rtol: float | None = None
     rank: Int[ArrayLike, ""] | None = None
-    schur: bool = eqx.field(static=True, default=True)
+    schur: bool | None = eqx.field(static=True, default=None)
 
     def prepare(self, C, rank=None):
         if self.rank is not None:
@@ -316,7 +331,7 @@ class WeightedMinimumNorm(AbstractRedundancyMethod):
     weights: Float[Array, " nc"] | None = None
     rtol: float | None = None
     rank: Int[ArrayLike, ""] | None = None
-    schur: bool = eqx.field(static=True, default=True)
+    schur: bool | None = eqx.field(static=True, default=None)
 
     def prepare(self, C, rank=None):
         if self.rank is not None:
@@ -382,7 +397,7 @@ class Compliant(AbstractRedundancyMethod):
     stiffness: Float[ArrayLike, "..."] = 1.0
     rtol: float | None = None
     rank: Int[ArrayLike, ""] | None = None
-    schur: bool = eqx.field(static=True, default=True)
+    schur: bool | None = eqx.field(static=True, default=None)
 
     def prepare(self, C, rank=None):
         if self.rank is not None:
@@ -430,9 +445,11 @@ def joint_stiffness(
             rows = model.pair(name).rows
         except KeyError as e:
             raise ValueError(f"joint_stiffness: {e.args[0]}") from None
-        v = np.broadcast_to(np.asarray(value, dtype=float).reshape(-1), (len(rows),)) if np.size(
-            value
-        ) in (1, len(rows)) else None
+        v = (
+            np.broadcast_to(np.asarray(value, dtype=float).reshape(-1), (len(rows),))
+            if np.size(value) in (1, len(rows))
+            else None
+        )
         if v is None:
             raise ValueError(
                 f"joint_stiffness: pair {name!r} has {len(rows)} rows, got {np.size(value)} "
@@ -630,6 +647,7 @@ def solve_terms(
     terms = dynamics_terms(model, q, qd, t)
     if rank is None:
         rank = pivoted_qr(terms.C, rtol).rank
+    method = decide_schur(method, terms.M, terms.C, rank)
     method = method.prepare(terms.C, rank)
     gamma = terms.gamma if stabilisation is None else stabilisation.gamma(terms)
     qdd = method.acceleration(terms, gamma)

@@ -63,7 +63,9 @@ class AbstractBodies(eqx.Module):
         raise NotImplementedError
 
     @abc.abstractmethod
-    def angular_velocity(self, p: Float[Array, " dof"], pd: Float[Array, " dof"]) -> Float[Array, " w"]:
+    def angular_velocity(
+        self, p: Float[Array, " dof"], pd: Float[Array, " dof"]
+    ) -> Float[Array, " w"]:
         """Angular velocity [rad/s]: shape `(1,)` in the plane, `(3,)` (global) in space."""
         raise NotImplementedError
 
@@ -85,7 +87,9 @@ class AbstractBodies(eqx.Module):
         (none for absolute planar coordinates; six for natural coordinates)."""
         raise NotImplementedError
 
-    def wrench_basis(self, p: Float[Array, " dof"], c: Float[Array, " dim"]) -> Float[Array, "dof ws"]:
+    def wrench_basis(
+        self, p: Float[Array, " dof"], c: Float[Array, " dim"]
+    ) -> Float[Array, "dof ws"]:
         """T with ṗ = T [v_c; ω] for the body point `c` (body frame): a generalised
         force f on the body is the wrench Tᵀ f = [force; moment about c]."""
         at = self.point(p, c)
@@ -147,7 +151,7 @@ class Loads(eqx.Module):
     bodies: Int[Array, " nl"]
     points: Float[Array, "nl dim"]
     forces: Float[Array, "nl dim"]
-    torques: Float[Array, "nl *w"]
+    torques: Float[Array, "nl ..."]
 
 
 class Markers(eqx.Module):

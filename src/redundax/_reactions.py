@@ -58,7 +58,7 @@ class Reactions(eqx.Module):
     component_unique: Bool[Array, " nc"]
     wrench: Float[Array, "npairs nb ws"]
     anchor: Float[Array, "npairs nb dim"]
-    joint_moment: Float[Array, "npairs nb *w"]
+    joint_moment: Float[Array, "npairs nb ..."]
     total: Float[Array, " nq"]
     qdd: Float[Array, " nq"]
 
@@ -69,7 +69,7 @@ class Reactions(eqx.Module):
 
     def at_joint(
         self, name: str
-    ) -> tuple[Float[Array, "nb dim"], Float[Array, "nb *w"], Bool[Array, ""]]:
+    ) -> tuple[Float[Array, "nb dim"], Float[Array, "nb ..."], Bool[Array, ""]]:
         """`(force, moment about the joint point, unique)` of pair `name` on each body."""
         k = self.names.index(name)
         return self.wrench[k, :, : self.dim], self.joint_moment[k], self.unique[k]

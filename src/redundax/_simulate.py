@@ -1,7 +1,5 @@
 """Forward dynamics with Diffrax: `simulate(model, state0, t1, ...) -> Trajectory`."""
 
-import dataclasses
-
 import diffrax
 import equinox as eqx
 import jax
@@ -24,8 +22,8 @@ from ._dynamics import (
     AbstractRedundancyMethod,
     NullSpace,
     WeightedMinimumNorm,
+    decide_schur,
     dynamics_terms,
-    schur_suitable,
 )
 from ._model import Model, State
 from ._qr import DECISION_RTOL, pivoted_qr
@@ -277,11 +275,12 @@ def simulate(
             raise_if_inconsistent(model, phi, vel, consistency_tol)
         if isinstance(method, (NullSpace, WeightedMinimumNorm)) and model.n_constraints:
             raise_if_singular(r0, r1)
+        method = decide_schur(
+            method, mass_matrix(model), C0, int(pivoted_qr(C0, DECISION_RTOL).rank)
+        )
         method = method.prepare(np.asarray(C0))
-        if getattr(method, "schur", False) and not schur_suitable(
-            C0, mass_matrix(model), int(pivoted_qr(C0, DECISION_RTOL).rank)
-        ):
-            method = dataclasses.replace(method, schur=False)
+    elif not isinstance(model.bodies.mass, jax.core.Tracer):
+        method = decide_schur(method, mass_matrix(model))
     if ts is None:
         ts = jnp.linspace(state0.t, t1, n_save)
     if solver is None:

@@ -487,8 +487,7 @@ class Mechanism:
                 continue
             if isinstance(b, Body) != (dim == 2):
                 p.add(
-                    f"body {name!r}: planar Body and SpatialBody cannot be mixed in one "
-                    "mechanism"
+                    f"body {name!r}: planar Body and SpatialBody cannot be mixed in one mechanism"
                 )
             if name == GROUND:
                 p.add(f"body {name!r}: the name 'ground' is reserved for the fixed frame")
@@ -648,7 +647,10 @@ class Mechanism:
             ),
             points=_rows(
                 [
-                    vec(mk.point if mk.point is not None else zeros, f"marker {mk.name!r} field 'point'")
+                    vec(
+                        mk.point if mk.point is not None else zeros,
+                        f"marker {mk.name!r} field 'point'",
+                    )
                     for mk in self.markers
                 ],
                 dim,

@@ -318,7 +318,9 @@ BRICARD_JOINTS = (
 (IFToMM benchmark A04; DESIGN.md §8)."""
 
 
-def bricard(length: float = 1.0, mass: float = 1.0, side: float = 0.1, g: float = 9.81) -> Mechanism:
+def bricard(
+    length: float = 1.0, mass: float = 1.0, side: float = 0.1, g: float = 9.81
+) -> Mechanism:
     """Bricard's mechanism, IFToMM multibody benchmark A04 (DESIGN.md §8; seed 001).
 
     Five rods `rod1`…`rod5` (length `length` [m], mass `mass` [kg], square
