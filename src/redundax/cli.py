@@ -117,7 +117,7 @@ def _component_legend(model: Model) -> list[str]:
     if not legend:
         return []
     width = max(len(kind) for kind in legend)
-    return ["reaction components, in row order (on the pair's first body):"] + [
+    return ["reaction components, in row order (the values are -λ of those rows):"] + [
         f"  {kind + ':':<{width + 1}} {', '.join(labels)}" for kind, labels in legend.items()
     ]
 
@@ -187,8 +187,8 @@ def _summary(
     tracked = np.asarray(marker_positions(config.model, trajectory.q[-1]))
     energy = np.asarray(trajectory.energy)
     # Prescribed motion does work on the mechanism: its energy is not conserved.
-    # Everything else a configuration can hold (revolute, translational and weld
-    # pairs, knife edges, gravity and constant loads) conserves it.
+    # Everything else a configuration can hold (every other pair, planar or
+    # spatial, knife edges, gravity and constant loads) conserves it.
     energy_error = None if config.rheonomic else float(np.max(np.abs(energy - energy[0])))
     method = options.method
     return {

@@ -44,8 +44,8 @@ components) at 12b … 12b+11. The wrench of a pair acts on every moving body at
 the body's centre of mass, in global axes (zero for the bodies the pair does not
 connect): [Fx, Fy, Mz] planar, [Fx, Fy, Fz, Mx, My, Mz] spatial; the joint moment
 is Mz or [Mx, My, Mz]. A reaction component (a force along, or a moment about, the
-labelled axis of the joint frame: "axial force", "bending moment e1", ...) acts on
-the pair's first body.
+labelled axis of the joint frame: "axial force", "bending moment e1", ...) is −λ of
+its row, acting on the pair's first body unless its label names another.
 
 **CSV layout**: a first line `# redundax run: {JSON metadata}`, then one header
 row and one row per saved time. Columns: `t`; `q[k]`, `qd[k]`, `qdd[k]` (k
@@ -201,7 +201,7 @@ def _histories(
         "wrench": np.asarray(reactions.wrench),
         "joint_moment": np.asarray(reactions.joint_moment),
         "unique": {name: bool(unique[name]) for name in names},
-        # Row k's component of the reaction on the pair's first body is −λ_k (Pair).
+        # Row k's reaction component is −λ_k (see `Pair.components`).
         "components": {p.name: -lam[:, list(p.rows)] for p in model.pairs},
         "component_unique": {
             p.name: [bool(u) for u in component_unique[p.name]] for p in model.pairs
@@ -236,7 +236,7 @@ def _metadata(model: Model, source: Config | Model, method: str, extra: Mapping[
         reactions=f"wrench [{wrench}] a pair exerts on a moving body at its centre of "
         "mass, global axes; a reaction that is not unique is only the method's choice",
         components="per row of a pair, -lambda: the force along or moment about the "
-        "labelled joint axis on the pair's first body",
+        "labelled joint axis, on the pair's first body unless the label names another",
     )
     meta.update(extra or {})
     return meta
