@@ -33,7 +33,7 @@ TOL_SAME_MODEL = 1e-14
 # The command line and a direct `rx.simulate` run the same compiled computation.
 TOL_SAME_RUN = 1e-12
 # Bricard released at rest, 1 s with Dopri8 at rtol 1e-10, atol 1e-12: 8.5e-10 J
-# measured (DESIGN.md asks for 1e-8 J over the benchmark's 10 s: 1.4e-9 J measured).
+# measured (DESIGN.md asks for 1e-8 J over the benchmark's 10 s: 9.4e-10 J measured).
 TOL_ENERGY = 1e-8
 # Constraint drift of the same run: 5.7e-9 measured (39 steps; Baumgarte α = β = 10).
 TOL_DRIFT = 1e-7
