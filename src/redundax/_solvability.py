@@ -227,20 +227,21 @@ class SolvabilityReport(eqx.Module):
 
     def __str__(self) -> str:
         d = self.to_dict()
+        width = max([14] + [len(",".join(map(str, e["rows"]))) + 2 for e in d["pairs"].values()])
         lines = [
             f"n = {d['n']} coordinates, m = {d['m']} holonomic + h = {d['h']} Pfaffian rows",
             f"rank C = {d['rank']} (rank Φ_q = {d['rank_holonomic']}, rank Ψ = "
             f"{d['rank_pfaffian']}), degree of redundancy p = {d['redundancy']}, "
             f"mobility = {d['dof']}",
             "",
-            f"{'pair':<12}{'kind':<22}{'rows':<14}{'reaction':<12}{'multipliers':<13}"
+            f"{'pair':<12}{'kind':<22}{'rows':<{width}}{'reaction':<12}{'multipliers':<13}"
             f"{'‖B_X‖':>10}  per-row",
         ]
         for name, e in d["pairs"].items():
             rows = ",".join(str(r) for r in e["rows"])
             per_row = " ".join("u" if u else "-" for u in e["row_unique"])
             lines.append(
-                f"{name:<12}{e['kind']:<22}{rows:<14}"
+                f"{name:<12}{e['kind']:<22}{rows:<{width}}"
                 f"{'unique' if e['unique'] else 'NOT unique':<12}"
                 f"{'unique' if e['multipliers_unique'] else 'not unique':<13}"
                 f"{e['b_norm']:>10.4g}  {per_row}"
