@@ -8,6 +8,8 @@ locally constant. Reflections are stopped at the numerical rank: none is ever
 built from round-off.
 """
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -119,7 +121,14 @@ def pivoted_qr(
     return PivotedQR(q=Q, r=R, perm=perm, rank=rank, tolerance=rtol * scale)
 
 
-_pivoted_qr_jit = jax.jit(pivoted_qr, static_argnums=(1, 3))
+_pivoted_qr_eager = pivoted_qr
+# Jitted once per shape, tolerance and `compute_q`: called eagerly (host-side
+# decisions in `simulate`, `eliminate`, `prepare`) the factorisation's loop would
+# otherwise be recompiled at every call; inside a trace the jit is inlined.
+pivoted_qr = functools.wraps(_pivoted_qr_eager)(
+    jax.jit(_pivoted_qr_eager, static_argnames=("rtol", "compute_q"))
+)
+_pivoted_qr_jit = pivoted_qr
 
 DECISION_RTOL = 1e-8
 """Relative rank tolerance for discrete decisions taken on states that may sit
