@@ -1,0 +1,305 @@
+"""Sweeps (`redundax.sweep`): the batched evaluation of 1,000 variants equals a Python
+loop over them, parameter addresses reach the leaves `Mechanism.build` fills, a sweep
+killed after its first chunk resumes to a byte-identical file, and invalid parameter
+names are named."""
+
+import argparse
+import dataclasses
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import diffrax
+import equinox as eqx
+import jax
+import numpy as np
+import pytest
+
+import redundax as rx
+from helpers import TOL_EXACT, TOL_ZERO_B
+from redundax import models, sweep as sw
+from redundax.io import ConfigError, SimulationOptions
+
+ROOT = Path(__file__).resolve().parents[1]
+MOBILE_ROBOT = ROOT / "configs" / "mobile_robot.toml"
+EXAMPLE = ROOT / "configs" / "sweep_mobile_robot.toml"
+
+# Batched and single simulations of the same variant (rtol = 1e-8, atol = 1e-10, 1 s):
+# the same equations and steps, so they differ by round-off that the step-size
+# controller may amplify a little, far below the integration error [m].
+TOL_SWEEP_SIMULATION = 1e-9
+
+# 2 × 5 × 100 = 1,000 variants. A knife edge W4 whose normal is turned (normal.x ≠ 0)
+# resists the forward motion too; moving joint D's point on the left link turns the
+# left wheel in the assembled (projected) initial configuration, so the wheel axes no
+# longer meet. Either way rank C rises from 20 to 21 (the robot is locked). The
+# platform mass changes nothing in the analysis.
+D_SHIFTS = (0.0, 1e-4, 3e-4, 1e-3, 3e-3)  # [m]
+
+
+def _big_grid(nominal_d: float) -> tuple[sw.Parameter, ...]:
+    return (
+        sw.Parameter("pairs.W4.normal.x", values=(0.0, 0.05)),
+        sw.Parameter("pairs.D.point_i.x", values=tuple(nominal_d + d for d in D_SHIFTS)),
+        sw.Parameter("bodies.platform.mass", low=5.0, high=15.0, count=100),
+    )
+
+
+@pytest.fixture(scope="module")
+def robot():
+    mech = models.mobile_robot()
+    return mech, mech.build(), mech.initial_state()
+
+
+def _variant_mechanism(mech, w4_normal_x, d_point_x, platform_mass):
+    """The variant written the way a user would: by editing the mechanism's spec."""
+    bodies = [
+        dataclasses.replace(b, mass=platform_mass) if b.name == "platform" else b
+        for b in mech.bodies
+    ]
+    pairs = []
+    for p in mech.pairs:
+        if p.name == "W4":
+            p = dataclasses.replace(p, normal=(w4_normal_x, 1.0))
+        elif p.name == "D":
+            p = dataclasses.replace(p, point_i=(d_point_x, p.point_i[1]))
+        pairs.append(p)
+    return dataclasses.replace(mech, bodies=bodies, pairs=pairs)
+
+
+@eqx.filter_jit
+def _project_and_analyze(model, state):
+    q, qd = rx.Projection()(model, state.q, state.qd, state.t)
+    return rx.analyze_solvability(model, q, state.t), q
+
+
+def test_vmap_over_1000_variants_equals_a_loop(robot):
+    mech, model, state = robot
+    nominal_d = sw.parameter_targets(model, state)["pairs.D.point_i.x"].nominal
+    sweep = sw.Sweep(model, state, _big_grid(nominal_d), project_initial=True)
+    values = sweep.table()
+    assert values.shape == (1000, 3)
+    batched = sw.Evaluator(sweep)(values)
+    targets = sweep.targets
+
+    @jax.jit
+    def one(x):
+        m, s = sw.apply_parameters(model, state, targets, x)
+        violation = sw._violation(m, s.q, s.qd, s.t)
+        q, qd = rx.Projection()(m, s.q, s.qd, s.t)
+        report = rx.analyze_solvability(m, q, s.t)
+        return report.rank, report.unique, report.b_norm, violation
+
+    for k, x in enumerate(values):
+        rank, unique, b_norm, violation = one(x)
+        assert int(rank) == int(batched["rank"][k]), k
+        np.testing.assert_array_equal(np.asarray(unique), batched["unique"][k])
+        np.testing.assert_allclose(np.asarray(b_norm), batched["b_norm"][k], atol=TOL_ZERO_B)
+        np.testing.assert_allclose(
+            float(violation), batched["initial_violation"][k], atol=TOL_EXACT
+        )
+    # A turned wheel or a moved joint D locks the robot.
+    turned, moved = values[:, 0] != 0.0, values[:, 1] != nominal_d
+    np.testing.assert_array_equal(batched["rank"], np.where(turned | moved, 21, 20))
+    assert np.all(batched["consistent"])  # after the projection
+    assert np.all(batched["initial_violation"][turned | moved] > 0.0)
+    assert np.all(batched["initial_violation"][~(turned | moved)] < TOL_EXACT)
+
+    # Independent oracle: the same variants built from an edited Mechanism spec.
+    for k in (0, 313, 999):  # nominal geometry; D moved; W4 turned and D moved
+        w4, d_x, mass = values[k]
+        variant = _variant_mechanism(mech, w4, d_x, mass)
+        built = variant.build()
+        swept, _ = sw.apply_parameters(model, state, targets, values[k])
+        for a, b in zip(jax.tree.leaves(built), jax.tree.leaves(swept), strict=True):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=TOL_EXACT, atol=TOL_EXACT)
+        report, _ = _project_and_analyze(built, variant.initial_state())
+        assert int(report.rank) == int(batched["rank"][k])
+        np.testing.assert_array_equal(np.asarray(report.unique), batched["unique"][k])
+
+
+def test_batched_simulations_equal_single_ones(robot):
+    _, model, state = robot
+    options = SimulationOptions(t_final=1.0)  # Tsit5, rtol 1e-8, atol 1e-10, 201 states
+    sweep = sw.Sweep(
+        model,
+        state,
+        (
+            sw.Parameter("pairs.drive.motion.amplitude", low=0.015, high=0.025),
+            sw.Parameter("initial.speed", low=0.08, high=0.12),
+            sw.Parameter("bodies.platform.mass", low=9.0, high=11.0),
+        ),
+        sample=sw.RandomSample(20, seed=1),
+        analyze=False,
+        simulate=True,
+        simulation=options,
+    )
+    values = sweep.table()
+    batched = sw.Evaluator(sweep)(values)
+    assert np.all(batched["success"]) and np.all(batched["time_reached"] == 1.0)
+    assert np.all(batched["rank_min"] == 20) and np.all(batched["rank_max"] == 20)
+    for k in (0, 7, 19):
+        amplitude, speed, mass = values[k]
+        mech = models.mobile_robot(models.mobile_robot_steering(amplitude), speed=speed)
+        mech = dataclasses.replace(
+            mech,
+            bodies=[
+                dataclasses.replace(b, mass=mass) if b.name == "platform" else b
+                for b in mech.bodies
+            ],
+        )
+        m, s = mech.build(), mech.initial_state()
+        trajectory = rx.simulate(m, s, 1.0, solver=diffrax.Tsit5(), rtol=1e-8, atol=1e-10)
+        markers = np.asarray(rx.marker_positions(m, trajectory.q[-1]))
+        np.testing.assert_allclose(batched["final_markers"][k], markers, atol=TOL_SWEEP_SIMULATION)
+        violation = max(
+            float(trajectory.position_violation.max()), float(trajectory.velocity_violation.max())
+        )
+        np.testing.assert_allclose(
+            batched["max_constraint_violation"][k], violation, atol=TOL_SWEEP_SIMULATION
+        )
+        assert int(batched["steps"][k]) == int(trajectory.num_steps)
+
+
+RESUME_SWEEP = """\
+[sweep]
+mechanism = "{mechanism}"
+initial = "project"
+chunk_size = 4
+
+[[sweep.parameters]]
+name = "pairs.W4.normal.x"
+values = [0.0, 0.05]
+
+[[sweep.parameters]]
+name = "bodies.platform.mass"
+range = [8.0, 12.0]
+count = 5
+"""
+
+
+@pytest.fixture(scope="module")
+def resumable(tmp_path_factory):
+    """A 10-variant sweep file in chunks of 4 (3 chunks with the nominal row), its
+    Evaluator (compiled once for every run below) and an uninterrupted run's files."""
+    folder = tmp_path_factory.mktemp("sweep")
+    path = folder / "sweep.toml"
+    path.write_text(RESUME_SWEEP.format(mechanism=MOBILE_ROBOT.as_posix()))
+    sweep = sw.load_sweep(path)
+    evaluator = sw.Evaluator(sweep)
+    reference = sw.run_sweep(sweep, folder / "reference", evaluator=evaluator)
+    return path, sweep, evaluator, reference
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_interrupted_sweep_resumes_to_the_same_file(resumable, tmp_path):
+    _, sweep, evaluator, reference = resumable
+    out = tmp_path / "run"
+
+    def stop_after_first(progress):
+        if progress.computed == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sw.run_sweep(sweep, out, on_chunk=stop_after_first, evaluator=evaluator)
+    assert sorted(p.name for p in (out / "chunks").iterdir()) == ["chunk-000000.npz"]
+    assert not (out / "sweep.npz").exists()
+
+    seen = []
+    result = sw.run_sweep(sweep, out, on_chunk=seen.append, evaluator=evaluator)
+    assert [p.resumed for p in seen] == [1, 1, 1] and seen[-1].computed == 2
+    assert _sha(result) == _sha(reference)  # byte-identical
+    assert _sha(out / "summary.json") == _sha(reference.parent / "summary.json")
+
+    data = sw.read_sweep(result)
+    assert data["values"].shape == (10, 2) and data["rank"].shape == (10,)
+    assert int(data["nominal/rank"]) == 20
+    turned = data["values"][:, 0] != 0.0
+    np.testing.assert_array_equal(data["changed/rank"], turned)
+    # A finished sweep run again computes nothing.
+    again = []
+    sw.run_sweep(sweep, out, on_chunk=again.append, evaluator=evaluator)
+    assert again[-1].computed == 0 and _sha(result) == _sha(reference)
+
+
+def test_killed_sweep_resumes_to_the_same_file(resumable, tmp_path):
+    """A real `kill -9` of a process after its first chunk, on two CPU devices (the
+    chunk of 4 sharded 2 + 2), then resumed on one: the same bytes."""
+    path, sweep, evaluator, reference = resumable
+    out = tmp_path / "killed"
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from redundax import sweep as sw
+
+        def kill_after_first(progress):
+            if progress.computed == 1:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        sw.run_sweep(sw.load_sweep({str(path)!r}), {str(out)!r}, on_chunk=kill_after_first)
+        """
+    )
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert sorted(p.name for p in (out / "chunks").iterdir()) == ["chunk-000000.npz"]
+    # What a kill during a write leaves behind: a temporary file, never read.
+    (out / "chunks" / ".chunk-000001.npz.abc123.tmp").write_bytes(b"half a chunk")
+    result = sw.run_sweep(sweep, out, evaluator=evaluator)
+    assert _sha(result) == _sha(reference)
+    assert not list((out / "chunks").glob(".*.tmp"))
+
+
+def test_a_directory_of_another_sweep_is_refused(resumable, tmp_path):
+    _, sweep, evaluator, reference = resumable
+    other = dataclasses.replace(sweep, chunk_size=5)
+    with pytest.raises(ValueError, match=r"holds another sweep .*chunk_size.*--force"):
+        sw.run_sweep(other, reference.parent)
+
+
+def test_invalid_parameter_names_are_named(robot, tmp_path):
+    _, model, state = robot
+    with pytest.raises(
+        ValueError,
+        match=r"unknown sweep parameter 'bodies\.platfrom\.mass' "
+        r"\(did you mean 'bodies\.platform\.mass'",
+    ):
+        sw.resolve_parameters(model, state, ["bodies.platfrom.mass"])
+    path = tmp_path / "typo.toml"
+    path.write_text(
+        RESUME_SWEEP.format(mechanism=MOBILE_ROBOT.as_posix()).replace(
+            "pairs.W4.normal.x", "pairs.W9.normal.x"
+        )
+    )
+    with pytest.raises(ConfigError) as error:
+        sw.load_sweep(path)
+    first = str(error.value).splitlines()[0]
+    assert (
+        "typo.toml: parameters[0] ('pairs.W9.normal.x') key 'name': unknown sweep parameter"
+        in first
+    )
+    assert "did you mean" in first and "'pairs.W4.normal.x'" in first
+
+
+def test_command_line_lists_parameters_and_runs_the_example(capsys):
+    parser = argparse.ArgumentParser()
+    sw.add_arguments(parser)
+    assert sw.run(parser.parse_args([str(EXAMPLE), "--list-parameters"])) == 0
+    listing = capsys.readouterr().out
+    for name in ("bodies.platform.mass", "pairs.drive.motion.amplitude", "initial.speed"):
+        assert name in listing
+    example = sw.load_sweep(EXAMPLE)
+    assert example.simulate and len(example.table()) >= 1000
