@@ -1,0 +1,500 @@
+"""Differentiable design quantities: the reaction of one pair at a state, and
+functionals of a simulated trajectory (peak reaction, reaction impulse, final
+marker position), with a guard against reactions a rigid model does not determine.
+
+A unique reaction (Wojtyra & Frączek 2013: B_X = 0) is the same whichever method
+of handling redundancy computed it, and so are its derivatives with respect to the
+model's parameters while the rank of C stays constant. A non-unique one is a
+choice made by the method; asking for it without naming a method is an error
+here, with a message that says why and what to do, raised host-side (`ValueError`)
+when the inputs are concrete and by `eqx.error_if` (a runtime error) inside
+`jax.jit`, `jax.grad` and `jax.vmap`.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
+
+from ._assembly import constraint_matrix, marker_positions
+from ._dynamics import AbstractRedundancyMethod, NullSpace, solve_terms
+from ._model import Model
+from ._qr import DECISION_RTOL, pivoted_qr
+from ._reactions import _wrenches
+from ._simulate import Trajectory
+from ._solvability import UNIQUENESS_RTOL, _verdicts, disjoint_groups, membership
+from ._stabilisation import Baumgarte
+from ._types import Scalar
+
+PEAK_ORDER = 32.0
+"""Default order p of the power mean that smooths the peak of a reaction."""
+
+
+class PairReaction(eqx.Module):
+    """The reaction of one kinematic pair (or of one of its components) at a state.
+
+    - `name`: the pair; `labels`: the reaction components selected (all of the
+      pair's, or the one asked for).
+    - `method`: the method of handling redundancy that computed the numbers.
+    - `wrench`: the force and moment the selection exerts on every moving body, at
+      the body's centre of mass, global components, shape `(nb, 3)` planar
+      [F_x, F_y, M_z] or `(nb, 6)` spatial [N, N m]; zero on bodies the pair does
+      not touch. The same as [`Reactions`][]`.wrench` of the pair.
+    - `components`: the selected components −λ_k (force along / moment about the
+      named joint axis, see [`Pair`][]), shape `(k,)`.
+    - `unique`: whether a rigid model determines `wrench` (always true when no
+      method was named: otherwise the call raises).
+
+    Under `jax.vmap` (or from [`pair_reaction_history`][]) the array fields carry
+    a leading batch or time axis.
+    """
+
+    name: str = eqx.field(static=True)
+    labels: tuple[str, ...] = eqx.field(static=True)
+    method: str = eqx.field(static=True)
+    wrench: Float[Array, "*t nb ws"]
+    components: Float[Array, "*t k"]
+    unique: Bool[Array, "*t"]
+
+
+class PeakReaction(eqx.Module):
+    """Peak magnitude of a pair's reaction over a trajectory.
+
+    - `value`: the smooth peak, a power mean of order p over time (see
+      [`peak_reaction`][]); differentiable, and ≤ `max`. Optimise this one.
+    - `max`: the exact largest magnitude over the saved states (for reporting).
+    - `time`: when `max` occurs [s].
+    - `magnitude`: the magnitude at every saved state, shape `(T,)`.
+    - `unique`: whether a rigid model determines the reaction at every saved state.
+    """
+
+    value: Float[Array, ""]
+    max: Float[Array, ""]
+    time: Float[Array, ""]
+    magnitude: Float[Array, " T"]
+    unique: Bool[Array, ""]
+
+
+class ReactionImpulse(eqx.Module):
+    """Time integral of a pair's reaction over a trajectory (trapezoid rule over
+    the saved states).
+
+    - `wrench`: ∫ wrench dt on every moving body, shape `(nb, ws)` [N s, N m s].
+    - `components`: ∫ (−λ_k) dt of the selected components, shape `(k,)`.
+    - `unique`: whether a rigid model determines the reaction at every saved state.
+    """
+
+    wrench: Float[Array, "nb ws"]
+    components: Float[Array, " k"]
+    unique: Bool[Array, ""]
+
+
+def _selection(model: Model, pair: str, component: str | None):
+    """Rows (0-based) and labels of `pair`, or of its one `component`."""
+    try:
+        p = model.pair(pair)
+    except KeyError as e:
+        raise ValueError(e.args[0]) from None
+    labels = p.components or tuple(f"row {k + 1}" for k in p.rows)
+    if component is None:
+        return p.rows, labels
+    if component not in labels:
+        raise ValueError(
+            f"pair {pair!r} has no component {component!r}; its components are: "
+            + ", ".join(repr(c) for c in labels)
+        )
+    k = labels.index(component)
+    return (p.rows[k],), (component,)
+
+
+def _first_moving_body(model: Model, pair: str) -> int:
+    names = [b for b in model.pair(pair).bodies if b != "ground"]
+    return model.body_index(names[0])
+
+
+def _is_concrete(*trees) -> bool:
+    return not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(trees))
+
+
+def _core(model, q, qd, t, rows, method, stabilisation, rank, rtol, utol):
+    """Wrench and components of `rows`, their verdict, and the facts the error
+    message needs: every pair's verdict, every row's verdict and the rank."""
+    # The rank and the verdicts are discrete: no derivative flows into them. One
+    # pivoted QR decides the rank (unless given) and gives the left null space.
+    C = jax.lax.stop_gradient(constraint_matrix(model, q, t))
+    qr = pivoted_qr(C, rtol, rank)
+    terms, _, lam, _ = solve_terms(
+        model, q, qd, t, method=method, stabilisation=stabilisation, rank=qr.rank, rtol=rtol
+    )
+    nc = model.n_constraints
+    pair_rows = tuple(p.rows for p in model.pairs)
+    N = jnp.where(qr.null_mask()[None, :], qr.q, 0.0)  # left null space of C
+    segments = disjoint_groups(nc, pair_rows)
+    pairs = _verdicts(C, membership(nc, pair_rows), N, qr.rank, utol, segments)
+    selected = _verdicts(C, membership(nc, (rows,)), N, qr.rank, utol)
+    row_c = jnp.linalg.norm(C, axis=1)
+    row_unique = row_c * jnp.linalg.norm(N, axis=1) <= utol * row_c
+    idx = np.asarray(rows, dtype=int)
+    nb, dof = model.bodies.count, model.bodies.dof
+    generalised = -(terms.C[idx].T @ lam[idx])  # −C_Xᵀ λ_X
+    wrench = _wrenches(model, q, generalised.reshape(1, nb, dof))[0]
+    return wrench, -lam[idx], selected.unique[0], pairs.unique, row_unique, qr.rank
+
+
+@eqx.filter_jit
+def _at_state(model, q, qd, t, rows, method, stabilisation, rank, rtol, utol):
+    return _core(model, q, qd, t, rows, method, stabilisation, rank, rtol, utol)
+
+
+@eqx.filter_jit
+def _along(model, ts, qs, qds, rows, method, stabilisation, rank, utol):
+    if rank is None:
+        # Decided once, at the first saved state, as `simulate` and
+        # `reaction_history` do: off the constraint manifold a fresh decision at
+        # every state could differ.
+        C0 = jax.lax.stop_gradient(constraint_matrix(model, qs[0], ts[0]))
+        rank = pivoted_qr(C0, DECISION_RTOL).rank
+    return jax.vmap(
+        lambda q, qd, t: _core(
+            model, q, qd, t, rows, method, stabilisation, rank, DECISION_RTOL, utol
+        )
+    )(qs, qds, ts)
+
+
+_ADVICE = (
+    "Name a method of handling redundancy to get that method's values, flagged "
+    "unique=False: method=rx.Compliant(rx.joint_stiffness(model, k, {{pair: k_X}})) (the "
+    "limit of compliant joints; physical when the joint stiffnesses are known), "
+    "method=rx.eliminate(model, q, rows=...) or method=rx.NullSpace() (minimum norm); "
+    "or ask for a unique component with component=..."
+)
+
+
+def _traced_messages(what: str, n_rows: int) -> list[str]:
+    """One message per degree of redundancy p = 0 … n_rows (`eqx.branched_error_if`)."""
+    return [
+        f"{what} is not unique: a rigid model does not determine it (degree of redundancy "
+        f"p = {p}; a self-stress of the redundant constraints loads this pair, B_X ≠ 0). "
+        "rx.analyze_solvability(model, q) lists every pair's verdict. "
+        + _ADVICE.format()
+        for p in range(n_rows + 1)
+    ]
+
+
+def _host_message(model, pair, component, pairs_unique, row_unique, rank, when="") -> str:
+    what = f"the reaction of pair {pair!r}" + (
+        f" (component {component!r})" if component is not None else ""
+    )
+    p = model.n_constraints - int(rank)
+    sharing = [n for n, u in zip(model.pair_names, np.asarray(pairs_unique), strict=True) if not u]
+    others = [n for n in sharing if n != pair]
+    text = (
+        f"{what} is not unique{when}: a rigid model does not determine it (degree of "
+        f"redundancy p = {p}; a self-stress of the redundant constraints loads this pair, "
+        f"B_X ≠ 0)."
+    )
+    if others:
+        text += " The other pairs whose reactions are not unique: " + ", ".join(others) + "."
+    pr = model.pair(pair)
+    labels = pr.components or tuple(f"row {k + 1}" for k in pr.rows)
+    fine = [lab for lab, r in zip(labels, pr.rows, strict=True) if bool(row_unique[r])]
+    if component is None and fine:
+        text += " Of its components, " + ", ".join(repr(c) for c in fine) + " "
+        text += "is unique." if len(fine) == 1 else "are unique."
+    return text + " " + _ADVICE.format()
+
+
+def _guard(outputs, ok, rank, n_rows: int, what: str):
+    """`eqx.branched_error_if` on every output (so that the check survives dead-code
+    elimination whichever output the caller uses), with p in the message."""
+    p = jnp.clip(n_rows - jnp.asarray(rank), 0, n_rows)
+    return eqx.branched_error_if(outputs, ~ok, p, _traced_messages(what, n_rows))
+
+
+def pair_reaction(
+    model: Model,
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nq"],
+    t: Scalar = 0.0,
+    *,
+    pair: str,
+    component: str | None = None,
+    method: AbstractRedundancyMethod | None = None,
+    stabilisation=None,
+    rank: Int[ArrayLike, ""] | None = None,
+    rtol: float = DECISION_RTOL,
+    utol: float = UNIQUENESS_RTOL,
+) -> PairReaction:
+    """The reaction of `pair` (or of one of its `component`s) at (q, q̇, t), as a
+    differentiable function of the state and of the model's parameters.
+
+    **Arguments:**
+
+    - `model`, `q`, `qd`, `t`: the mechanism and its state [m, rad, s].
+    - `pair`: the pair's name, e.g. `"D"`.
+    - `component`: one reaction component of the pair by its label (e.g.
+      `"force x"`, see `model.pair(name).components`), or None for the whole pair.
+      A component can be unique when its pair's reaction is not.
+    - `method`: None (the default) asks for a *unique* reaction: it is computed by
+      [`NullSpace`][] and the call raises if a rigid model does not determine it.
+      Naming a method returns that method's values, with `unique` telling whether
+      they are determined.
+    - `stabilisation`: the drift-control term of the simulation the state comes
+      from (e.g. `rx.Baumgarte()`), so that q̈ matches; None at an exact state.
+    - `rank`, `rtol`, `utol`: as in [`reactions`][].
+
+    **Returns:** a [`PairReaction`][] (`wrench`, `components`, `unique`).
+
+    **Raises:** `ValueError` for an unknown pair or component; when `method` is
+    None and the reaction is not unique, `ValueError` (concrete inputs: the message
+    names the pair, the degree of redundancy, the pairs that share it and the
+    unique components) or, inside `jax.jit` / `jax.grad` / `jax.vmap`, the runtime
+    error of `eqx.error_if` (an `EquinoxRuntimeError` or `JaxRuntimeError`, both
+    `RuntimeError`s) with the same explanation.
+
+    Derivatives with respect to geometry, masses and stiffnesses exist while the
+    rank of C and the pivot order stay constant (regular configurations); for a
+    unique reaction they do not depend on the method.
+
+    !!! example
+        ```python
+        def force_x(mass):
+            m = eqx.tree_at(lambda m: m.bodies.mass, model, mass)
+            return rx.pair_reaction(m, q, qd, t, pair="D").wrench[3, 0]
+
+        jax.grad(force_x)(model.bodies.mass)  # ∂F_x/∂m of every body
+        ```
+    """
+    rows, _ = _selection(model, pair, component)
+    guarded = method is None
+    method = NullSpace() if method is None else method
+    wrench, comps, unique, pairs_unique, row_unique, r = _at_state(
+        model, q, qd, t, rows, method, stabilisation, rank, rtol, utol
+    )
+    if guarded:
+        if _is_concrete(model, q, qd, t, rank):
+            if not bool(unique):
+                raise ValueError(
+                    _host_message(model, pair, component, pairs_unique, row_unique, r)
+                )
+        else:
+            what = f"the reaction of pair {pair!r}" + (
+                f" (component {component!r})" if component is not None else ""
+            )
+            wrench, comps = _guard((wrench, comps), unique, r, model.n_constraints, what)
+    _, labels = _selection(model, pair, component)
+    return PairReaction(
+        name=pair,
+        labels=labels,
+        method=type(method).__name__,
+        wrench=wrench,
+        components=comps,
+        unique=unique,
+    )
+
+
+def pair_reaction_history(
+    model: Model,
+    trajectory: Trajectory,
+    *,
+    pair: str,
+    component: str | None = None,
+    method: AbstractRedundancyMethod | None = None,
+    stabilisation=Baumgarte(),
+    rank: Int[ArrayLike, ""] | None = None,
+    utol: float = UNIQUENESS_RTOL,
+) -> PairReaction:
+    """[`pair_reaction`][] at every saved state of `trajectory` (one compilation,
+    differentiable through the simulation that made `trajectory`).
+
+    The rank of C is decided once, at the first saved state (or given as `rank`);
+    `stabilisation` should be the one the trajectory was simulated with
+    (`simulate`'s default is `Baumgarte()`), so that q̈ matches the motion. With
+    `method=None` the call raises, as `pair_reaction` does, if the reaction is
+    not unique at some saved state (the host-side message gives the first such
+    time).
+
+    **Returns:** a [`PairReaction`][] whose array fields carry a leading time axis.
+    """
+    rows, labels = _selection(model, pair, component)
+    guarded = method is None
+    method = NullSpace() if method is None else method
+    wrench, comps, unique, pairs_unique, row_unique, r = _along(
+        model, trajectory.ts, trajectory.q, trajectory.qd, rows, method, stabilisation, rank, utol
+    )
+    if guarded:
+        if _is_concrete(model, trajectory, rank):
+            bad = np.flatnonzero(~np.asarray(unique))
+            if bad.size:
+                k = int(bad[0])
+                when = f" at t = {float(trajectory.ts[k]):.6g} s (saved state {k})"
+                raise ValueError(
+                    _host_message(
+                        model, pair, component, pairs_unique[k], row_unique[k], r[k], when
+                    )
+                )
+        else:
+            what = f"the reaction of pair {pair!r}" + (
+                f" (component {component!r})" if component is not None else ""
+            )
+            wrench, comps = _guard(
+                (wrench, comps), jnp.all(unique), r[0], model.n_constraints, what
+            )
+    return PairReaction(
+        name=pair,
+        labels=labels,
+        method=type(method).__name__,
+        wrench=wrench,
+        components=comps,
+        unique=unique,
+    )
+
+
+def _safe_sqrt(x):
+    positive = x > 0.0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1.0)), 0.0)
+
+
+def _trapezoid_weights(ts: Float[Array, " T"]) -> Float[Array, " T"]:
+    """w with Σ_k w_k f(t_k) the trapezoid rule over the saved times."""
+    if ts.shape[0] < 2:
+        raise ValueError(
+            "a trajectory functional needs at least two saved states (simulate with n_save ≥ 2)"
+        )
+    dt = jnp.diff(ts)
+    zero = jnp.zeros(1)
+    return 0.5 * (jnp.concatenate([zero, dt]) + jnp.concatenate([dt, zero]))
+
+
+def peak_reaction(
+    model: Model,
+    trajectory: Trajectory,
+    *,
+    pair: str,
+    component: str | None = None,
+    order: float = PEAK_ORDER,
+    method: AbstractRedundancyMethod | None = None,
+    stabilisation=Baumgarte(),
+    rank: Int[ArrayLike, ""] | None = None,
+    utol: float = UNIQUENESS_RTOL,
+) -> PeakReaction:
+    """Peak magnitude of a pair's reaction over a simulated manoeuvre, smooth
+    (for gradients) and exact (for reporting).
+
+    The magnitude a(t) is |F|, the force of `pair` on its first moving body (for a
+    knife edge the lateral force, for a translational driver the driving force),
+    or |−λ_k| of one `component` when one is named (use this for moments and
+    torques, e.g. a revolute driver's). The smooth peak is the power mean of
+    order p = `order` over time,
+
+        P = ( (1/(t_T − t_0)) ∫ a(t)^p dt )^(1/p),
+
+    the integral by the trapezoid rule over the saved states. P is a smooth
+    function of the parameters (no switch between samples, unlike the maximum);
+    it never exceeds the sampled maximum A, and it converges to it as p → ∞:
+    P ≥ A (1 − ε) (τ_ε / (t_T − t_0))^(1/p), τ_ε being the time a(t) spends
+    above (1 − ε) A. For a peak that lasts 10 % of the manoeuvre and p = 32, P is
+    about 0.9 A. It is homogeneous of degree 1 (no unit-dependent temperature),
+    and does not depend on the number of saved states once they resolve a(t).
+
+    **Arguments:** as [`pair_reaction_history`][], and `order` (p ≥ 2).
+
+    **Returns:** a [`PeakReaction`][] (`value` = P, `max` = A, `time`,
+    `magnitude`, `unique`).
+
+    **Raises:** as [`pair_reaction`][] when `method` is None and the reaction is
+    not unique at some saved state; `ValueError` if `order` < 2.
+    """
+    if not order >= 2.0:
+        raise ValueError(f"peak_reaction: order must be ≥ 2 (got {order})")
+    history = pair_reaction_history(
+        model,
+        trajectory,
+        pair=pair,
+        component=component,
+        method=method,
+        stabilisation=stabilisation,
+        rank=rank,
+        utol=utol,
+    )
+    if component is None:
+        force = history.wrench[:, _first_moving_body(model, pair), : model.dim]
+    else:
+        force = history.components
+    s = jnp.sum(force**2, axis=1)  # a², smooth at a = 0 (no square root)
+    w = _trapezoid_weights(trajectory.ts)
+    # Scaling by the largest a² only avoids overflow of a^p: P is homogeneous, so
+    # the stopped gradient of the scale changes nothing.
+    top = jax.lax.stop_gradient(jnp.max(s))
+    scale = jnp.where(top > 0.0, top, 1.0)
+    mean = jnp.sum(w * (s / scale) ** (0.5 * order)) / jnp.sum(w)
+    positive = mean > 0.0
+    value = jnp.sqrt(scale) * jnp.where(
+        positive, jnp.where(positive, mean, 1.0) ** (1.0 / order), 0.0
+    )
+    k = jnp.argmax(s)
+    return PeakReaction(
+        value=value,
+        max=_safe_sqrt(s[k]),
+        time=trajectory.ts[k],
+        magnitude=_safe_sqrt(s),
+        unique=jnp.all(history.unique),
+    )
+
+
+def reaction_impulse(
+    model: Model,
+    trajectory: Trajectory,
+    *,
+    pair: str,
+    component: str | None = None,
+    method: AbstractRedundancyMethod | None = None,
+    stabilisation=Baumgarte(),
+    rank: Int[ArrayLike, ""] | None = None,
+    utol: float = UNIQUENESS_RTOL,
+) -> ReactionImpulse:
+    """Time integral of a pair's reaction over a simulated manoeuvre (trapezoid
+    rule over the saved states: save densely enough to resolve the reaction).
+
+    **Arguments:** as [`pair_reaction_history`][].
+
+    **Returns:** a [`ReactionImpulse`][] (`wrench` (nb, ws), `components` (k,),
+    `unique`).
+
+    **Raises:** as [`pair_reaction`][] when `method` is None and the reaction is
+    not unique at some saved state.
+    """
+    history = pair_reaction_history(
+        model,
+        trajectory,
+        pair=pair,
+        component=component,
+        method=method,
+        stabilisation=stabilisation,
+        rank=rank,
+        utol=utol,
+    )
+    w = _trapezoid_weights(trajectory.ts)
+    return ReactionImpulse(
+        wrench=jnp.einsum("t,tbw->bw", w, history.wrench),
+        components=jnp.einsum("t,tk->k", w, history.components),
+        unique=jnp.all(history.unique),
+    )
+
+
+def final_marker_position(
+    model: Model, trajectory: Trajectory, marker: str
+) -> Float[Array, " dim"]:
+    """Global position [m] of the tracked point `marker` at the last saved state
+    of `trajectory`: differentiable through the simulation. Positions are always
+    determined, so there is no uniqueness guard.
+
+    **Raises:** `ValueError` naming the known markers if `marker` is unknown.
+    """
+    names = model.markers.names
+    if marker not in names:
+        raise ValueError(
+            f"no marker named {marker!r}; known markers: {', '.join(names) or '(none)'}"
+        )
+    return marker_positions(model, trajectory.q[-1])[names.index(marker)]
