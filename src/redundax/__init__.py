@@ -22,6 +22,16 @@ from ._assembly import (
     velocity_bias as velocity_bias,
     velocity_residual as velocity_residual,
 )
+from ._design import (
+    PairReaction as PairReaction,
+    PeakReaction as PeakReaction,
+    ReactionImpulse as ReactionImpulse,
+    final_marker_position as final_marker_position,
+    pair_reaction as pair_reaction,
+    pair_reaction_history as pair_reaction_history,
+    peak_reaction as peak_reaction,
+    reaction_impulse as reaction_impulse,
+)
 from ._diagnostics import (
     RankHistory as RankHistory,
     check_regular as check_regular,

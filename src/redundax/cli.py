@@ -38,6 +38,7 @@ from . import (
     reaction_history,
     simulate,
 )
+from . import sweep
 from .io.config import Config, SimulationOptions, load_config
 from .io.results import check_output, component_labels, write_run
 
@@ -360,6 +361,17 @@ def _simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _module_command(module: Any) -> Command:
+    """The [`Command`][] of a module that defines `SUMMARY`, `DESCRIPTION`,
+    `add_arguments(parser)` and `run(args)` (as `redundax.sweep` does)."""
+    return Command(
+        summary=module.SUMMARY,
+        description=module.DESCRIPTION,
+        add_arguments=module.add_arguments,
+        run=module.run,
+    )
+
+
 COMMANDS: dict[str, Command] = {
     "analyze": Command(
         summary="rank, degree of redundancy and reaction uniqueness of a mechanism",
@@ -390,6 +402,7 @@ COMMANDS: dict[str, Command] = {
         add_arguments=_add_simulate_arguments,
         run=_simulate,
     ),
+    "sweep": _module_command(sweep),
 }
 """Subcommand name → [`Command`][]."""
 
