@@ -262,8 +262,8 @@ def simulate(
         traj.position_violation.max()
         ```
     """
-    concrete = not isinstance(state0.q, jax.core.Tracer) and not isinstance(
-        model.bodies.mass, jax.core.Tracer
+    concrete = not any(
+        isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves((model, state0))
     )
     if concrete:
         # Host-side checks and discrete decisions, from one compiled call: the

@@ -35,10 +35,11 @@ from . import (
     Trajectory,
     analyze_solvability,
     marker_positions,
+    optimize,
     reaction_history,
     simulate,
+    sweep,
 )
-from . import sweep
 from .io.config import Config, SimulationOptions, load_config
 from .io.results import check_output, component_labels, write_run
 
@@ -402,6 +403,7 @@ COMMANDS: dict[str, Command] = {
         add_arguments=_add_simulate_arguments,
         run=_simulate,
     ),
+    "optimize": _module_command(optimize),
     "sweep": _module_command(sweep),
 }
 """Subcommand name → [`Command`][]."""
