@@ -14,8 +14,14 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+DEMO_RUN := runs/demo/mobile_robot.npz
+
 demo: $(STAMP)
 	$(BIN)/redundax analyze configs/mobile_robot.toml
+	@mkdir -p runs/demo
+	@if [ -e $(DEMO_RUN) ]; then echo "$(DEMO_RUN) exists (kept)"; \
+	else $(BIN)/redundax simulate configs/mobile_robot.toml --out $(DEMO_RUN); fi
+	@echo "next: $(BIN)/redundax plot $(DEMO_RUN)"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -1,28 +1,6 @@
 """redundax: differentiable dynamics of redundantly constrained multibody systems."""
 
-import os as _os
-
-
-def _single_threaded_eigen() -> None:
-    """Ask XLA's CPU backend for single-threaded Eigen kernels, unless the user chose.
-
-    With multi-threaded Eigen, XLA:CPU (jaxlib 0.10) occasionally wedges its thread
-    pool: every thread waits and the program hangs (seen here in a Diffrax solve of
-    Bricard's mechanism, one run in a few; also reported for vmapped graphs,
-    github.com/PyAutoLabs/PyAutoFit/issues/1530). Our matrices are small, so the
-    kernels lose nothing by running on one thread. XLA reads the flag when its CPU
-    backend starts, so this only takes effect if redundax is imported before JAX
-    first computes; set `--xla_cpu_multi_thread_eigen=true` in XLA_FLAGS to keep
-    the multi-threaded kernels.
-    """
-    flags = _os.environ.get("XLA_FLAGS", "")
-    if "xla_cpu_multi_thread_eigen" not in flags:
-        _os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false").strip()
-
-
-_single_threaded_eigen()
-
-import jax as _jax  # noqa: E402
+import jax as _jax
 
 # Results a user sees are float64 by default (the seed papers' numbers need it).
 _jax.config.update("jax_enable_x64", True)

@@ -91,6 +91,7 @@ def _simulate(
     initial_projection,
     max_steps,
     throw,
+    progress_meter,
 ):
     q0, qd0 = state0.q, state0.qd
     if initial_projection is not None:
@@ -120,6 +121,7 @@ def _simulate(
             stepsize_controller=controller,
             max_steps=max_steps,
             throw=throw,
+            progress_meter=progress_meter,
         )
         q, qd = sol.ys
         stats = (
@@ -222,6 +224,7 @@ def simulate(
     ts: Float[Array, " T"] | None = None,
     max_steps: int = 100_000,
     throw: bool = True,
+    progress_meter: diffrax.AbstractProgressMeter = diffrax.NoProgressMeter(),
 ) -> Trajectory:
     """Integrate the equations of motion from `state0` to `t1`.
 
@@ -244,6 +247,9 @@ def simulate(
     - `consistency_tol`: the largest constraint residual accepted in `state0`.
     - `n_save` / `ts`: save times (default: `n_save` equally spaced in [t0, t1]).
     - `max_steps`, `throw`: as in `diffrax.diffeqsolve`.
+    - `progress_meter`: a Diffrax progress meter (e.g. `diffrax.TextProgressMeter()`),
+      used when `projection` is None (with a projection the solve runs save interval
+      by save interval).
 
     **Returns:** a [`Trajectory`][].
 
@@ -302,4 +308,5 @@ def simulate(
         initial_projection,
         max_steps,
         throw,
+        progress_meter,
     )

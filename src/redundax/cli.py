@@ -36,6 +36,7 @@ from . import (
     analyze_solvability,
     marker_positions,
     optimize,
+    plot,
     reaction_history,
     simulate,
     sweep,
@@ -175,6 +176,38 @@ def _progress(message: str) -> None:
         print(f"redundax: {message}", file=sys.stderr, flush=True)
 
 
+def _draw_bar(progress: float, done: bool = False) -> None:
+    width = 30
+    filled = int(round(width * min(max(progress, 0.0), 1.0)))
+    bar = "#" * filled + "-" * (width - filled)
+    end = "\n" if done else ""
+    print(
+        f"\rredundax: [{bar}] {100 * progress:5.1f} % of t_final",
+        end=end,
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+class _StderrProgressBar(diffrax.TextProgressMeter):
+    """Diffrax's text progress meter, drawn as one bar on stderr (stdout stays the
+    JSON). Used only when stderr is a terminal."""
+
+    @staticmethod
+    def _init_bar() -> list[float]:
+        _draw_bar(0.0)
+        return [0.0]
+
+    @staticmethod
+    def _step_bar(bar: list[float], progress: Any) -> None:
+        bar[0] = float(np.asarray(progress))
+        _draw_bar(bar[0])
+
+    @staticmethod
+    def _close_bar(bar: list[float]) -> None:
+        _draw_bar(1.0, done=True)
+
+
 def _summary(
     config: Config,
     options: SimulationOptions,
@@ -304,6 +337,7 @@ def _simulate(args: argparse.Namespace) -> int:
         n_save=options.n_save,
         max_steps=options.max_steps,
         throw=False,
+        progress_meter=_StderrProgressBar() if sys.stderr.isatty() else diffrax.NoProgressMeter(),
     )
     if trajectory.result != diffrax.RESULTS.successful:
         reason = diffrax.RESULTS[trajectory.result]
@@ -405,6 +439,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "optimize": _module_command(optimize),
     "sweep": _module_command(sweep),
+    "plot": _module_command(plot),
 }
 """Subcommand name → [`Command`][]."""
 

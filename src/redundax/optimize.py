@@ -499,7 +499,9 @@ class DesignProblem:
 
     `x(z)` maps scaled variables to physical ones; `variant(x)` gives the
     (model, initial state) of a design; `value_and_grad(z)` returns
-    (J, [`Evaluation`][]) and ∇J.
+    (J, [`Evaluation`][]) and ∇J; `value(z, reference)` the same without the
+    gradient (the forward simulation only; `reference` holds the terms' values at
+    the initial design, ones for physical units).
     """
 
     def __init__(self, design: Design):
@@ -524,6 +526,7 @@ class DesignProblem:
         self.value_and_grad = eqx.filter_jit(
             jax.value_and_grad(lambda z, ref: self._evaluate(z, ref), has_aux=True)
         )
+        self.value = eqx.filter_jit(lambda z, ref: self._evaluate(z, ref))
 
     def x(self, z) -> Any:
         return self.x0 + self.scale * z
@@ -702,6 +705,7 @@ def optimize_design(
     *,
     steps: int | None = None,
     on_step: Callable[[Step], None] | None = None,
+    problem: "DesignProblem | None" = None,
 ) -> DesignResult:
     """Minimise the design's objective with Optax, gradients through the solve.
 
@@ -710,12 +714,14 @@ def optimize_design(
     - `design`: from [`load_design`][] (or built directly).
     - `steps`: the most iterations (default `design.steps`).
     - `on_step`: called after every iteration with its [`Step`][] (progress).
+    - `problem`: the [`DesignProblem`][] of `design`, to reuse its compiled
+      objective (default: a new one).
 
     **Returns:** a [`DesignResult`][].
 
     **Raises:** `ValueError` if the initial design cannot be simulated.
     """
-    problem = DesignProblem(design)
+    problem = DesignProblem(design) if problem is None else problem
     steps = design.steps if steps is None else steps
     labels = [t.label for t in design.objective]
     z = jnp.zeros(len(design.variables))
