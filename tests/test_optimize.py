@@ -174,7 +174,9 @@ def test_design_file_mistakes_are_named(tmp_path, edit, message):
 
 def test_a_non_unique_reaction_cannot_be_an_objective(tmp_path):
     text = ROBOT_DESIGN.read_text().replace('pair = "drive"', 'pair = "B"')
-    text = text.replace('mechanism = "mobile_robot.toml"', f'mechanism = "{ROBOT_DESIGN.parent}/mobile_robot.toml"')
+    text = text.replace(
+        'mechanism = "mobile_robot.toml"', f'mechanism = "{ROBOT_DESIGN.parent}/mobile_robot.toml"'
+    )
     design = tmp_path / "design.toml"
     design.write_text(text)
     with pytest.raises(ConfigError) as err:

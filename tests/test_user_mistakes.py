@@ -1,0 +1,164 @@
+"""What a user sees after a mistake (issue 6): for each of a dozen distinct mistakes
+in configuration files and command-line arguments, `redundax` exits with status 2
+and prints one line `redundax: error: FILE: where: what` on stderr (a hint may
+follow on later lines) — the file, the table and key, and the fix where it is
+obvious — never a traceback, and nothing on stdout. The messages are checked word
+for word where they name things, so a change that makes one vaguer fails here."""
+
+from pathlib import Path
+
+import pytest
+
+from redundax import cli
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+FOUR_BAR = (CONFIGS / "four_bar.toml").read_text()
+
+
+def _run(capsys, *argv):
+    status = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+# (name, edit of configs/four_bar.toml, command, expected text in the first line)
+CONFIG_MISTAKES = [
+    (
+        "non-positive mass",
+        lambda s: s.replace("mass = 0.4", "mass = -0.4"),
+        "analyze",
+        "bodies[0] (\"crank\") key 'mass': must be positive, got -0.4",
+    ),
+    (
+        "unknown body",
+        lambda s: s.replace(
+            'body_i = "rocker"\nbody_j = "ground"', 'body_i = "roker"\nbody_j = "ground"'
+        ),
+        "analyze",
+        "pairs[3] (\"D\") key 'body_i': unknown body 'roker' (did you mean 'rocker'?",
+    ),
+    (
+        "wrong vector length",
+        lambda s: s.replace(
+            "position = [0.10000000000000003, 0.17320508075688773]", "position = [0.1, 0.17, 0.0]"
+        ),
+        "analyze",
+        "bodies[0] (\"crank\") key 'position': expected a vector [x, y] of 2 numbers, "
+        "got an array of length 3",
+    ),
+    (
+        "misspelt simulation key",
+        lambda s: s.replace("t_final = 2.0", "t_final = 2.0\nrtoll = 1e-8"),
+        "analyze",
+        "simulation: unknown key 'rtoll' (did you mean 'rtol'?",
+    ),
+    (
+        "code where a number belongs (a config never executes code)",
+        lambda s: s.replace("mass = 0.4", "mass = \"__import__('os').system('touch pwned')\""),
+        "analyze",
+        "bodies[0] (\"crank\") key 'mass': expected a number, got "
+        "\"__import__('os').system('touch pwned')\" (a string)",
+    ),
+    (
+        "TOML syntax error",
+        lambda s: s.replace("mass = 0.4", "mass = = 0.4"),
+        "analyze",
+        "TOML syntax error: Invalid value (at line",
+    ),
+    (
+        "unknown pair type",
+        lambda s: s.replace('type = "revolute"', 'type = "revolut"', 1),
+        "analyze",
+        "pairs[0] (\"O\") key 'type': unknown pair type 'revolut' (did you mean 'revolute'?",
+    ),
+    (
+        "unknown redundancy method",
+        lambda s: s.replace("t_final = 2.0", 't_final = 2.0\nmethod = "nullspace"'),
+        "simulate",
+        "simulation key 'method': unknown method 'nullspace' (did you mean 'null-space'?",
+    ),
+    (
+        "inconsistent initial configuration",
+        lambda s: s.replace("point_j = [1.0, 0.0]            # D", "point_j = [1.1, 0.0]"),
+        "simulate",
+        "inconsistent initial configuration: pair 'D': position residual 0.1",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, edit, command, expected", CONFIG_MISTAKES)
+def test_config_mistake(tmp_path, capsys, monkeypatch, name, edit, command, expected):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "mechanism.toml"
+    path.write_text(edit(FOUR_BAR))
+    status, out, err = _run(capsys, command, path)
+    assert status == 2, (name, err)
+    assert out == ""
+    first = err.splitlines()[0]
+    assert first.startswith(f"redundax: error: {path}: "), first
+    assert expected in first, first
+    assert "Traceback" not in err
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_missing_config_file(tmp_path, capsys):
+    status, out, err = _run(capsys, "analyze", tmp_path / "nope.toml")
+    assert status == 2 and out == ""
+    assert err.splitlines()[0] == f"redundax: error: {tmp_path / 'nope.toml'}: no such file"
+
+
+def test_output_with_an_unknown_extension(tmp_path, capsys):
+    status, _, err = _run(
+        capsys, "simulate", CONFIGS / "four_bar.toml", "--out", tmp_path / "run.txt"
+    )
+    assert status == 2
+    assert "unknown output format '.txt'; use a file name ending in .npz or .csv" in err
+
+
+def test_existing_output_is_not_overwritten(tmp_path, capsys):
+    target = tmp_path / "run.npz"
+    target.write_bytes(b"the user's own file")
+    status, _, err = _run(capsys, "simulate", CONFIGS / "four_bar.toml", "--out", target)
+    assert status == 2
+    assert f"{target}: already exists; pass --force to overwrite it" in err
+    assert target.read_bytes() == b"the user's own file"
+
+
+def test_bad_argument_value(capsys):
+    status, _, err = _run(capsys, "analyze", CONFIGS / "four_bar.toml", "--rtol", "-1")
+    assert status == 2
+    assert "argument --rtol: expected a positive number, got '-1'" in err
+
+
+def test_unknown_command(capsys):
+    status, _, err = _run(capsys, "simulat", CONFIGS / "four_bar.toml")
+    assert status == 2
+    assert "invalid choice: 'simulat'" in err
+
+
+def test_unknown_sweep_parameter(tmp_path, capsys):
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(
+        f'[sweep]\nmechanism = "{CONFIGS / "four_bar.toml"}"\n'
+        '[[sweep.parameters]]\nname = "bodies.crnk.mass"\nvalues = [0.3, 0.5]\n'
+    )
+    status, out, err = _run(capsys, "sweep", sweep, "--out", tmp_path / "out")
+    assert status == 2 and out == ""
+    assert err.startswith(f"redundax: error: {sweep}: ")
+    assert "unknown sweep parameter 'bodies.crnk.mass' (did you mean 'bodies.crank.mass'" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_optimising_a_reaction_that_is_not_unique(tmp_path, capsys):
+    text = (CONFIGS / "design_mobile_robot.toml").read_text()
+    text = text.replace('pair = "drive"', 'pair = "W1"').replace(
+        'mechanism = "mobile_robot.toml"', f'mechanism = "{CONFIGS / "mobile_robot.toml"}"'
+    )
+    design = tmp_path / "design.toml"
+    design.write_text(text)
+    status, _, err = _run(capsys, "optimize", design, "--out", tmp_path / "out")
+    assert status == 2
+    assert (
+        "objective[0] key 'pair': the reaction of W1 is not unique (degree of redundancy 2)" in err
+    )
+    assert not (tmp_path / "out").exists()
