@@ -613,3 +613,28 @@ def test_initial_project_accepts_an_inconsistent_state(tmp_path):
     assert 'initial = "project"' in str(err)  # the hint names the way out
     config = load_config(_write(tmp_path, _with_simulation(moved, 'initial = "project"')))
     assert isinstance(config.simulation.initial_projection, rx.Projection)
+
+
+def test_compliant_method_from_a_file(tmp_path):
+    """`method = "compliant"` builds `Compliant(joint_stiffness(model, ...))`: the
+    per-row stiffnesses equal those of the library function called directly (force
+    rows 1e8, moment rows 1e6, pair B 1e9; tests/test_compliance.py checks what
+    `Compliant` does with them); mistakes name the key."""
+    text = MOBILE_ROBOT.read_text().replace(
+        "t_final = 10.0                  # s: the whole manoeuvre",
+        't_final = 1.0\nmethod = "compliant"\njoint_stiffness = [1e8, 1e6]\n'
+        "pair_stiffness = { B = 1e9 }",
+    )
+    path = tmp_path / "robot.toml"
+    path.write_text(text)
+    config = load_config(path)
+    method = config.simulation.method
+    assert isinstance(method, rx.Compliant)
+    expected = rx.joint_stiffness(config.model, (1e8, 1e6), {"B": 1e9})
+    np.testing.assert_array_equal(np.asarray(method.stiffness), np.asarray(expected))
+    path.write_text(text.replace("{ B = 1e9 }", "{ Q = 1e9 }"))
+    with pytest.raises(ConfigError, match="simulation key 'pair_stiffness': no pair named 'Q'"):
+        load_config(path)
+    path.write_text(text.replace("[1e8, 1e6]", "[1e8, 1e6, 1]"))
+    with pytest.raises(ConfigError, match="expected a stiffness or \\[force rows, moment rows\\]"):
+        load_config(path)

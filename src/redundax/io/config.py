@@ -31,10 +31,12 @@ from .._assembly import CONSISTENCY_TOL, check_consistency
 from .._dynamics import (
     AbstractRedundancyMethod,
     AugmentedLagrangian,
+    Compliant,
     NullSpace,
     Penalty,
     WeightedMinimumNorm,
     eliminate,
+    joint_stiffness,
 )
 from .._model import Model, State
 from .._motion import Constant, Polynomial, SmoothSteps
@@ -444,6 +446,51 @@ class EliminatedRows:
     rows: tuple[int, ...] | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class JointStiffnesses:
+    """`method = "compliant"` as read from a file, before the model exists.
+
+    `joint_stiffness`: one stiffness for every joint row, or (force rows, moment
+    rows) [N/m, N m/rad]; `pair_stiffness`: {pair: k or one k per row}.
+    [`load_config`][] turns it into `redundax.Compliant(redundax.joint_stiffness(
+    model, joint_stiffness, pair_stiffness))`.
+    """
+
+    joint_stiffness: float | tuple[float, float] = 1.0
+    pair_stiffness: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _stiffness(value: Any, where: str, problems: list[str]) -> Any:
+    """A positive number, or [force rows, moment rows] of two."""
+    if isinstance(value, list):
+        parsed = [_positive(v, where, problems) for v in value]
+        if len(value) != 2:
+            problems.append(
+                f"{where}: expected a stiffness or [force rows, moment rows], got {len(value)} "
+                "numbers"
+            )
+            return None
+        return None if None in parsed else (parsed[0], parsed[1])
+    return _positive(value, where, problems)
+
+
+def _pair_stiffness(value: Any, where: str, problems: list[str]) -> Any:
+    """A table {pair: stiffness or [one per row]}."""
+    if not isinstance(value, dict):
+        problems.append(
+            f"{where}: expected a table {{ PAIR = stiffness, ... }}, got {_describe(value)}"
+        )
+        return None
+    out = {}
+    for name, k in value.items():
+        if isinstance(k, list):
+            ks = [_positive(v, f"{where} ({name!r})", problems) for v in k]
+            out[name] = None if None in ks else tuple(ks)
+        else:
+            out[name] = _positive(k, f"{where} ({name!r})", problems)
+    return None if None in out.values() else out
+
+
 def _nothing() -> None:
     """The object of a choice that means "none" (`stabilisation = "none"`)."""
     return None
@@ -584,6 +631,11 @@ TYPES: Final[Mapping[str, Mapping[str, Kind]]] = {
         "augmented-lagrangian": Kind(AugmentedLagrangian, {"penalty": _positive}, ()),
         "penalty": Kind(
             Penalty, {"stiffness": _positive, "omega": _non_negative, "xi": _non_negative}, ()
+        ),
+        "compliant": Kind(
+            JointStiffnesses,
+            {"joint_stiffness": _stiffness, "pair_stiffness": _pair_stiffness},
+            (),
         ),
     },
     "stabilisation": {
@@ -1054,6 +1106,15 @@ def load_config(path: str | os.PathLike) -> Config:
                 hint="fix the bodies' position/angle/velocity so that every pair is assembled, "
                 'loosen [mechanism] consistency_tolerance, or set [simulation] initial = "project"',
             ) from None
+
+    stiff = simulation["method"]
+    if isinstance(stiff, JointStiffnesses):
+        try:
+            k = joint_stiffness(model, stiff.joint_stiffness, dict(stiff.pair_stiffness))
+        except ValueError as err:
+            message = str(err).removeprefix("joint_stiffness: ")
+            raise ConfigError(path, [f"simulation key 'pair_stiffness': {message}"]) from None
+        simulation["method"] = Compliant(k)
 
     rows = simulation["method"]
     if isinstance(rows, EliminatedRows):
