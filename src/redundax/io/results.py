@@ -5,7 +5,10 @@ every saved state (batched with `jax.vmap`). [`write_run`][] stores the saved
 times, q, q̇, q̈, the tracked points, every pair's reaction wrench with its
 `unique` flag, its moment about the joint point, its reaction components (−λ of
 each of its rows, labelled as in `Pair.components`) with a `unique` flag each, the
-multipliers, the constraint violations and the energy.
+multipliers, the constraint violations and the energy, the rank of C along the
+run ([`redundax.rank_history`][]) and the solvability report at the first saved
+state ([`redundax.analyze_solvability`][]: rank, p, mobility, and per pair its
+verdict and the norm of B_X).
 
 Planar runs (dim 2) have 2-vectors, wrenches [Fx, Fy, Mz] and a scalar joint
 moment Mz; spatial runs (dim 3) have 3-vectors, wrenches [Fx, Fy, Fz, Mx, My, Mz]
@@ -35,8 +38,23 @@ overwritten unless `force=True`.
 | `position_violation` | (T,) | max \\|Φ\\| [m, rad] |
 | `velocity_violation` | (T,) | max \\|C q̇ + b\\| [m/s, rad/s] |
 | `energy` | (T,) | kinetic + potential energy [J] |
+| `rank` | (T,) int | rank of C at each saved state (SVD, relative tolerance 1e-8) |
+| `rank_gap` | (T,) | σ_r / σ_1 of C, r the rank at the first saved state (→ 0: singular) |
+| `b_norm/<PAIR>` | () | ‖B_X‖_F of the pair at the first saved state: 0 (round-off) iff unique |
+| `component_b_norm/<PAIR>` | (k,) | the same for each of its rows (reaction components) |
+| `pair_bodies/<PAIR>` | (1 or 2,) str | the bodies it connects (`ground` included) |
 | `body_names`, `pair_names` | (nb,), (npairs,) | names in model order |
-| `meta` | () str | JSON: mechanism, configuration file, method, units, ... |
+| `meta` | () str | JSON: mechanism, configuration file, method, units, `solvability`, ... |
+
+`meta["solvability"]` is the report at the first saved state: `t`, `n`, `m`, `h`,
+`rows` (m + h), `rank`, `redundancy` (p), `dof`, `utol` (B_X counts as zero when
+‖B_X‖_F ≤ utol ‖C_X‖_F), `unique` ({pair: bool}) and `rank_rtol`, the relative
+tolerance of the `rank` history (1e-8, the one the simulation's own rank decisions
+use: saved states sit off the constraint manifold by the integration error, which
+makes dependent rows independent by about that much); `meta["rheonomic"]` names the
+pairs that prescribe motion (their work changes the energy) when the run came from
+a configuration. Runs written before these entries existed lack them; [`read_run`][]
+then returns `rank` None and empty dicts.
 
 Coordinates: a planar body b has x, y, φ at 3b, 3b+1, 3b+2; a spatial body b has
 the natural coordinates r (its centre of mass), u, v, w (its axes, global
@@ -56,7 +74,7 @@ model does not determine that pair's reaction (the numbers are then only the
 method's choice); then every pair's `joint_moment.<PAIR>.<BODY>.Mz` (spatial
 `.Mx`, `.My`, `.Mz`) with the same suffix; `component.<PAIR>.<LABEL>` for each of
 its rows, suffixed ` (not unique)` when that component is not determined;
-`position_violation`, `velocity_violation`, `energy`. Read it with
+`position_violation`, `velocity_violation`, `energy`, `rank` (an integer). Read it with
 `pandas.read_csv(path, comment="#")` or
 `numpy.genfromtxt(path, delimiter=",", skip_header=2)`.
 """
@@ -66,6 +84,7 @@ import datetime
 import json
 import os
 import tempfile
+import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -74,9 +93,12 @@ import jax
 import numpy as np
 
 from .._assembly import marker_positions
+from .._diagnostics import rank_history
 from .._model import Model, Pair
+from .._qr import DECISION_RTOL
 from .._reactions import Reactions
 from .._simulate import Trajectory
+from .._solvability import analyze_solvability
 from .._spec import GROUND
 from .config import Config
 
@@ -105,20 +127,27 @@ _HISTORIES = (
 """The arrays stored under their own name, as they are."""
 
 
-def check_output(path: str | os.PathLike, force: bool = False) -> Path:
+def check_output(
+    path: str | os.PathLike, force: bool = False, suffixes: Sequence[str] = SUFFIXES
+) -> Path:
     """Check, before a long computation, that [`write_run`][] can write `path`.
+
+    **Arguments:**
+
+    - `suffixes`: the accepted extensions (default `.npz`, `.csv`; the figures of
+      `redundax.plot` pass theirs).
 
     **Returns:** `path` as a `Path`.
 
-    **Raises:** `ValueError` for an extension other than `.npz` or `.csv`;
+    **Raises:** `ValueError` for an extension not in `suffixes`;
     `FileExistsError` if the file exists and `force` is False; `FileNotFoundError`
     if its directory does not exist.
     """
     path = Path(path)
-    if path.suffix.lower() not in SUFFIXES:
+    if path.suffix.lower() not in suffixes:
         raise ValueError(
             f"{path}: unknown output format {path.suffix or '(no extension)'!r}; "
-            f"use a file name ending in {' or '.join(SUFFIXES)}"
+            f"use a file name ending in {' or '.join(suffixes)}"
         )
     if path.exists() and not force:
         raise FileExistsError(f"{path}: already exists; pass force=True to overwrite it")
@@ -214,6 +243,49 @@ def _histories(
     }
 
 
+def _structure(model: Model, trajectory: Trajectory) -> dict[str, Any]:
+    """The rank of C along the run and the solvability report at its first state."""
+    T = trajectory.ts.shape[0]
+    names = model.pair_names
+    if model.n_constraints == 0:  # nothing to decide: no rows, no reactions
+        return {
+            "rank": np.zeros(T, dtype=np.int64),
+            "rank_gap": np.full(T, np.nan),
+            "b_norm": {},
+            "component_b_norm": {},
+            "solvability": None,
+        }
+    # Saved states sit off the constraint manifold by the integration error, which
+    # makes dependent rows independent by about that much (Bricard's mechanism:
+    # σ_60/σ_1 up to 8e-14 in 0.2 s at rtol 1e-10): decide with the tolerance of the
+    # simulation's own rank decisions, not the round-off default.
+    history = rank_history(model, trajectory, rtol=DECISION_RTOL)
+    t0 = trajectory.ts[0]
+    report = analyze_solvability(model, trajectory.q[0], t0)
+    b_norm = np.asarray(report.b_norm)
+    row_b_norm = np.asarray(report.row_b_norm)
+    unique = np.asarray(report.unique)
+    return {
+        "rank": np.asarray(history.rank, dtype=np.int64),
+        "rank_gap": np.asarray(history.relative_gap()),
+        "b_norm": {name: float(b_norm[g]) for g, name in enumerate(names)},
+        "component_b_norm": {p.name: row_b_norm[list(p.rows)] for p in model.pairs},
+        "solvability": {
+            "t": float(t0),
+            "n": report.n,
+            "m": report.m,
+            "h": report.h,
+            "rows": report.m + report.h,
+            "rank": int(report.rank),
+            "redundancy": int(report.redundancy),
+            "dof": int(report.dof),
+            "utol": float(report.tolerance),
+            "rank_rtol": DECISION_RTOL,
+            "unique": {name: bool(unique[g]) for g, name in enumerate(names)},
+        },
+    }
+
+
 _COORDINATES = {
     2: "q[k], k 0-based: body b has x, y, phi at 3b, 3b+1, 3b+2",
     3: "q[k], k 0-based: body b has natural coordinates r (x, y, z of its centre of mass), "
@@ -238,12 +310,14 @@ def _metadata(model: Model, source: Config | Model, method: str, extra: Mapping[
         components="per row of a pair, -lambda: the force along or moment about the "
         "labelled joint axis, on the pair's first body unless the label names another",
     )
+    if isinstance(source, Config):
+        meta["rheonomic"] = list(source.rheonomic)
     meta.update(extra or {})
     return meta
 
 
 def _write_npz(file, model: Model, data: dict[str, Any], meta: dict[str, Any]) -> None:
-    arrays = {key: data[key] for key in ("tracked", *_HISTORIES)}
+    arrays = {key: data[key] for key in ("tracked", *_HISTORIES, "rank", "rank_gap")}
     arrays["tracked_names"] = np.asarray(model.markers.names, dtype=str)
     arrays["body_names"] = np.asarray(model.bodies.names, dtype=str)
     arrays["pair_names"] = np.asarray(model.pair_names, dtype=str)
@@ -252,6 +326,10 @@ def _write_npz(file, model: Model, data: dict[str, Any], meta: dict[str, Any]) -
         arrays[f"joint_moment/{pair.name}"] = data["joint_moment"][:, k]
         arrays[f"unique/{pair.name}"] = np.asarray(data["unique"][pair.name])
         arrays[f"rows/{pair.name}"] = np.asarray([r + 1 for r in pair.rows], dtype=np.int64)
+        arrays[f"pair_bodies/{pair.name}"] = np.asarray(pair.bodies, dtype=str)
+        if pair.name in data["b_norm"]:
+            arrays[f"b_norm/{pair.name}"] = np.asarray(data["b_norm"][pair.name])
+            arrays[f"component_b_norm/{pair.name}"] = data["component_b_norm"][pair.name]
         arrays[f"components/{pair.name}"] = data["components"][pair.name]
         arrays[f"component_labels/{pair.name}"] = np.asarray(component_labels(pair), dtype=str)
         arrays[f"component_unique/{pair.name}"] = np.asarray(
@@ -295,11 +373,12 @@ def _write_csv(file, model: Model, data: dict[str, Any], meta: dict[str, Any]) -
     for key in ("position_violation", "velocity_violation", "energy"):
         names.append(key)
         columns.append(data[key][:, None])
+    names.append("rank")
     table = np.concatenate(columns, axis=1)
     file.write(f"# redundax run: {json.dumps(meta)}\n")
     file.write(",".join(_csv_field(name) for name in names) + "\n")
-    for row in table.tolist():
-        file.write(",".join(repr(x) for x in row) + "\n")
+    for row, rank in zip(table.tolist(), data["rank"].tolist(), strict=True):
+        file.write(",".join(repr(x) for x in row) + f",{rank}\n")
 
 
 def component_labels(pair: Pair) -> tuple[str, ...]:
@@ -327,6 +406,10 @@ def write_run(
     force: bool = False,
 ) -> Path:
     """Write the time histories of a run to `path`, as NPZ or CSV by its extension.
+
+    Besides the histories it is given, it computes and stores the rank of C at
+    every saved state ([`redundax.rank_history`][]) and the solvability report at
+    the first one ([`redundax.analyze_solvability`][]).
 
     **Arguments:**
 
@@ -367,7 +450,10 @@ def write_run(
     path = check_output(path, force)
     model = source.model if isinstance(source, Config) else source
     data = _histories(model, trajectory, reactions, unique, component_unique)
+    data.update(_structure(model, trajectory))
     meta = _metadata(model, source, reactions.method, metadata)
+    if data["solvability"] is not None:
+        meta["solvability"] = data["solvability"]
     if path.suffix.lower() == ".npz":
         with _atomic(path, force, text=False) as file:
             _write_npz(file, model, data, meta)
@@ -392,10 +478,18 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
     - `components`: {pair: {label: (T,) array}}, −λ of each row of the pair;
     - `component_unique`: {pair: {label: bool}};
     - `bodies`: the body names, in the order of the wrenches' second axis;
+    - `pair_bodies`: {pair: its bodies, first body first}, `ground` included;
+    - `rank`: (T,) int array, rank of C at each saved state; `rank_gap`: (T,)
+      σ_r/σ_1 (r the rank at the first saved state);
+    - `b_norm`: {pair: ‖B_X‖_F at the first saved state}; `component_b_norm`:
+      {pair: {label: ‖B_k‖ of that row}};
+    - `solvability`: the report at the first saved state (`meta["solvability"]`:
+      `n`, `m`, `h`, `rows`, `rank`, `redundancy`, `dof`, `utol`, `unique`);
     - `meta`: the metadata dict.
 
-    (`joint_moment`, `components` and `component_unique` are empty for runs
-    written before they were stored.)
+    (`joint_moment`, `components`, `component_unique`, `pair_bodies`, `b_norm`,
+    `component_b_norm` and `solvability` are empty, and `rank` and `rank_gap`
+    None, for runs written before they were stored.)
 
     **Raises:** `ValueError` if the file is not an NPZ run of this format;
     `FileNotFoundError` if it does not exist.
@@ -403,7 +497,15 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
     path = Path(path)
     if path.suffix.lower() != ".npz":
         raise ValueError(f"{path}: read_run reads .npz runs only (CSV is for other tools)")
-    with np.load(path, allow_pickle=False) as npz:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{path}: not a redundax run (not an NPZ archive: {error})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path}: not a redundax run (a single NumPy array, not an NPZ archive)")
+    with archive as npz:
         files = set(npz.files)
         if "meta" not in files:
             raise ValueError(f"{path}: not a redundax run (no 'meta' entry)")
@@ -436,5 +538,23 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
                 label: bool(flags[c]) for c, label in enumerate(labels)
             }
         out["bodies"] = tuple(str(name) for name in npz["body_names"].tolist())
+        out["pair_bodies"] = {
+            name: tuple(str(b) for b in npz[f"pair_bodies/{name}"].tolist())
+            for name in pairs
+            if f"pair_bodies/{name}" in files
+        }
+        out["rank"] = npz["rank"] if "rank" in files else None
+        out["rank_gap"] = npz["rank_gap"] if "rank_gap" in files else None
+        out["b_norm"] = {
+            name: float(npz[f"b_norm/{name}"]) for name in pairs if f"b_norm/{name}" in files
+        }
+        out["component_b_norm"] = {}
+        for name in pairs:
+            if f"component_b_norm/{name}" in files and name in out["components"]:
+                values = npz[f"component_b_norm/{name}"]
+                out["component_b_norm"][name] = {
+                    label: float(values[c]) for c, label in enumerate(out["components"][name])
+                }
+        out["solvability"] = meta.get("solvability", {})
         out["meta"] = meta
     return out

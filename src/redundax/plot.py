@@ -1,0 +1,718 @@
+"""Figures of a saved run, and the `redundax plot RUN` command.
+
+A run is the `.npz` file that `redundax simulate CONFIG --out run.npz` (or
+[`redundax.io.write_run`][]) writes. Each function below takes the dict of
+[`redundax.io.read_run`][], or the path of the file, and returns a
+`matplotlib.figure.Figure`:
+
+- [`plot_trajectories`][] (`trajectories`): the tracked points in the plane,
+  x–y; for spatial runs x–y and x–z, or the projections asked for;
+- [`plot_reactions`][] (`reactions`): per pair, the magnitude of the force on its
+  first moving body over time, or its reaction components; the ones that are not
+  unique dashed on grey;
+- [`plot_violation_energy`][] (`violation`): position and velocity constraint
+  violation (log axis), and the energy change E(t) − E(0);
+- [`plot_solvability`][] (`solvability`): ‖B_X‖ per pair (log axis), coloured
+  unique / not unique, with rank C, p and the mobility in the title;
+- [`plot_rank`][] (`rank`): the rank of C along the run, with the number of rows
+  and the nominal rank.
+
+(In brackets: the figure's file name in [`save_all`][] and `redundax plot`.)
+
+A reaction that a rigid model does not determine (not unique) is only the
+redundancy method's choice; the figures never draw it like a unique one.
+
+The figures are made with `matplotlib.figure.Figure`, not `pyplot`: no window
+opens, no backend is chosen, nothing global changes, and they work on a machine
+without a display. A notebook shows the returned figure as a cell's value; to
+draw into a pyplot window, pass `figure=plt.figure()` and call `plt.show()`
+yourself. [`save_all`][] writes every figure atomically (a temporary file in the
+same folder, then a rename) and never overwrites a file unless `force=True`.
+
+!!! example
+    ```python
+    from redundax import plot
+    from redundax.io import read_run
+
+    run = read_run("runs/mobile_robot.npz")   # redundax simulate ... --out runs/mobile_robot.npz
+    fig = plot.plot_reactions(run, pairs=["B", "D"])
+    fig.savefig("reactions.png")
+    plot.save_all(run, "runs/mobile_robot_plots")   # five PNG files
+    ```
+
+On the command line: `redundax plot runs/mobile_robot.npz` writes
+`runs/mobile_robot_plots/{trajectories,reactions,violation,solvability,rank}.png`.
+"""
+
+import argparse
+import json
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from .io.results import AXES, _atomic, check_output, read_run
+
+FIGURES = ("trajectories", "reactions", "violation", "solvability", "rank")
+"""The figures of [`save_all`][], by file name (without extension)."""
+
+FORMATS = ("png", "pdf", "svg")
+"""The file formats of [`save_all`][]."""
+
+NOT_UNIQUE_LABEL = (
+    "not unique: a rigid model does not determine it (the values are the method's choice)"
+)
+"""Legend entry of the reactions a rigid model does not determine."""
+
+UNIQUE_LABEL = "unique: a rigid model determines it"
+"""Legend entry of the reactions a rigid model determines."""
+
+_UNIQUE_COLOUR = "tab:blue"
+_BAR_UNIQUE = "tab:green"
+_BAR_NOT_UNIQUE = "tab:red"
+_GREY = "0.45"
+_GREY_BACKGROUND = "0.93"
+_FOOTNOTE = 8  # font size of legends and notes
+
+Run = Mapping[str, Any]
+RunLike = Mapping[str, Any] | str | os.PathLike
+
+
+def load(path: str | os.PathLike) -> dict[str, Any]:
+    """[`redundax.io.read_run`][] with the messages of the command line.
+
+    **Raises:** `FileNotFoundError` if `path` does not exist; `ValueError` if it is
+    not a run written by `redundax simulate --out` (both name the file).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path}: no such file; RUN is the .npz written by "
+            "'redundax simulate CONFIG --out run.npz'"
+        )
+    return read_run(path)
+
+
+def _as_run(run: RunLike) -> Run:
+    return load(run) if isinstance(run, str | os.PathLike) else run
+
+
+def _names(names: str | Sequence[str] | None) -> list[str] | None:
+    if names is None:
+        return None
+    return [names] if isinstance(names, str) else list(names)
+
+
+def select_pairs(run: Run, pairs: str | Sequence[str] | None = None) -> list[str]:
+    """The pairs of `run` to draw: all of them (model order) when `pairs` is None.
+
+    **Raises:** `ValueError` naming a pair the run does not have, and listing those
+    it has.
+    """
+    known = list(run["reactions"])
+    chosen = _names(pairs)
+    if chosen is None:
+        return known
+    unknown = [name for name in chosen if name not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown pair {unknown[0]!r}; the run has pairs {', '.join(known) or '(none)'}"
+        )
+    return chosen
+
+
+def _title(run: Run) -> str:
+    meta = run["meta"]
+    return str(meta.get("mechanism") or meta.get("config") or "run")
+
+
+def _figure(figure: Figure | None, **kwargs: Any) -> Figure:
+    if figure is not None:
+        return figure
+    return Figure(layout="constrained", **kwargs)
+
+
+def _missing(fig: Figure, what: str) -> Figure:
+    """A figure that says what the run lacks, instead of failing `save_all`."""
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, what, ha="center", va="center", wrap=True, transform=ax.transAxes)
+    return fig
+
+
+def _positive(values: np.ndarray) -> np.ndarray:
+    """`values` with the entries a log axis cannot show (≤ 0, non-finite) as NaN."""
+    values = np.asarray(values, dtype=float)
+    return np.where(np.isfinite(values) & (values > 0.0), values, np.nan)
+
+
+def _grid(fig: Figure, count: int, columns: int) -> list[Axes]:
+    columns = max(1, min(columns, count))
+    rows = math.ceil(count / columns)
+    axes = fig.subplots(rows, columns, squeeze=False).ravel()
+    for ax in axes[count:]:
+        ax.remove()
+    return list(axes[:count])
+
+
+def _tracked_points(run: Run, markers: list[str] | None) -> tuple[dict[str, np.ndarray], str]:
+    tracked = run["tracked"]
+    if markers is not None:
+        unknown = [name for name in markers if name not in tracked]
+        if unknown:
+            raise ValueError(
+                f"unknown tracked point {unknown[0]!r}; the run tracks "
+                f"{', '.join(tracked) or 'none (add [[markers]] to the configuration)'}"
+            )
+        return {name: tracked[name] for name in markers}, "tracked points"
+    if tracked:
+        return dict(tracked), "tracked points"
+    # No markers: the bodies' centres of mass are the first dim coordinates of each
+    # body's block of q (3 per planar body, 12 per spatial one).
+    dim, q = run["dim"], run["q"]
+    size = 3 if dim == 2 else 12
+    points = {name: q[:, b * size : b * size + dim] for b, name in enumerate(run["bodies"])}
+    return points, "centres of mass (the run tracks no points)"
+
+
+def _projections(dim: int, projections: str | Sequence[str] | None) -> list[str]:
+    chosen = _names(projections) or (["xy"] if dim == 2 else ["xy", "xz"])
+    axes = AXES[dim]
+    for projection in chosen:
+        if (
+            len(projection) != 2
+            or projection[0] == projection[1]
+            or not set(projection) <= set(axes)
+        ):
+            raise ValueError(
+                f"projection {projection!r}: expected two different axes of "
+                f"{', '.join(axes)}, e.g. 'xy'" + (" or 'xz'" if dim == 3 else "")
+            )
+    return chosen
+
+
+def plot_trajectories(
+    run: RunLike,
+    markers: str | Sequence[str] | None = None,
+    *,
+    projections: str | Sequence[str] | None = None,
+    figure: Figure | None = None,
+) -> Figure:
+    """The paths of the tracked points (`[[markers]]`) in the plane.
+
+    **Arguments:**
+
+    - `run`: the dict of [`redundax.io.read_run`][], or the path of the `.npz`.
+    - `markers`: the tracked points to draw (default: all; the bodies' centres of
+      mass when the run tracks none).
+    - `projections`: one panel per pair of axes, e.g. `["xy", "yz"]`; default
+      `"xy"` for a planar run, `"xy"` and `"xz"` for a spatial one.
+    - `figure`: an empty figure to draw into (default: a new one).
+
+    **Returns:** the figure: each point's path [m], a circle at its start, a
+    square at its end.
+
+    **Raises:** `ValueError` for an unknown marker or projection.
+    """
+    run = _as_run(run)
+    dim = run["dim"]
+    points, what = _tracked_points(run, _names(markers))
+    chosen = _projections(dim, projections)
+    fig = _figure(figure, figsize=(5.0 * len(chosen), 4.5))
+    axes = fig.subplots(1, len(chosen), squeeze=False).ravel()
+    t = run["t"]
+    for ax, projection in zip(axes, chosen, strict=True):
+        i, j = (AXES[dim].index(a) for a in projection)
+        for k, (name, path) in enumerate(points.items()):
+            colour = f"C{k % 10}"
+            ax.plot(path[:, i], path[:, j], color=colour, label=name, gid=name)
+            ax.plot(path[0, i], path[0, j], "o", color=colour, markersize=4)
+            ax.plot(path[-1, i], path[-1, j], "s", color=colour, markersize=4)
+        ax.set_xlabel(f"{projection[0]} [m]")
+        ax.set_ylabel(f"{projection[1]} [m]")
+        ax.set_aspect("equal", adjustable="datalim")
+        ax.grid(True, alpha=0.3)
+    if points:
+        axes[0].legend(fontsize=_FOOTNOTE, title="o start, ■ end", title_fontsize=_FOOTNOTE)
+    fig.suptitle(f"{_title(run)}\n{what}, t = {t[0]:g} to {t[-1]:g} s")
+    return fig
+
+
+def _first_moving_body(run: Run, pair: str) -> str:
+    bodies = run["bodies"]
+    for body in run["pair_bodies"].get(pair, ()):
+        if body in bodies:
+            return body
+    # Runs written before the pairs' bodies were stored: the first body the pair
+    # exerts a wrench on.
+    wrench = run["reactions"][pair]
+    loaded = np.flatnonzero(np.any(wrench != 0.0, axis=(0, 2)))
+    return bodies[int(loaded[0])] if loaded.size else bodies[0]
+
+
+def _force_magnitude(run: Run, pair: str) -> tuple[np.ndarray, str]:
+    """|F| on the pair's first moving body; |M| for a pair that only exerts a moment."""
+    body = _first_moving_body(run, pair)
+    dim = run["dim"]
+    wrench = run["reactions"][pair][:, run["bodies"].index(body)]
+    force = np.linalg.norm(wrench[:, :dim], axis=1)
+    if np.all(force == 0.0) and np.any(wrench[:, dim:] != 0.0):
+        return np.linalg.norm(wrench[:, dim:], axis=1), f"|M| on {body} [N m]"
+    return force, f"|F| on {body} [N]"
+
+
+def plot_reactions(
+    run: RunLike,
+    pairs: str | Sequence[str] | None = None,
+    *,
+    components: bool = False,
+    figure: Figure | None = None,
+) -> Figure:
+    """The reactions of the pairs over time, one panel per pair.
+
+    A reaction that is not unique (a rigid model does not determine it; the
+    values are the redundancy method's choice) is drawn dashed in grey on a grey
+    panel; the figure's legend says so.
+
+    **Arguments:**
+
+    - `run`: the dict of [`redundax.io.read_run`][], or the path of the `.npz`.
+    - `pairs`: the pairs to draw (default: all, in model order).
+    - `components`: draw the pair's reaction components (−λ of each of its rows:
+      "force x", "axial force", ...; each dashed when that component is not
+      unique) instead of the magnitude of the force on the pair's first moving
+      body (of the moment, for a pair that only exerts one).
+    - `figure`: an empty figure to draw into (default: a new one).
+
+    **Returns:** the figure. Each line's `gid` is the pair's name (`components`:
+    `"PAIR:LABEL"`).
+
+    **Raises:** `ValueError` for an unknown pair.
+    """
+    run = _as_run(run)
+    names = select_pairs(run, pairs)
+    columns = 3
+    rows = max(1, math.ceil(len(names) / columns))
+    fig = _figure(figure, figsize=(4.2 * min(columns, max(1, len(names))), 2.4 * rows + 1.2))
+    if not names:
+        return _missing(fig, "the run has no pairs")
+    if components and not run["components"]:
+        return _missing(fig, "this run stores no reaction components (an older file)")
+    t = run["t"]
+    for ax, pair in zip(_grid(fig, len(names), columns), names, strict=True):
+        unique = run["unique"][pair]
+        if not unique:
+            ax.set_facecolor(_GREY_BACKGROUND)
+        if components:
+            flags = run["component_unique"][pair]
+            for k, (label, values) in enumerate(run["components"][pair].items()):
+                determined = flags[label]
+                ax.plot(
+                    t,
+                    values,
+                    color=f"C{k % 10}",
+                    linestyle="-" if determined else "--",
+                    alpha=1.0 if determined else 0.8,
+                    label=label if determined else f"{label} (not unique)",
+                    gid=f"{pair}:{label}",
+                )
+            ax.legend(fontsize=_FOOTNOTE - 1)
+            ax.set_ylabel("component [N, N m]", fontsize=_FOOTNOTE)
+        else:
+            values, label = _force_magnitude(run, pair)
+            ax.plot(
+                t,
+                values,
+                color=_UNIQUE_COLOUR if unique else _GREY,
+                linestyle="-" if unique else "--",
+                gid=pair,
+            )
+            ax.set_ylabel(label, fontsize=_FOOTNOTE)
+        ax.set_title(pair if unique else f"{pair} (not unique)", fontsize=_FOOTNOTE + 2)
+        ax.grid(True, alpha=0.3)
+        ax.tick_params(labelsize=_FOOTNOTE)
+        ax.set_xlabel("t [s]", fontsize=_FOOTNOTE)
+    legend = [
+        Line2D([], [], color=_UNIQUE_COLOUR, linestyle="-", label=UNIQUE_LABEL),
+        Line2D([], [], color=_GREY, linestyle="--", label=NOT_UNIQUE_LABEL),
+    ]
+    fig.legend(handles=legend, loc="outside lower center", fontsize=_FOOTNOTE, ncols=1)
+    what = "reaction components (-λ of each row)" if components else "reactions"
+    fig.suptitle(f"{_title(run)}: {what}, method {run['meta'].get('method', '?')}")
+    return fig
+
+
+def plot_violation_energy(run: RunLike, *, figure: Figure | None = None) -> Figure:
+    """Constraint violation (log axis) and energy change over time.
+
+    **Arguments:**
+
+    - `run`: the dict of [`redundax.io.read_run`][], or the path of the `.npz`.
+    - `figure`: an empty figure to draw into (default: a new one).
+
+    **Returns:** the figure: max |Φ| [m, rad] and max |C q̇ + b| [m/s, rad/s] on a
+    log axis (exact zeros are left out), and E(t) − E(0) [J], which stays at
+    round-off level for a conservative mechanism; a pair that prescribes motion
+    does work, and the panel then says so.
+    """
+    run = _as_run(run)
+    fig = _figure(figure, figsize=(7.0, 5.5))
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    t = run["t"]
+    drawn = False
+    for key, label in (
+        ("position_violation", "position: max |Φ| [m, rad]"),
+        ("velocity_violation", "velocity: max |C q' + b| [m/s, rad/s]"),
+    ):
+        values = _positive(run[key])
+        if np.any(np.isfinite(values)):
+            top.plot(t, values, label=label, gid=key)
+            drawn = True
+    if drawn:
+        top.set_yscale("log")
+        top.legend(fontsize=_FOOTNOTE)
+    else:
+        top.text(
+            0.5, 0.5, "no constraint violation (exactly zero)", ha="center", transform=top.transAxes
+        )
+    top.set_ylabel("constraint violation")
+    top.grid(True, which="both", alpha=0.3)
+    energy = run["energy"] - run["energy"][0]
+    bottom.plot(t, energy, color="C2", gid="energy")
+    bottom.set_ylabel("E(t) − E(0) [J]")
+    bottom.set_xlabel("t [s]")
+    bottom.grid(True, alpha=0.3)
+    driven = run["meta"].get("rheonomic") or []
+    note = (
+        f"not conserved: prescribed motion in {', '.join(driven)} does work"
+        if driven
+        else "conserved unless a driver or a non-conservative load does work"
+    )
+    bottom.set_title(f"energy change ({note})", fontsize=_FOOTNOTE + 1)
+    fig.suptitle(f"{_title(run)}\nconstraint violation and energy")
+    return fig
+
+
+def plot_solvability(
+    run: RunLike, pairs: str | Sequence[str] | None = None, *, figure: Figure | None = None
+) -> Figure:
+    """‖B_X‖_F of each pair at the first saved state, on a log axis.
+
+    ‖B_X‖_F (Wojtyra & Frączek 2013) is zero, up to round-off, exactly when a
+    rigid model determines the pair's reaction. Bars of unique pairs are green,
+    of the others red and hatched; an exact zero is marked "0" at the bottom.
+
+    **Arguments:**
+
+    - `run`: the dict of [`redundax.io.read_run`][], or the path of the `.npz`.
+    - `pairs`: the pairs to draw (default: all, in model order).
+    - `figure`: an empty figure to draw into (default: a new one).
+
+    **Returns:** the figure; the title gives rank C, the degree of redundancy p
+    and the mobility. Each bar's `gid` is the pair's name.
+
+    **Raises:** `ValueError` for an unknown pair.
+    """
+    run = _as_run(run)
+    names = select_pairs(run, pairs)
+    fig = _figure(figure, figsize=(max(6.0, 0.55 * len(names) + 2.5), 4.8))
+    if not run["b_norm"]:
+        return _missing(
+            fig,
+            "this run stores no solvability report (written by an older redundax); "
+            "run 'redundax analyze CONFIG'",
+        )
+    report = run["solvability"]
+    verdict = report.get("unique") or run["unique"]
+    heights = np.array([run["b_norm"][name] for name in names], dtype=float)
+    unique = [bool(verdict[name]) for name in names]
+    ax = fig.add_subplot()
+    bars = ax.bar(
+        np.arange(len(names)),
+        heights,
+        color=[_BAR_UNIQUE if u else _BAR_NOT_UNIQUE for u in unique],
+        hatch=[None if u else "//" for u in unique],
+        edgecolor="black",
+        linewidth=0.5,
+    )
+    for bar, name in zip(bars, names, strict=True):
+        bar.set_gid(name)
+    ax.set_yscale("log")
+    positive = heights[heights > 0.0]
+    low = positive.min() / 10.0 if positive.size else 1e-20
+    high = positive.max() * 10.0 if positive.size else 1.0
+    ax.set_ylim(low, high)
+    for x in np.flatnonzero(heights == 0.0):
+        ax.text(x, low, "0", ha="center", va="bottom", fontsize=_FOOTNOTE)
+    ax.set_xticks(np.arange(len(names)), names, rotation=45 if len(names) > 8 else 0)
+    ax.set_ylabel(r"$\|B_X\|_F$ at t = " + f"{report.get('t', run['t'][0]):g} s")
+    utol = report.get("utol")
+    ax.set_xlabel(
+        "pair"
+        + ("" if utol is None else f"  (unique iff ‖B_X‖ ≤ {utol:g} ‖C_X‖, C_X: the pair's rows)")
+    )
+    ax.grid(True, axis="y", which="major", alpha=0.3)
+    ax.legend(
+        handles=[
+            Patch(facecolor=_BAR_UNIQUE, edgecolor="black", label=UNIQUE_LABEL),
+            Patch(facecolor=_BAR_NOT_UNIQUE, edgecolor="black", hatch="//", label=NOT_UNIQUE_LABEL),
+        ],
+        fontsize=_FOOTNOTE,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.25 if len(names) > 8 else -0.15),
+    )
+    if report:
+        ax.set_title(
+            f"{_title(run)}: rank C = {report['rank']}, p = {report['redundancy']}, "
+            f"dof = {report['dof']}  (n = {report['n']}, {report['rows']} rows)"
+        )
+    else:
+        ax.set_title(f"{_title(run)}: reaction solvability")
+    return fig
+
+
+def plot_rank(run: RunLike, *, figure: Figure | None = None) -> Figure:
+    """The rank of C along the run, against its number of rows and nominal rank.
+
+    **Arguments:**
+
+    - `run`: the dict of [`redundax.io.read_run`][], or the path of the `.npz`.
+    - `figure`: an empty figure to draw into (default: a new one).
+
+    **Returns:** the figure: rank C (line `gid` `"rank"`), the number of rows
+    m + h (`"rows"`) and the nominal rank of the solvability analysis at the
+    first saved state (`"nominal"`); on the right axis, σ_r/σ_1 (log, `"gap"`;
+    r the rank at the first saved state), which falls towards zero near a
+    singular configuration, and the relative tolerance of the rank decision
+    (`"rank_rtol"`).
+    """
+    run = _as_run(run)
+    fig = _figure(figure, figsize=(7.0, 4.2))
+    if run["rank"] is None:
+        return _missing(fig, "this run stores no rank history (written by an older redundax)")
+    t, rank = run["t"], np.asarray(run["rank"])
+    report = run["solvability"]
+    rows = int(report.get("rows", run["multipliers"].shape[1]))
+    nominal = int(report.get("rank", rank[0]))
+    ax = fig.add_subplot()
+    ax.plot(t, rank, drawstyle="steps-post", color="C0", linewidth=2, label="rank C", gid="rank")
+    ax.axhline(
+        rows,
+        color="black",
+        linestyle="--",
+        linewidth=1,
+        label=f"rows of C (m + h = {rows})",
+        gid="rows",
+    )
+    ax.axhline(
+        nominal,
+        color="C1",
+        linestyle=":",
+        linewidth=1.5,
+        label=f"nominal rank = {nominal}",
+        gid="nominal",
+    )
+    ax.set_ylim(min(int(rank.min()), nominal) - 1.5, rows + 1.5)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("rank")
+    handles, _ = ax.get_legend_handles_labels()
+    gap = None if run["rank_gap"] is None else _positive(run["rank_gap"])
+    if gap is not None and np.any(np.isfinite(gap)):
+        right = ax.twinx()
+        (line,) = right.plot(t, gap, color="C2", alpha=0.7, label="σ_r/σ_1 (right)", gid="gap")
+        handles.append(line)
+        lowest = np.nanmin(gap)
+        rtol = report.get("rank_rtol")
+        if rtol is not None:
+            handles.append(
+                right.axhline(
+                    rtol,
+                    color="C2",
+                    linestyle="-.",
+                    linewidth=1,
+                    gid="rank_rtol",
+                    label=f"rank tolerance {rtol:g} (right): below it, rank drops",
+                )
+            )
+            lowest = min(lowest, rtol)
+        right.set_yscale("log")
+        # Whole decades from below the lowest value up to 1 (σ_r ≤ σ_1): a nearly
+        # constant ratio stays a flat line far from the tolerance, as it should.
+        right.set_ylim(10.0 ** (math.floor(math.log10(lowest)) - 1), 1.0)
+        right.set_ylabel("σ_r / σ_1")
+    ax.legend(handles=handles, fontsize=_FOOTNOTE, loc="lower left")
+    ax.grid(True, alpha=0.3)
+    p = rows - nominal
+    fig.suptitle(f"{_title(run)}\nrank of C along the run (p = {rows} − {nominal} = {p})")
+    return fig
+
+
+_BUILDERS: dict[str, Callable[..., Figure]] = {
+    "trajectories": lambda run, pairs, components: plot_trajectories(run),
+    "reactions": lambda run, pairs, components: plot_reactions(run, pairs, components=components),
+    "violation": lambda run, pairs, components: plot_violation_energy(run),
+    "solvability": lambda run, pairs, components: plot_solvability(run, pairs),
+    "rank": lambda run, pairs, components: plot_rank(run),
+}
+
+
+def save_all(
+    run: RunLike,
+    out_dir: str | os.PathLike,
+    force: bool = False,
+    format: str = "png",
+    *,
+    only: Sequence[str] | None = None,
+    pairs: str | Sequence[str] | None = None,
+    components: bool = False,
+) -> list[Path]:
+    """Write the figures of `run` to `out_dir`, one file each: `trajectories`,
+    `reactions`, `violation`, `solvability`, `rank` (+ `.png`, `.pdf` or `.svg`).
+
+    Every file is written atomically (a temporary file beside it, then a rename).
+    All targets are checked before the first is written: none is overwritten
+    unless `force`.
+
+    **Arguments:**
+
+    - `run`: the dict of [`redundax.io.read_run`][], or the path of the `.npz`.
+    - `out_dir`: the folder (created if missing).
+    - `force`: overwrite existing files.
+    - `format`: `"png"`, `"pdf"` or `"svg"`.
+    - `only`: the figures to write (names of `FIGURES`; default all).
+    - `pairs`, `components`: as in [`plot_reactions`][] (`pairs` also selects the
+      bars of [`plot_solvability`][]).
+
+    **Returns:** the paths written, in the order of `FIGURES`.
+
+    **Raises:** `FileExistsError` naming the first existing file when `force` is
+    False; `ValueError` for an unknown format, figure or pair;
+    `NotADirectoryError` if `out_dir` is a file.
+    """
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+    chosen = list(FIGURES) if only is None else _names(only) or []
+    unknown = [name for name in chosen if name not in FIGURES]
+    if unknown:
+        raise ValueError(f"unknown figure {unknown[0]!r}; the figures are {', '.join(FIGURES)}")
+    chosen = [name for name in FIGURES if name in chosen]
+    run = _as_run(run)
+    pairs = select_pairs(run, pairs)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out}: exists and is not a directory")
+    targets = [out / f"{name}.{format}" for name in chosen]
+    if out.is_dir():
+        for target in targets:
+            try:
+                check_output(target, force, suffixes=(f".{format}",))
+            except FileExistsError:
+                raise FileExistsError(
+                    f"{target}: already exists; pass --force to overwrite it (force=True in Python)"
+                ) from None
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, target in zip(chosen, targets, strict=True):
+        fig = _BUILDERS[name](run, pairs, components)
+        with _atomic(target, force, text=False) as file:
+            fig.savefig(file, format=format, dpi=120)
+        written.append(target)
+    return written
+
+
+SUMMARY = "figures of a saved run: trajectories, reactions, violation and energy, solvability, rank"
+DESCRIPTION = (
+    "Draw the figures of a run saved by 'redundax simulate CONFIG --out RUN.npz' (RUN is "
+    "that .npz file) and write them, one file each, to a folder (default: RUN_plots/ "
+    "beside RUN, e.g. runs/robot.npz → runs/robot_plots/): trajectories (the tracked "
+    "points in the plane; x-y and x-z for spatial mechanisms), reactions (per pair, the "
+    "magnitude of the force on its first moving body over time, or with --components each "
+    "reaction component; reactions a rigid model does not determine are dashed on grey: "
+    "their values are only the method's choice), violation (position and velocity "
+    "constraint violation, energy change), solvability (the norm of B_X per pair, the "
+    "uniqueness test, with rank C, the degree of redundancy p and the mobility) and rank "
+    "(rank of C along the run). Existing files are refused unless --force. Example: "
+    "redundax simulate configs/mobile_robot.toml --out runs/robot.npz && "
+    "redundax plot runs/robot.npz. Exit status: 0 on success, 2 on invalid input."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of `redundax plot`."""
+    parser.add_argument(
+        "run",
+        metavar="RUN",
+        help="a run file (.npz) written by 'redundax simulate CONFIG --out RUN'",
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="folder of the figures (created; default: RUN's folder/RUN's name_plots, "
+        "e.g. runs/robot_plots for runs/robot.npz)",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=FIGURES,
+        default=None,
+        help="write only this figure (repeat for several; default: all)",
+    )
+    parser.add_argument(
+        "--pairs",
+        action="append",
+        default=None,
+        metavar="NAMES",
+        help="comma-separated pair names for the reactions and solvability figures "
+        "(repeatable; default: all pairs)",
+    )
+    parser.add_argument(
+        "--components",
+        action="store_true",
+        help="draw each pair's reaction components (-λ of each row) instead of the "
+        "magnitude of the force on its first moving body",
+    )
+    parser.add_argument(
+        "--format", choices=FORMATS, default="png", help="file format (default: png)"
+    )
+    parser.add_argument("--force", action="store_true", help="overwrite existing figures")
+    parser.add_argument(
+        "--json", action="store_true", help='print {"figures": [paths]} as one JSON object'
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """The handler of `redundax plot`: returns the exit status (0)."""
+    path = Path(args.run)
+    data = load(path)
+    pairs = None
+    if args.pairs is not None:
+        pairs = [name.strip() for entry in args.pairs for name in entry.split(",") if name.strip()]
+        try:
+            pairs = select_pairs(data, pairs)
+        except ValueError as error:
+            raise ValueError(f"{path}: --pairs: {error}") from None
+    out = Path(args.out) if args.out is not None else path.with_name(f"{path.stem}_plots")
+    figures = save_all(
+        data,
+        out,
+        force=args.force,
+        format=args.format,
+        only=args.only,
+        pairs=pairs,
+        components=args.components,
+    )
+    if args.json:
+        print(json.dumps({"figures": [str(p) for p in figures]}))
+    else:
+        for figure in figures:
+            print(f"wrote {figure}")
+    return 0
