@@ -470,7 +470,7 @@ def plot_solvability(
     )
     if report:
         ax.set_title(
-            f"{_title(run)}: rank C = {report['rank']}, p = {report['redundancy']}, "
+            f"{_title(run)}\nrank C = {report['rank']}, p = {report['redundancy']}, "
             f"dof = {report['dof']}  (n = {report['n']}, {report['rows']} rows)"
         )
     else:
@@ -494,7 +494,7 @@ def plot_rank(run: RunLike, *, figure: Figure | None = None) -> Figure:
     (`"rank_rtol"`).
     """
     run = _as_run(run)
-    fig = _figure(figure, figsize=(7.0, 4.2))
+    fig = _figure(figure, figsize=(7.0, 4.8))
     if run["rank"] is None:
         return _missing(fig, "this run stores no rank history (written by an older redundax)")
     t, rank = run["t"], np.asarray(run["rank"])
@@ -548,7 +548,7 @@ def plot_rank(run: RunLike, *, figure: Figure | None = None) -> Figure:
         # constant ratio stays a flat line far from the tolerance, as it should.
         right.set_ylim(10.0 ** (math.floor(math.log10(lowest)) - 1), 1.0)
         right.set_ylabel("σ_r / σ_1")
-    ax.legend(handles=handles, fontsize=_FOOTNOTE, loc="lower left")
+    fig.legend(handles=handles, fontsize=_FOOTNOTE, loc="outside lower center", ncols=2)
     ax.grid(True, alpha=0.3)
     p = rows - nominal
     fig.suptitle(f"{_title(run)}\nrank of C along the run (p = {rows} − {nominal} = {p})")
