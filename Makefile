@@ -24,7 +24,7 @@ demo: $(STAMP)
 	@echo "next: $(BIN)/redundax plot $(DEMO_RUN)"
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python tests/run_files.py
 
 bench: $(STAMP)
 	$(BIN)/python experiments/bench_solvability.py

@@ -231,6 +231,9 @@ def test_progress_only_on_a_terminal_and_never_on_stdout():
     lines = err.getvalue().splitlines()
     assert lines and all(line.startswith("redundax: ") for line in lines)
     assert "simulating four-bar linkage to t = 1 s" in lines[0]
+    # The progress bar of the integration, redrawn in place, ends at 100 %.
+    assert any(line.endswith("% of t_final") for line in lines)
+    assert "100.0 % of t_final" in err.getvalue()
 
 
 @pytest.mark.parametrize(

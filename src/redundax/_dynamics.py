@@ -24,7 +24,7 @@ from ._assembly import (
     velocity_bias,
 )
 from ._model import Model
-from ._qr import DECISION_RTOL, independent_rows, pivoted_qr
+from ._qr import DECISION_RTOL, pivoted_qr
 from ._types import Scalar
 
 
@@ -502,8 +502,17 @@ def eliminate(
     rtol: float | None = None,
 ) -> Elimination:
     """An [`Elimination`][] of `rows` (1-based, as numbered in the paper and in the
-    solvability report), or of rows chosen by the pivoted QR of Cᵀ when `rows` is
-    None. Decided once, at the configuration (q, t), outside any trace.
+    solvability report), or of rows chosen at (q, t) when `rows` is None. Decided
+    once, outside any trace.
+
+    The automatic choice drops the p rows that carry the self-stresses best: with N
+    an orthonormal basis of the left null space of C (m × p, from an SVD), the
+    column pivots of the pivoted QR of Nᵀ. Dropping rows D is valid exactly when
+    N[D] is non-singular, and this choice keeps N[D] as well conditioned as
+    possible, so the kept rows stay independent as far along the motion as the
+    structure allows (a choice by the pivots of Cᵀ alone may drop a row whose share
+    of the self-stress is small and vanishes nearby: the kept rows then become
+    dependent and the integration stiff). Rigid-body rows are never dropped.
 
     **Raises:** `ValueError` if a row is out of range, or if dropping the rows
     would lower the rank of C (the message names the rows that are not redundant).
@@ -514,11 +523,19 @@ def eliminate(
     rank = int(qr.rank)
     internal = model.internal_rows
     if rows is None:
-        keep = independent_rows(C, DECISION_RTOL if rtol is None else rtol, first=internal)
-        if len(keep) != rank:
+        p = nc - rank
+        if p == 0:
+            return Elimination(keep=tuple(range(nc)), n_rows=nc)
+        null = np.linalg.svd(C)[0][:, rank:]  # left null space, (nc, p)
+        weights = null.T.copy()
+        weights[:, list(internal)] = 0.0
+        order = np.asarray(pivoted_qr(jnp.asarray(weights), rtol).perm)
+        drop = sorted(int(k) for k in order[:p])
+        keep = tuple(k for k in range(nc) if k not in drop)
+        if int(pivoted_qr(C[list(keep)].T, rtol).rank) != rank:
             raise ValueError(
-                f"eliminate: could not choose {rank} independent rows at this configuration "
-                f"(found {len(keep)}); is it singular? Pass `rows` explicitly."
+                f"eliminate: could not choose {rank} independent rows at this configuration; "
+                "is it singular? Pass `rows` explicitly."
             )
         return Elimination(keep=keep, n_rows=nc)
     bad = [r for r in rows if not 1 <= int(r) <= nc]

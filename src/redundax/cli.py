@@ -177,16 +177,13 @@ def _progress(message: str) -> None:
 
 
 def _draw_bar(progress: float, done: bool = False) -> None:
+    """One progress bar on stderr, redrawn in place (the line ends in a carriage
+    return until the last one, which ends the line)."""
     width = 30
     filled = int(round(width * min(max(progress, 0.0), 1.0)))
     bar = "#" * filled + "-" * (width - filled)
-    end = "\n" if done else ""
-    print(
-        f"\rredundax: [{bar}] {100 * progress:5.1f} % of t_final",
-        end=end,
-        file=sys.stderr,
-        flush=True,
-    )
+    line = f"redundax: [{bar}] {100 * progress:5.1f} % of t_final"
+    print(line, end="\n" if done else "\r", file=sys.stderr, flush=True)
 
 
 class _StderrProgressBar(diffrax.TextProgressMeter):

@@ -1,0 +1,90 @@
+"""Run the test suite one test file per process, two processes at a time (`make test`).
+
+Why not one `pytest` process: every program XLA:CPU compiles keeps its kernels in
+memory maps of their own (about three per kernel) for the life of the process, and
+`jax.clear_caches()` does not unmap them. The whole suite compiles some 20,000
+kernels, more than Linux's default `vm.max_map_count` (65,530) allows, and the
+process then dies with a segmentation fault inside the compiler. One process per
+file stays far below it, and two at a time use both cores of a small machine (most
+of the time goes into compiling, which runs on one thread).
+
+Usage: `python tests/run_files.py [-j N] [FILE ...] [-- PYTEST ARGS]`; with no FILE,
+every `tests/test_*.py`. Prints one line per file as it finishes and, for a file that
+fails, its whole pytest output; exits with status 1 if any file failed.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+# Files that take longest first, so that two workers finish together (measured on a
+# 2-core machine; unknown files go after these, in name order).
+LONGEST_FIRST = (
+    "test_spatial.py",
+    "test_notebooks.py",
+    "test_design.py",
+    "test_optimize.py",
+    "test_gonzalez.py",
+    "test_sweep.py",
+    "test_dynamics.py",
+    "test_config_spatial.py",
+    "test_natural.py",
+    "test_cli_simulate.py",
+    "test_readme.py",
+    "test_compliance.py",
+)
+
+
+def _order(files: list[Path]) -> list[Path]:
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    return sorted(files, key=lambda f: (rank.get(f.name, len(rank)), f.name))
+
+
+def _run(file: Path, pytest_args: list[str]) -> tuple[Path, int, float, str]:
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(file), *pytest_args],
+        cwd=TESTS.parent,
+        capture_output=True,
+        text=True,
+    )
+    return file, proc.returncode, time.perf_counter() - start, proc.stdout + proc.stderr
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    pytest_args: list[str] = []
+    if "--" in argv:
+        k = argv.index("--")
+        argv, pytest_args = argv[:k], argv[k + 1 :]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-j", type=int, default=min(2, os.cpu_count() or 1), metavar="N")
+    parser.add_argument("files", nargs="*", type=Path)
+    args = parser.parse_args(argv)
+    files = _order(args.files or sorted(TESTS.glob("test_*.py")))
+    start = time.perf_counter()
+    failed = []
+    with ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
+        futures = [pool.submit(_run, f, pytest_args) for f in files]
+        for future in as_completed(futures):
+            file, status, seconds, output = future.result()
+            lines = [line for line in output.splitlines() if line.strip()]
+            summary = lines[-1] if lines else "(no output)"
+            print(f"{file.name:<28} {seconds:7.1f} s  {summary}", flush=True)
+            # Exit status 5: the file collected no tests (all deselected by -k/-m).
+            if status not in (0, 5):
+                failed.append(file.name)
+                print(output, flush=True)
+    total = time.perf_counter() - start
+    verdict = f"FAILED: {', '.join(failed)}" if failed else "all passed"
+    print(f"{len(files)} test files in {total:.0f} s: {verdict}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
