@@ -139,6 +139,7 @@ def test_every_key_of_the_type_table_is_a_field_of_its_object():
         "elimination",
         "augmented-lagrangian",
         "penalty",
+        "compliant",
     }
     assert set(TYPES["stabilisation"]) == {"baumgarte", "none"}
     assert set(TYPES["initial"]) == {"refuse", "project"}
@@ -500,7 +501,8 @@ SIMULATION_MISTAKES = {
     "unknown method": (
         'method = "nullspace"',
         r"simulation key 'method': unknown method 'nullspace' \(did you mean 'null-space'\? "
-        r"known: null-space, weighted-minimum-norm, elimination, augmented-lagrangian, penalty\)",
+        r"known: null-space, weighted-minimum-norm, elimination, augmented-lagrangian, penalty, "
+        r"compliant\)",
     ),
     "unknown solver": (
         'solver = "rk4"',
