@@ -494,25 +494,42 @@ class Elimination(AbstractRedundancyMethod):
         return tuple(k for k in range(self.n_rows) if k not in self.keep)
 
 
+def _self_stress_share(model: Model, qs: np.ndarray, ts: np.ndarray, rank: int) -> np.ndarray:
+    """Per row of C: the smallest share ‖N_k‖ / max_j ‖N_j‖ of the self-stresses (N
+    the left null space of C) over the configurations `qs` at times `ts` (host-side)."""
+    shares = []
+    for q, t in zip(qs, ts, strict=True):
+        C = np.asarray(constraint_matrix(model, jnp.asarray(q), t))
+        norms = np.linalg.norm(np.linalg.svd(C)[0][:, rank:], axis=1)
+        shares.append(norms / max(float(np.max(norms)), 1e-300))
+    return np.min(shares, axis=0)
+
+
 def eliminate(
     model: Model,
     q: Float[ArrayLike, " nq"],
     t: Scalar = 0.0,
     rows: tuple[int, ...] | None = None,
     rtol: float | None = None,
+    along=None,
 ) -> Elimination:
     """An [`Elimination`][] of `rows` (1-based, as numbered in the paper and in the
     solvability report), or of rows chosen at (q, t) when `rows` is None. Decided
     once, outside any trace.
 
-    The automatic choice drops the p rows that carry the self-stresses best: with N
-    an orthonormal basis of the left null space of C (m × p, from an SVD), the
-    column pivots of the pivoted QR of Nᵀ. Dropping rows D is valid exactly when
-    N[D] is non-singular, and this choice keeps N[D] as well conditioned as
-    possible, so the kept rows stay independent as far along the motion as the
-    structure allows (a choice by the pivots of Cᵀ alone may drop a row whose share
-    of the self-stress is small and vanishes nearby: the kept rows then become
-    dependent and the integration stiff). Rigid-body rows are never dropped.
+    The automatic choice drops the p rows that carry the self-stresses best. With N
+    an orthonormal basis of the left null space of C (m × p), dropping rows D is
+    valid exactly when N[D] is non-singular; the p rows are the column pivots of
+    the pivoted QR of Nᵀ, its columns weighted by each row's share ‖N_k‖ / max ‖N_j‖
+    of the self-stresses: at (q, t), or its smallest value over the saved states of
+    `along` (a [`Trajectory`][], e.g. a null-space run of the same mechanism) when
+    given. The rows dropped must stay redundant along the whole motion: where a
+    dropped row's share vanishes, the kept rows become dependent and the
+    integration stiff. At a symmetric configuration the shares tie, and the choice
+    at (q, t) alone is arbitrary (Bricard's linkage: every joint row carries the
+    same share at the square configuration, and half of them lose it within
+    about a second of motion), so pass `along` or choose `rows` yourself there. Rigid-body
+    rows are never dropped.
 
     **Raises:** `ValueError` if a row is out of range, or if dropping the rows
     would lower the rank of C (the message names the rows that are not redundant).
@@ -527,7 +544,12 @@ def eliminate(
         if p == 0:
             return Elimination(keep=tuple(range(nc)), n_rows=nc)
         null = np.linalg.svd(C)[0][:, rank:]  # left null space, (nc, p)
-        weights = null.T.copy()
+        if along is None:
+            states, times = np.asarray(q, dtype=float)[None], np.asarray([t], dtype=float)
+        else:
+            states, times = np.asarray(along.q), np.asarray(along.ts)
+        score = _self_stress_share(model, states, times, rank)
+        weights = null.T * score[None, :]
         weights[:, list(internal)] = 0.0
         order = np.asarray(pivoted_qr(jnp.asarray(weights), rtol).perm)
         drop = sorted(int(k) for k in order[:p])
