@@ -254,7 +254,6 @@ def _variable(
         return None
     first, c0 = pairs[0]
     initial = entry.get("initial", known[first].nominal / c0)
-    bounds = {}
     for key in ("initial", "lower", "upper", "scale"):
         value = entry.get(key)
         if value is not None and not _is_number(value):
@@ -273,11 +272,8 @@ def _variable(
         scale = 0.1 * abs(initial) if initial != 0 else 1.0
     if not float(scale) > 0:
         problems.append(f"{where} key 'scale': expected a positive number, got {scale!r}")
-    bounds.update(lower=lower, upper=upper)
     unit = entry.get("unit", known[first].unit)
-    return Variable(
-        name, str(unit), tuple(pairs), initial, bounds["lower"], bounds["upper"], float(scale)
-    )
+    return Variable(name, str(unit), tuple(pairs), initial, lower, upper, float(scale))
 
 
 def _term(entry: Any, where: str, config: Config, problems: list[str]) -> Term | None:
