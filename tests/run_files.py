@@ -25,18 +25,18 @@ TESTS = Path(__file__).resolve().parent
 # Files that take longest first, so that two workers finish together (measured on a
 # 2-core machine; unknown files go after these, in name order).
 LONGEST_FIRST = (
-    "test_spatial.py",
-    "test_notebooks.py",
-    "test_design.py",
-    "test_optimize.py",
-    "test_gonzalez.py",
-    "test_sweep.py",
     "test_dynamics.py",
-    "test_config_spatial.py",
-    "test_natural.py",
-    "test_cli_simulate.py",
+    "test_spatial.py",
+    "test_design.py",
+    "test_notebooks.py",
     "test_readme.py",
+    "test_optimize.py",
+    "test_sweep.py",
+    "test_plot.py",
     "test_compliance.py",
+    "test_cli_simulate.py",
+    "test_config_spatial.py",
+    "test_gonzalez.py",
 )
 
 
