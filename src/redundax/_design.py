@@ -167,7 +167,8 @@ _ADVICE = (
     "unique=False: method=rx.Compliant(rx.joint_stiffness(model, k, {{pair: k_X}})) (the "
     "limit of compliant joints; physical when the joint stiffnesses are known), "
     "method=rx.eliminate(model, q, rows=...) or method=rx.NullSpace() (minimum norm); "
-    "or ask for a unique component with component=..."
+    "or, where one of the pair's components is unique (the solvability report's "
+    "row_unique), ask for it with component=..."
 )
 
 
@@ -202,6 +203,8 @@ def _host_message(model, pair, component, pairs_unique, row_unique, rank, when="
     if component is None and fine:
         text += " Of its components, " + ", ".join(repr(c) for c in fine) + " "
         text += "is unique." if len(fine) == 1 else "are unique."
+    elif component is None:
+        text += " None of its components is unique here."
     return text + " " + _ADVICE.format()
 
 

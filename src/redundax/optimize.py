@@ -779,7 +779,7 @@ def optimize_design(
         z = optax.projections.projection_box(optax.apply_updates(best_z, updates), lower, upper)
     x_final = problem.x(np.asarray(best_z))
     model, s0 = problem.variant(jnp.asarray(x_final))
-    q, qd = Projection()(model, s0.q, s0.qd, s0.t)
+    q, qd = Projection(iterations=10)(model, s0.q, s0.qd, s0.t)
     report = analyze_solvability(model, q, s0.t)
     violation = float(
         max(
