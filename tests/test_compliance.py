@@ -153,3 +153,24 @@ def test_joint_stiffness_spatial_rows():
     rows = model.pair("J0").rows
     # axial, two transverse forces: linear; two bending moments: angular.
     np.testing.assert_array_equal(k[list(rows)], [1e6, 1e6, 1e6, 1e3, 1e3])
+
+
+def test_penalty_keeps_rigid_body_rows_exact_on_spatial_models():
+    """`joint_stiffness` gives the rigid-body rows of natural coordinates an infinite
+    stiffness; `Penalty` keeps them as exact constraints (it used to multiply them by
+    ∞: NaN). Bricard's linkage at rest under gravity: finite multipliers, and q̈ and
+    the total reaction Cᵀλ (always unique) tend to the rigid null-space values like
+    1/stiffness (measured 1.7e-5 → 1.7e-7 for q̈ from 1e6 to 1e8)."""
+    mech = rx.models.bricard()
+    model, s = mech.build(), mech.initial_state()
+    rigid = _reactions(model, s.q, s.qd, s.t)
+    errors = []
+    for k in (1e6, 1e8):
+        pen = _reactions(
+            model, s.q, s.qd, s.t, method=rx.Penalty(stiffness=rx.joint_stiffness(model, k))
+        )
+        assert bool(jnp.all(jnp.isfinite(pen.multipliers)))
+        errors.append((_relative(pen.qdd, rigid.qdd), _relative(pen.total, rigid.total)))
+    assert errors[1][0] < 1e-6 and errors[1][1] < 1e-6, errors
+    for before, after in zip(errors[0], errors[1], strict=True):
+        assert 30.0 < before / after < 300.0, errors

@@ -634,6 +634,10 @@ class Penalty(AbstractRedundancyMethod):
     `stiffness` α [per row or scalar] sets how rigid the rows are; the motion tends
     to the rigid one as α → ∞, and λ is unique for finite α but depends on the
     ratios of the α's on non-unique pairs. Pfaffian rows get no ω² term.
+    Rows with α = ∞ (the rigid-body rows of spatial bodies in
+    [`joint_stiffness`][]) are kept as exact constraints with their own multipliers,
+    C_r q̈ = Γ_r − 2ξω(C_r q̇ + b_r) − ω² Φ_r, solved together with the springs; they
+    must be independent of one another (rigid-body rows are).
     Its spring-damper terms are its own drift control: any `stabilisation` passed
     alongside is ignored.
     """
@@ -653,9 +657,20 @@ class Penalty(AbstractRedundancyMethod):
         target = (
             terms.gamma - 2.0 * self.xi * self.omega * terms.velocity_error - self.omega**2 * phi
         )
-        K = M + C.T @ (alpha[:, None] * C)
-        qdd = jnp.linalg.solve(K, F + C.T @ (alpha * target))
-        return qdd, alpha * (C @ qdd - target)
+        rigid = jnp.isinf(alpha)
+        spring = jnp.where(rigid, 0.0, alpha)
+        K = M + C.T @ (spring[:, None] * C)
+        rhs = F + C.T @ (spring * target)
+        # [K  C_rᵀ; C_r  0] [q̈; λ_r] = [rhs; target_r], with the rows of the spring
+        # constraints replaced by λ_k = 0 in the lower block (identity), so one dense
+        # solve of fixed size covers any mix of springs and rigid rows.
+        Cr = jnp.where(rigid[:, None], C, 0.0)
+        A = jnp.block([[K, Cr.T], [Cr, jnp.diag(jnp.where(rigid, 0.0, 1.0))]])
+        b = jnp.concatenate([rhs, jnp.where(rigid, target, 0.0)])
+        x = jnp.linalg.solve(A, b)
+        qdd, lam_rigid = x[: M.shape[0]], x[M.shape[0] :]
+        lam = jnp.where(rigid, lam_rigid, spring * (C @ qdd - target))
+        return qdd, lam
 
     def acceleration(self, terms, gamma):
         del gamma  # the penalty carries its own stabilisation terms
