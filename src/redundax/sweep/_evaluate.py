@@ -1,0 +1,237 @@
+"""Evaluating a chunk of variants: vmap inside shard_map over the local devices.
+
+Part of [`redundax.sweep`][], whose docstring describes the whole.
+"""
+
+import dataclasses
+import os
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jaxtyping import Float
+
+from .. import (
+    Model,
+    Projection,
+    SmoothSteps,
+    State,
+    analyze_solvability,
+    marker_positions,
+    position_residual,
+    rank_history,
+    simulate,
+    velocity_residual,
+)
+from ._addresses import apply_parameters
+from ._constants import AXIS, PROJECTION_STEPS, SINGULAR_RTOL
+from ._file import Sweep
+
+
+# --------------------------------------------------------------------- evaluation
+def _max_abs(x) -> Any:
+    return jnp.max(jnp.abs(x), initial=0.0)
+
+
+def _violation(model: Model, q, qd, t) -> Any:
+    return jnp.maximum(
+        _max_abs(position_residual(model, q, t)), _max_abs(velocity_residual(model, q, qd, t))
+    )
+
+
+def _knots(model: Model) -> dict[int, Any]:
+    """The knot times of the nominal model's smooth-step drivers, as concrete arrays."""
+    return {
+        g: jnp.asarray(np.asarray(group.motion.times))
+        for g, group in enumerate(model.holonomic)
+        if "motion" in {f.name for f in dataclasses.fields(group)}
+        and isinstance(group.motion, SmoothSteps)
+    }
+
+
+class Evaluator:
+    """The compiled evaluation of batches of variants of one [`Sweep`][].
+
+    Built once per sweep; every call with the same number of variants reuses one
+    compilation. `evaluator(values)` returns a dict of NumPy arrays with one row
+    per row of `values` (see [`OUTPUTS`][]).
+    """
+
+    def __init__(self, sweep: Sweep, mesh: Mesh | None = None):
+        self.sweep = sweep
+        self.mesh = Mesh(np.asarray(jax.devices()), (AXIS,)) if mesh is None else mesh
+        self.devices = int(self.mesh.devices.size)
+        cores = os.cpu_count() or 1
+        if (
+            self.devices > 1
+            and self.mesh.devices.flat[0].platform == "cpu"
+            and self.devices >= cores
+        ):
+            warnings.warn(
+                f"{self.devices} CPU devices on {cores} cores: jaxlib's batched LAPACK "
+                "kernels (eigh, svd, ...) wait for work on the thread pool that runs the "
+                "devices' programs, and a sweep can deadlock when every thread of it runs "
+                "one (seen with jax 0.10 and chunks of 6 or more variants per device); use "
+                "fewer devices than cores (--xla_force_host_platform_device_count)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        targets = sweep.targets
+        options = sweep.simulation
+        # Knot times stay concrete (closed over, not traced) so that `simulate`
+        # passes them to the step-size controller as `step_ts`, as it does for a
+        # single concrete model: the steps land on the knots instead of being
+        # rejected across them (half the steps for the mobile robot). They are not
+        # sweepable parameters.
+        knots = _knots(sweep.model)
+        dynamic, static = eqx.partition((sweep.model, sweep.state, options.method), eqx.is_array)
+        self._dynamic = dynamic
+
+        def variant(model: Model, state: State, method, x) -> dict[str, Any]:
+            model, state = apply_parameters(model, state, targets, x)
+            for g, times in knots.items():
+                model = eqx.tree_at(lambda m, g=g: m.holonomic[g].motion.times, model, times)
+            t, q, qd = state.t, state.q, state.qd
+            out = {"initial_violation": _violation(model, q, qd, t)}
+            if sweep.project_initial:
+                q, qd = Projection(iterations=PROJECTION_STEPS)(model, q, qd, t)
+            out["consistent"] = _violation(model, q, qd, t) <= sweep.consistency_tolerance
+            if sweep.analyze:
+                report = analyze_solvability(model, q, t)
+                out.update(
+                    rank=report.rank,
+                    rank_holonomic=report.rank_holonomic,
+                    rank_pfaffian=report.rank_pfaffian,
+                    redundancy=report.redundancy,
+                    dof=report.dof,
+                    unique=report.unique,
+                    multipliers_unique=report.multipliers_unique,
+                    b_norm=report.b_norm,
+                    row_unique=report.row_unique,
+                )
+            if sweep.simulate:
+                trajectory = simulate(
+                    model,
+                    State(t, q, qd),
+                    options.t_final,
+                    method=method,
+                    solver=options.solver,
+                    rtol=options.rtol,
+                    atol=options.atol,
+                    stabilisation=options.stabilisation,
+                    projection=options.projection,
+                    n_save=options.n_save,
+                    max_steps=options.max_steps,
+                    throw=False,
+                )
+                # A failed integration leaves non-finite saved states after the
+                # failure: everything below is taken over the states reached.
+                reached = jnp.all(jnp.isfinite(trajectory.q), axis=1) & jnp.all(
+                    jnp.isfinite(trajectory.qd), axis=1
+                )
+                last = jnp.max(jnp.where(reached, jnp.arange(reached.shape[0]), 0))
+                history = rank_history(model, trajectory, SINGULAR_RTOL)
+                position = jnp.max(jnp.where(reached, trajectory.position_violation, 0.0))
+                velocity = jnp.max(jnp.where(reached, trajectory.velocity_violation, 0.0))
+                big = jnp.iinfo(history.rank.dtype).max
+                out.update(
+                    success=(trajectory.result == diffrax.RESULTS.successful) & jnp.all(reached),
+                    steps=trajectory.num_steps,
+                    time_reached=trajectory.ts[last],
+                    final_q=trajectory.q[last],
+                    final_qd=trajectory.qd[last],
+                    final_markers=marker_positions(model, trajectory.q[last]),
+                    max_constraint_violation=jnp.maximum(position, velocity),
+                    max_position_violation=position,
+                    max_velocity_violation=velocity,
+                    rank_start=history.rank[0],
+                    rank_min=jnp.min(jnp.where(reached, history.rank, big)),
+                    rank_max=jnp.max(jnp.where(reached, history.rank, 0)),
+                    sigma_ratio_min=jnp.min(jnp.where(reached, history.relative_gap(), jnp.inf)),
+                )
+            return out
+
+        def shard(dynamic, values):
+            model, state, method = eqx.combine(dynamic, static)
+            return jax.vmap(lambda x: variant(model, state, method, x))(values)
+
+        sharded = jax.shard_map(
+            shard,
+            mesh=self.mesh,
+            in_specs=(PartitionSpec(), PartitionSpec(AXIS)),
+            out_specs=PartitionSpec(AXIS),
+            check_vma=False,
+        )
+        self._call = eqx.filter_jit(sharded)
+
+    def __call__(self, values: Float[np.ndarray, "batch p"]) -> dict[str, np.ndarray]:
+        values = np.asarray(values, dtype=float)
+        n = values.shape[0]
+        padded = -(-n // self.devices) * self.devices
+        x = np.concatenate([values, np.repeat(values[-1:], padded - n, axis=0)])
+        sharding = NamedSharding(self.mesh, PartitionSpec(AXIS))
+        array = jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+        out = self._call(self._dynamic, array)
+        if jax.process_count() > 1:
+            out = multihost_utils.process_allgather(out, tiled=True)
+        return {key: np.asarray(value)[:n] for key, value in out.items()}
+
+
+OUTPUTS = {
+    "initial_violation": "max |Φ|, |C q̇ + b| of the variant's initial state as built [m, m/s]",
+    "consistent": 'the state analysed and simulated (projected with initial = "project") '
+    "satisfies the constraints to consistency_tolerance",
+    "rank": "rank C at the initial configuration",
+    "rank_holonomic": "rank Φ_q",
+    "rank_pfaffian": "rank Ψ",
+    "redundancy": "degree of redundancy p = rows − rank",
+    "dof": "mobility n − rank",
+    "unique": "(variants, pairs): whether each pair's reaction is unique",
+    "multipliers_unique": "(variants, pairs): whether each pair's multipliers are unique",
+    "b_norm": "(variants, pairs): ‖B_X‖_F of the QR test",
+    "row_unique": "(variants, rows): whether each reaction component is unique",
+    "success": "the integration reached t_final with finite q, q̇ at every saved state",
+    "steps": "integrator steps",
+    "time_reached": "the last saved time with a finite state (t_final on success) [s]",
+    "final_q": "(variants, nq): q at time_reached",
+    "final_qd": "(variants, nq): q̇ at time_reached",
+    "final_markers": "(variants, markers, dim): the tracked points at time_reached [m]",
+    "max_constraint_violation": "max over the saved states reached of max |Φ| and max |C q̇ + b|",
+    "max_position_violation": "max |Φ| over the saved states reached [m, rad]",
+    "max_velocity_violation": "max |C q̇ + b| over the saved states reached",
+    "rank_start": "rank C at t = 0 with SINGULAR_RTOL",
+    "rank_min": "min of rank C over the saved states reached (SINGULAR_RTOL)",
+    "rank_max": "max of rank C over the saved states reached (SINGULAR_RTOL)",
+    "sigma_ratio_min": "min over the saved states reached of σ_r / σ_1, r = rank_start: "
+    "how close the motion comes to a singular configuration (0: it passes one)",
+}
+"""Per-variant results (the analysis ones with `analyze`, the others with `simulate`)."""
+
+
+def default_chunk_size(sweep: Sweep, devices: Sequence[Any] | None = None) -> int:
+    """Variants per chunk when none is given: a multiple of the device count.
+
+    On CPUs, 64 simulations (1024 analyses) per device: larger batches gain
+    little there, and a chunk of that size takes seconds to minutes, which bounds
+    the work an interruption loses. On accelerators, a quarter of the device's
+    memory divided by a generous estimate of one variant's working set (its saved
+    states, the constraint matrices of the rank check at every saved state, and
+    the solver's intermediates), between 256 and 16384 per device.
+    """
+    devices = list(jax.devices()) if devices is None else list(devices)
+    if devices[0].platform == "cpu":
+        return (64 if sweep.simulate else 1024) * len(devices)
+    model = sweep.model
+    nq, nc, saved = model.n_coordinates, model.n_constraints, sweep.simulation.n_save
+    per_variant = 8 * (saved * (4 * nq + nc * nq) + 64 * (nc * nq + nq * nq + nc * nc))
+    stats = devices[0].memory_stats() or {}
+    limit = stats.get("bytes_limit")
+    per_device = 16384 if limit is None else int(limit) // 4 // per_variant
+    return min(max(per_device, 256), 16384) * len(devices)

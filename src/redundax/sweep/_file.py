@@ -1,0 +1,337 @@
+"""What a sweep varies and how: samples, the `Sweep` description, the sweep file.
+
+Part of [`redundax.sweep`][], whose docstring describes the whole.
+"""
+
+import dataclasses
+import difflib
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import (
+    Model,
+    State,
+)
+from ..io.config import ConfigError, SimulationOptions, load_config
+from ._addresses import Target, parameter_targets, resolve_parameters, unknown_parameter
+
+
+# ------------------------------------------------------------------------ samples
+@dataclasses.dataclass(frozen=True)
+class Parameter:
+    """One swept parameter: its address and its values.
+
+    Give either `values` (a grid axis, or the choices of a random sample) or the
+    range `low`, `high` (a grid of `count` equally spaced values, ends included,
+    or uniform samples).
+    """
+
+    name: str
+    values: tuple[float, ...] | None = None
+    low: float | None = None
+    high: float | None = None
+    count: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """Every combination of the parameters' values (the first parameter varies
+    slowest, as in `itertools.product`)."""
+
+    def table(self, parameters: Sequence[Parameter]) -> np.ndarray:
+        axes = [
+            np.asarray(p.values, dtype=float)
+            if p.values is not None
+            else np.linspace(p.low, p.high, p.count)
+            for p in parameters
+        ]
+        grids = np.meshgrid(*axes, indexing="ij")
+        return np.stack([g.ravel() for g in grids], axis=1).reshape(-1, len(parameters))
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomSample:
+    """`count` variants drawn with `numpy.random.default_rng(seed)`: uniform in a
+    parameter's range, or uniformly among its `values`; parameters in order."""
+
+    count: int
+    seed: int = 0
+
+    def table(self, parameters: Sequence[Parameter]) -> np.ndarray:
+        rng = np.random.default_rng(self.seed)
+        columns = [
+            rng.choice(np.asarray(p.values, dtype=float), size=self.count)
+            if p.values is not None
+            else rng.uniform(p.low, p.high, size=self.count)
+            for p in parameters
+        ]
+        return np.stack(columns, axis=1).reshape(self.count, len(parameters))
+
+
+def _parameter_problems(p: Parameter, grid: bool) -> list[str]:
+    problems = []
+    if (p.values is None) == (p.low is None or p.high is None):
+        problems.append("give either 'values' or 'range' = [low, high]")
+    if p.values is not None and len(p.values) == 0:
+        problems.append("'values' is empty")
+    if p.low is not None and p.high is not None and not p.low <= p.high:
+        problems.append(f"range [{p.low}, {p.high}]: low must not exceed high")
+    if p.low is not None and grid and p.count is None:
+        problems.append("a grid over a range needs 'count' (the number of values, ends included)")
+    if p.count is not None and not grid:
+        problems.append("'count' is for grid sweeps; a random sample has [sweep] samples")
+    if p.count is not None and p.values is not None:
+        problems.append("'count' goes with 'range', not with 'values'")
+    if p.count is not None and p.count < 1:
+        problems.append(f"'count' must be at least 1, got {p.count}")
+    return problems
+
+
+# -------------------------------------------------------------------------- sweep
+@dataclasses.dataclass(frozen=True, eq=False)
+class Sweep:
+    """A sweep: the nominal mechanism, the parameters and what to evaluate.
+
+    **Attributes:**
+
+    - `model`, `state`: the nominal mechanism and its initial state.
+    - `parameters`: the swept [`Parameter`][]s (at least one).
+    - `sample`: [`Grid`][] or [`RandomSample`][].
+    - `analyze`: evaluate the solvability at each variant's initial configuration.
+    - `simulate`: simulate each variant with the options `simulation` (its
+      `t_final`, method, solver, tolerances, stabilisation, `n_save`, `max_steps`).
+    - `project_initial`: project each variant's initial state onto its constraints
+      (`rx.Projection(iterations=PROJECTION_STEPS)`) before it is analysed and simulated.
+    - `consistency_tolerance`: a variant's initial state is `consistent` when its
+      constraint residuals are at most this [m, m/s].
+    - `chunk_size`: variants per chunk (None: [`default_chunk_size`][]).
+    - `name`: shown in reports.
+
+    **Raises:** `ValueError` listing every problem (unknown parameter addresses,
+    parameters without values, nothing to evaluate).
+    """
+
+    model: Model
+    state: State
+    parameters: tuple[Parameter, ...]
+    sample: Grid | RandomSample = Grid()
+    analyze: bool = True
+    simulate: bool = False
+    project_initial: bool = False
+    simulation: SimulationOptions = dataclasses.field(default_factory=SimulationOptions)
+    consistency_tolerance: float = 1e-8
+    chunk_size: int | None = None
+    name: str = "sweep"
+
+    def __post_init__(self):
+        problems = sweep_problems(self)
+        if problems:
+            raise ValueError("invalid sweep:\n" + "\n".join(f"  - {p}" for p in problems))
+
+    @property
+    def targets(self) -> tuple[Target, ...]:
+        return resolve_parameters(self.model, self.state, [p.name for p in self.parameters])
+
+    def table(self) -> np.ndarray:
+        """The parameter values of every variant, shape `(variants, parameters)`."""
+        return self.sample.table(self.parameters)
+
+    def nominal(self) -> np.ndarray:
+        """The parameter values of the nominal model, shape `(parameters,)`."""
+        return np.asarray([t.nominal for t in self.targets], dtype=float)
+
+
+def sweep_problems(sweep: Sweep) -> list[str]:
+    """Every problem of a sweep, each naming its parameter (empty: valid)."""
+    problems = []
+    if not sweep.parameters:
+        problems.append("no parameters: give at least one [[sweep.parameters]] entry")
+    if not (sweep.analyze or sweep.simulate):
+        problems.append("nothing to evaluate: set analyze = true and/or simulate = true")
+    if isinstance(sweep.sample, RandomSample) and sweep.sample.count < 1:
+        problems.append(f"samples must be at least 1, got {sweep.sample.count}")
+    if sweep.chunk_size is not None and sweep.chunk_size < 1:
+        problems.append(f"chunk_size must be at least 1, got {sweep.chunk_size}")
+    known = parameter_targets(sweep.model, sweep.state)
+    grid = isinstance(sweep.sample, Grid)
+    names = [p.name for p in sweep.parameters]
+    for k, p in enumerate(sweep.parameters):
+        where = f"parameters[{k}] ({p.name!r})"
+        if p.name not in known:
+            problems.append(f"{where} key 'name': {unknown_parameter(p.name, list(known))}")
+        elif p.name in names[:k]:
+            problems.append(f"{where} key 'name': listed twice")
+        problems += [f"{where}: {problem}" for problem in _parameter_problems(p, grid)]
+    return problems
+
+
+# ---------------------------------------------------------------------- TOML file
+_SWEEP_KEYS = (
+    "mechanism", "sample", "samples", "seed", "analyze", "simulate", "initial",
+    "chunk_size", "t_final", "max_steps", "parameters",
+)  # fmt: skip
+_PARAMETER_KEYS = ("name", "values", "range", "count")
+_SAMPLES = ("grid", "random")
+_INITIAL = ("keep", "project")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _unknown_keys(table: Mapping[str, Any], allowed: Sequence[str], where: str) -> list[str]:
+    out = []
+    for key in table:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            out.append(f"{where}: unknown key {key!r} ({hint}allowed: {', '.join(allowed)})")
+    return out
+
+
+def _parse_parameter(entry: Any, where: str, problems: list[str]) -> Parameter | None:
+    if not isinstance(entry, dict):
+        problems.append(f"{where}: expected a table, written [[sweep.parameters]]")
+        return None
+    problems += _unknown_keys(entry, _PARAMETER_KEYS, where)
+    name = entry.get("name")
+    if not isinstance(name, str):
+        problems.append(
+            f"{where}: missing key 'name' (a parameter address)"
+            if name is None
+            else f"{where} key 'name': expected a string, got {name!r}"
+        )
+        return None
+    where = f"{where} ({name!r})"
+    values = entry.get("values")
+    if values is not None and not (isinstance(values, list) and all(map(_is_number, values))):
+        problems.append(f"{where} key 'values': expected an array of numbers, got {values!r}")
+        return None
+    bounds = entry.get("range")
+    if bounds is not None and not (
+        isinstance(bounds, list) and len(bounds) == 2 and all(map(_is_number, bounds))
+    ):
+        problems.append(f"{where} key 'range': expected [low, high], two numbers, got {bounds!r}")
+        return None
+    count = entry.get("count")
+    if count is not None and not _is_integer(count):
+        problems.append(f"{where} key 'count': expected an integer, got {count!r}")
+        return None
+    return Parameter(
+        name=name,
+        values=None if values is None else tuple(float(v) for v in values),
+        low=None if bounds is None else float(bounds[0]),
+        high=None if bounds is None else float(bounds[1]),
+        count=count,
+    )
+
+
+def _sweep_table(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as file:
+            document = tomllib.load(file)
+    except FileNotFoundError:
+        raise ConfigError(path, ["no such file"]) from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(path, [f"TOML syntax error: {err}"]) from None
+    problems = _unknown_keys(document, ("sweep",), "top level")
+    table = document.get("sweep")
+    if not isinstance(table, dict):
+        problems.append(
+            "top level: no [sweep] table; a sweep file names its mechanism with "
+            '[sweep] mechanism = "FILE.toml" (configs/README.md, Sweeps)'
+        )
+    if problems:
+        raise ConfigError(path, problems)
+    return table
+
+
+def sweep_mechanism(path: str | Path) -> Path:
+    """The mechanism configuration a sweep file names (relative to the sweep file)."""
+    path = Path(path)
+    mechanism = _sweep_table(path).get("mechanism")
+    if not isinstance(mechanism, str):
+        raise ConfigError(path, ["sweep: missing key 'mechanism' (the mechanism's TOML file)"])
+    return path.parent / mechanism
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Read and validate a sweep file (format: configs/README.md, section Sweeps).
+
+    **Returns:** a [`Sweep`][] of the mechanism its `[sweep] mechanism` key names,
+    with that file's `[simulation]` options (`t_final` overridden by the sweep's).
+
+    **Raises:** `redundax.io.ConfigError` (a `ValueError`) listing every problem of
+    the sweep file, each naming its entry and key (an unknown parameter address
+    with the closest known ones), or those of the mechanism file.
+    """
+    path = Path(path)
+    table = _sweep_table(path)
+    problems = _unknown_keys(table, _SWEEP_KEYS, "sweep")
+    mechanism = table.get("mechanism")
+    if not isinstance(mechanism, str):
+        raise ConfigError(
+            path, [*problems, "sweep: missing key 'mechanism' (the mechanism's TOML file)"]
+        )
+    config = load_config(path.parent / mechanism)
+
+    def check(key: str, ok: Callable[[Any], bool], expected: str) -> None:
+        if key in table and not ok(table[key]):
+            problems.append(f"sweep key {key!r}: expected {expected}, got {table[key]!r}")
+
+    check("sample", lambda v: v in _SAMPLES, f"one of {', '.join(map(repr, _SAMPLES))}")
+    check("initial", lambda v: v in _INITIAL, f"one of {', '.join(map(repr, _INITIAL))}")
+    check("samples", _is_integer, "an integer")
+    check("seed", _is_integer, "an integer")
+    check("chunk_size", _is_integer, "an integer")
+    check("analyze", lambda v: isinstance(v, bool), "true or false")
+    check("simulate", lambda v: isinstance(v, bool), "true or false")
+    check("t_final", lambda v: _is_number(v) and v > 0, "a positive number [s]")
+    check("max_steps", lambda v: _is_integer(v) and v > 0, "a positive integer")
+    entries = table.get("parameters", [])
+    if not isinstance(entries, list):
+        problems.append("sweep key 'parameters': expected [[sweep.parameters]] entries")
+        entries = []
+    parsed = [_parse_parameter(e, f"parameters[{k}]", problems) for k, e in enumerate(entries)]
+    sample_kind = table.get("sample", "grid")
+    if sample_kind == "random" and "samples" not in table:
+        problems.append("sweep: sample = \"random\" needs 'samples' (the number of variants)")
+    if sample_kind == "grid" and "samples" in table:
+        problems.append("sweep key 'samples': only for sample = \"random\"")
+    if problems:
+        raise ConfigError(path, problems)
+    sample = (
+        RandomSample(int(table["samples"]), int(table.get("seed", 0)))
+        if sample_kind == "random"
+        else Grid()
+    )
+    options = config.simulation
+    if "t_final" in table:
+        options = dataclasses.replace(options, t_final=float(table["t_final"]))
+    if "max_steps" in table:
+        options = dataclasses.replace(options, max_steps=int(table["max_steps"]))
+    default_initial = "keep" if options.initial_projection is None else "project"
+    try:
+        return Sweep(
+            model=config.model,
+            state=config.state,
+            parameters=tuple(p for p in parsed if p is not None),
+            sample=sample,
+            analyze=bool(table.get("analyze", True)),
+            simulate=bool(table.get("simulate", False)),
+            project_initial=table.get("initial", default_initial) == "project",
+            simulation=options,
+            consistency_tolerance=config.consistency_tolerance,
+            chunk_size=table.get("chunk_size"),
+            name=f"{path.stem} ({config.name})",
+        )
+    except ValueError as err:
+        raise ConfigError(path, [line.strip()[2:] for line in str(err).splitlines()[1:]]) from None
