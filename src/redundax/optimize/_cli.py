@@ -1,0 +1,126 @@
+"""`redundax optimize`: the command-line handler.
+
+Part of [`redundax.optimize`][], whose docstring describes the whole.
+"""
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ._file import Design, load_design
+from ._optimizer import Step, optimize_design
+from ._output import OUTPUTS, write_result
+
+# ------------------------------------------------------------------- command line
+SUMMARY = "design optimisation (Optax) of a unique reaction over a simulated manoeuvre"
+DESCRIPTION = (
+    "Change the design variables of the design file DESIGN (an [optimize] table naming "
+    "the mechanism's configuration, the variables as affine combinations of parameter "
+    "addresses, the objective terms and an assemblability requirement; see "
+    "configs/README.md, Design optimisation) to minimise the peak (or impulse) of unique "
+    "reactions over the simulated manoeuvre. Each iteration simulates the manoeuvre and "
+    "takes the gradient through the solve; a step that does not decrease the objective "
+    "is rejected and the learning rate halved. Writes OUT/design.json (variables before "
+    "and after, objective history, the final design's rank), OUT/history.csv and "
+    "OUT/design.png (objective history, reactions before and after). Exit status: 0 on "
+    "success, 2 on invalid input, 1 if the initial design cannot be simulated."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of `redundax optimize`."""
+    parser.add_argument(
+        "design",
+        metavar="DESIGN",
+        help="a design file (TOML), e.g. configs/design_mobile_robot.toml",
+    )
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="output folder (created if absent)"
+    )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the most iterations (default: the file's)",
+    )
+    parser.add_argument(
+        "--t-final", type=float, default=None, metavar="T", help="end time of the manoeuvre in s"
+    )
+    parser.add_argument("--force", action="store_true", help="overwrite the files in DIR")
+    parser.add_argument("--json", action="store_true", help="print design.json on stdout")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def _printer(design: Design, steps: int, quiet: bool) -> Callable[[Step], None] | None:
+    if quiet:
+        return None
+    names = [v.name for v in design.variables]
+
+    def show(step: Step) -> None:
+        mark = "" if step.accepted else "  (rejected: no decrease; learning rate halved)"
+        xs = ", ".join(f"{n} = {x:.6g}" for n, x in zip(names, step.x, strict=True))
+        print(
+            f"redundax: optimize step {step.step + 1}/{steps}: J = {step.objective:.6g} "
+            f"[{xs}] {step.seconds:.0f} s{mark}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return show
+
+
+def run(args: argparse.Namespace) -> int:
+    """`redundax optimize DESIGN --out DIR`."""
+    design = load_design(args.design)
+    if args.steps is not None:
+        if args.steps < 1:
+            raise ValueError(f"--steps: expected a positive integer, got {args.steps}")
+        design = dataclasses.replace(design, steps=args.steps)
+    if args.t_final is not None:
+        if not args.t_final > 0:
+            raise ValueError(f"--t-final: expected a positive time in s, got {args.t_final}")
+        options = dataclasses.replace(design.simulation, t_final=args.t_final)
+        design = dataclasses.replace(
+            design, config=dataclasses.replace(design.config, simulation=options)
+        )
+    out = Path(args.out)
+    if not args.force:
+        for name in OUTPUTS:
+            if (out / name).exists():
+                raise FileExistsError(f"{out / name}: already exists; pass --force to overwrite it")
+    if not args.quiet:
+        print(
+            f"redundax: optimizing {design.config.name}: {len(design.variables)} variable(s), "
+            f"{design.steps} step(s), each a {design.simulation.t_final:g} s simulation and its "
+            "gradient (the first compiles, about a minute)...",
+            file=sys.stderr,
+            flush=True,
+        )
+    try:
+        result = optimize_design(design, on_step=_printer(design, design.steps, args.quiet))
+    except ValueError as err:
+        print(f"redundax: error: {err}", file=sys.stderr)
+        return 1
+    paths = write_result(result, out, force=args.force)
+    if args.json:
+        print(json.dumps(result.to_dict()))
+        return 0
+    print(f"design study {design.path} ({design.config.name}):")
+    for (name, unit), a, b in zip(result.variables, result.initial, result.final, strict=True):
+        print(f"  {name:<12} {a:12.6g} -> {b:12.6g} {unit}")
+    for k, label in enumerate(result.labels):
+        before, after = result.initial_evaluation.peaks[k], result.final_evaluation.peaks[k]
+        print(f"  {label}: peak {before:.6g} -> {after:.6g} ({100 * (after / before - 1):+.1f} %)")
+    print(
+        f"  objective {result.accepted[0].objective:.6g} -> {result.accepted[-1].objective:.6g} "
+        f"(−{100 * result.decrease:.1f} %), {len(result.accepted)} accepted of "
+        f"{len(result.history)} steps; stopped: {result.stopped}"
+    )
+    same = "same rank" if result.initial_rank == result.final_rank else "RANK CHANGED"
+    print(f"  rank of C: {result.initial_rank} -> {result.final_rank} ({same})")
+    print("  written: " + ", ".join(str(p) for p in paths))
+    return 0

@@ -1,0 +1,389 @@
+"""The design file: variables, objective terms, assemblability, `load_design`.
+
+Part of [`redundax.optimize`][], whose docstring describes the whole.
+"""
+
+import dataclasses
+import difflib
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import (
+    Projection,
+    analyze_solvability,
+)
+from ..io.config import Config, ConfigError, SimulationOptions, load_config
+from ..sweep import Target, parameter_targets, unknown_parameter
+from ._constants import (
+    _ASSEMBLY_KEYS,
+    _DESIGN_KEYS,
+    _TERM_KEYS,
+    _VARIABLE_KEYS,
+    OBJECTIVES,
+    OPTIMIZERS,
+)
+
+
+# -------------------------------------------------------------------------- the file
+@dataclasses.dataclass(frozen=True)
+class Variable:
+    """One design variable.
+
+    **Attributes:**
+
+    - `name`, `unit`: how it is reported.
+    - `addresses`: (parameter address, coefficient) pairs: the parameter becomes
+      nominal + coefficient · (x − `initial`).
+    - `initial`: x₀ (default: the first address's nominal value divided by its
+      coefficient).
+    - `lower`, `upper`: bounds on x (±inf when absent).
+    - `scale`: a typical change of x, the unit of the optimiser's step.
+    """
+
+    name: str
+    unit: str
+    addresses: tuple[tuple[str, float], ...]
+    initial: float
+    lower: float
+    upper: float
+    scale: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Term:
+    """One term of the objective: `kind` (one of [`OBJECTIVES`][]) of the reaction
+    of `pair` (or of its `component`), weight `weight`; `order` is the power-mean
+    order of a peak."""
+
+    kind: str
+    pair: str
+    component: str | None = None
+    order: float = 16.0
+    weight: float = 1.0
+
+    @property
+    def label(self) -> str:
+        what = self.pair if self.component is None else f"{self.pair} ({self.component})"
+        return f"{self.kind} {what}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Assembly:
+    """Keep σ_r(C)/σ_1(C) ≥ `min_singular_ratio` along the manoeuvre, by a penalty
+    of weight `weight` (see the module docstring)."""
+
+    min_singular_ratio: float
+    weight: float = 10.0
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Design:
+    """A checked design file: the mechanism, what may change, what to minimise.
+
+    **Attributes:**
+
+    - `config`: the mechanism's [`Config`][] (its `[simulation]` options, with the
+      design file's `t_final`, `n_save`, `rtol`, `atol` where given).
+    - `variables`, `objective`, `assembly`: as above.
+    - `optimizer`, `learning_rate`, `steps`, `tolerance`, `max_rejections`: the
+      Optax optimiser by name and the stopping rules.
+    - `path`: the design file.
+    """
+
+    config: Config
+    variables: tuple[Variable, ...]
+    objective: tuple[Term, ...]
+    assembly: Assembly | None
+    optimizer: str = "adam"
+    learning_rate: float = 0.1
+    steps: int = 20
+    tolerance: float = 1e-4
+    max_rejections: int = 4
+    path: Path | None = None
+
+    @property
+    def simulation(self) -> SimulationOptions:
+        return self.config.simulation
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _unknown_keys(table: Mapping[str, Any], allowed: Sequence[str], where: str) -> list[str]:
+    out = []
+    for key in table:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            out.append(f"{where}: unknown key {key!r} ({hint}allowed: {', '.join(allowed)})")
+    return out
+
+
+def _read_table(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as file:
+            document = tomllib.load(file)
+    except FileNotFoundError:
+        raise ConfigError(path, ["no such file"]) from None
+    except IsADirectoryError:
+        raise ConfigError(path, ["is a directory, not a design file"]) from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(path, [f"TOML syntax error: {err}"]) from None
+    problems = _unknown_keys(document, ("optimize",), "top level")
+    table = document.get("optimize")
+    if not isinstance(table, dict):
+        problems.append(
+            "top level: no [optimize] table; a design file names its mechanism with "
+            '[optimize] mechanism = "FILE.toml" (configs/README.md, Design optimisation)'
+        )
+    if problems:
+        raise ConfigError(path, problems)
+    return table
+
+
+def _variable(
+    entry: Any, where: str, known: Mapping[str, Target], problems: list[str]
+) -> Variable | None:
+    if not isinstance(entry, dict):
+        problems.append(f"{where}: expected a table, written [[optimize.variables]]")
+        return None
+    problems += _unknown_keys(entry, _VARIABLE_KEYS, where)
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        problems.append(f"{where}: missing key 'name' (how the variable is reported)")
+        return None
+    where = f"{where} ({name!r})"
+    addresses = entry.get("addresses")
+    if not isinstance(addresses, dict) or not addresses:
+        problems.append(
+            f"{where} key 'addresses': expected a table of parameter address = coefficient, "
+            'e.g. addresses = { "pairs.D.point_j.x" = -1.0, "pairs.E.point_j.x" = 1.0 }'
+        )
+        return None
+    pairs = []
+    for address, coefficient in addresses.items():
+        if address not in known:
+            problems.append(f"{where} key 'addresses': " + unknown_parameter(address, list(known)))
+        elif not _is_number(coefficient) or coefficient == 0:
+            problems.append(
+                f"{where} key 'addresses': the coefficient of {address!r} must be a non-zero "
+                f"number, got {coefficient!r}"
+            )
+        elif known[address].leaf == ("initial",):
+            problems.append(f"{where} key 'addresses': {address!r} is not a design parameter")
+        else:
+            pairs.append((address, float(coefficient)))
+    if len(pairs) != len(addresses):
+        return None
+    first, c0 = pairs[0]
+    initial = entry.get("initial", known[first].nominal / c0)
+    for key in ("initial", "lower", "upper", "scale"):
+        value = entry.get(key)
+        if value is not None and not _is_number(value):
+            problems.append(f"{where} key {key!r}: expected a number, got {value!r}")
+            return None
+    lower = float(entry.get("lower", -math.inf))
+    upper = float(entry.get("upper", math.inf))
+    initial = float(initial)
+    if not lower <= initial <= upper:
+        problems.append(
+            f"{where}: the initial value {initial:g} is outside [lower, upper] = "
+            f"[{lower:g}, {upper:g}]"
+        )
+    scale = entry.get("scale")
+    if scale is None:
+        scale = 0.1 * abs(initial) if initial != 0 else 1.0
+    if not float(scale) > 0:
+        problems.append(f"{where} key 'scale': expected a positive number, got {scale!r}")
+    unit = entry.get("unit", known[first].unit)
+    return Variable(name, str(unit), tuple(pairs), initial, lower, upper, float(scale))
+
+
+def _term(entry: Any, where: str, config: Config, problems: list[str]) -> Term | None:
+    if not isinstance(entry, dict):
+        problems.append(f"{where}: expected a table, written [[optimize.objective]]")
+        return None
+    problems += _unknown_keys(entry, _TERM_KEYS, where)
+    kind = entry.get("type")
+    if kind not in OBJECTIVES:
+        problems.append(
+            f"{where} key 'type': expected one of {', '.join(map(repr, OBJECTIVES))}, got {kind!r}"
+        )
+        return None
+    pair = entry.get("pair")
+    names = [p.name for p in config.model.pairs]
+    if pair not in names:
+        close = difflib.get_close_matches(str(pair), names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        problems.append(
+            f"{where} key 'pair': no pair named {pair!r}{hint}; pairs: {', '.join(names)}"
+        )
+        return None
+    component = entry.get("component")
+    labels = config.model.pair(pair).components
+    if component is not None and component not in labels:
+        problems.append(
+            f"{where} key 'component': pair {pair!r} has no component {component!r}; "
+            f"its components: {', '.join(map(repr, labels)) or '(none)'}"
+        )
+        return None
+    order, weight = entry.get("order", 16.0), entry.get("weight", 1.0)
+    if not (_is_number(order) and order >= 2):
+        problems.append(f"{where} key 'order': expected a number ≥ 2, got {order!r}")
+        return None
+    if not (_is_number(weight) and weight > 0):
+        problems.append(f"{where} key 'weight': expected a positive number, got {weight!r}")
+        return None
+    return Term(kind, pair, component, float(order), float(weight))
+
+
+def _not_unique(config: Config, terms: Sequence[Term]) -> list[str]:
+    """Objective terms whose reaction a rigid model does not determine."""
+    report = analyze_solvability(config.model, config.state.q, config.state.t)
+    out = []
+    for k, term in enumerate(terms):
+        pair = config.model.pair(term.pair)
+        if term.component is None:
+            unique = bool(report.unique[report.names.index(term.pair)])
+        else:
+            row = pair.rows[pair.components.index(term.component)]
+            unique = bool(report.row_unique[row])
+        if not unique:
+            parts = [
+                lab
+                for lab, r in zip(pair.components, pair.rows, strict=False)
+                if report.row_unique[r]
+            ]
+            hint = (
+                f"; its unique components: {', '.join(map(repr, parts))}"
+                if parts
+                else "; choose a pair the analysis reports unique"
+            )
+            out.append(
+                f"objective[{k}] key 'pair': the reaction of {term.label.split(' ', 1)[1]} is "
+                f"not unique (degree of redundancy {report.redundancy}): a rigid model does "
+                f"not determine it, so no design can be judged by it{hint} "
+                "(`redundax analyze` lists them)"
+            )
+    return out
+
+
+def load_design(path: str | Path) -> Design:
+    """Read and check a design file (format: configs/README.md, Design optimisation).
+
+    **Returns:** a [`Design`][].
+
+    **Raises:** `redundax.io.ConfigError` (a `ValueError`) listing every problem of
+    the design file, each naming its table and key (an unknown parameter address
+    with the closest known ones, a pair that is not unique), or those of the
+    mechanism file it names.
+    """
+    path = Path(path)
+    table = _read_table(path)
+    problems = _unknown_keys(table, _DESIGN_KEYS, "optimize")
+    mechanism = table.get("mechanism")
+    if not isinstance(mechanism, str):
+        raise ConfigError(
+            path, [*problems, "optimize: missing key 'mechanism' (the mechanism's TOML file)"]
+        )
+    config = load_config(path.parent / mechanism)
+    known = parameter_targets(config.model, config.state)
+
+    def number(key, default, ok, expected):
+        value = table.get(key, default)
+        if not (_is_number(value) and ok(value)):
+            problems.append(f"optimize key {key!r}: expected {expected}, got {value!r}")
+            return default
+        return value
+
+    optimizer = table.get("optimizer", "adam")
+    if optimizer not in OPTIMIZERS:
+        problems.append(
+            f"optimize key 'optimizer': expected one of {', '.join(map(repr, OPTIMIZERS))}, "
+            f"got {optimizer!r}"
+        )
+    learning_rate = number("learning_rate", 0.1, lambda v: v > 0, "a positive number")
+    steps = number("steps", 20, lambda v: isinstance(v, int) and v >= 1, "a positive integer")
+    tolerance = number("tolerance", 1e-4, lambda v: v >= 0, "a number ≥ 0")
+    rejections = number(
+        "max_rejections", 4, lambda v: isinstance(v, int) and v >= 1, "a positive integer"
+    )
+    sim = {}
+    for key, ok, expected in (
+        ("t_final", lambda v: v > 0, "a positive number [s]"),
+        ("n_save", lambda v: isinstance(v, int) and v >= 2, "an integer ≥ 2"),
+        ("rtol", lambda v: v > 0, "a positive number"),
+        ("atol", lambda v: v > 0, "a positive number"),
+    ):
+        if key in table:
+            sim[key] = number(key, None, ok, expected)
+    variables = table.get("variables")
+    if not isinstance(variables, list) or not variables:
+        problems.append(
+            "optimize: no design variables; add [[optimize.variables]] entries "
+            "(name, addresses, and optionally initial, lower, upper, scale)"
+        )
+        variables = []
+    parsed_variables = [
+        _variable(e, f"variables[{k}]", known, problems) for k, e in enumerate(variables)
+    ]
+    names = [v.name for v in parsed_variables if v is not None]
+    problems += [
+        f"variables: the name {n!r} is used twice"
+        for n in sorted({n for n in names if names.count(n) > 1})
+    ]
+    terms = table.get("objective")
+    if not isinstance(terms, list) or not terms:
+        problems.append(
+            "optimize: no objective; add [[optimize.objective]] entries "
+            '(type = "peak-reaction" or "reaction-impulse", pair, and optionally '
+            "component, order, weight)"
+        )
+        terms = []
+    parsed_terms = [_term(e, f"objective[{k}]", config, problems) for k, e in enumerate(terms)]
+    assembly = None
+    if "assembly" in table:
+        entry = table["assembly"]
+        if not isinstance(entry, dict):
+            problems.append("optimize key 'assembly': expected a table [optimize.assembly]")
+        else:
+            problems += _unknown_keys(entry, _ASSEMBLY_KEYS, "assembly")
+            ratio, weight = entry.get("min_singular_ratio"), entry.get("weight", 10.0)
+            if not (_is_number(ratio) and 0 < ratio < 1):
+                problems.append(
+                    f"assembly key 'min_singular_ratio': expected a number in (0, 1), got {ratio!r}"
+                )
+            elif not (_is_number(weight) and weight > 0):
+                problems.append(
+                    f"assembly key 'weight': expected a positive number, got {weight!r}"
+                )
+            else:
+                assembly = Assembly(float(ratio), float(weight))
+    if problems:
+        raise ConfigError(path, problems)
+    terms_ok = tuple(t for t in parsed_terms if t is not None)
+    problems += _not_unique(config, terms_ok)
+    if problems:
+        raise ConfigError(path, problems)
+    options = dataclasses.replace(
+        config.simulation,
+        **{k: (int(v) if k == "n_save" else float(v)) for k, v in sim.items()},
+        initial_projection=Projection(),
+    )
+    config = dataclasses.replace(config, simulation=options)
+    return Design(
+        config=config,
+        variables=tuple(v for v in parsed_variables if v is not None),
+        objective=terms_ok,
+        assembly=assembly,
+        optimizer=optimizer,
+        learning_rate=float(learning_rate),
+        steps=int(steps),
+        tolerance=float(tolerance),
+        max_rejections=int(rejections),
+        path=path,
+    )

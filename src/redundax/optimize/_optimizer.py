@@ -1,0 +1,225 @@
+"""The Optax loop with rejected steps: `optimize_design`, `DesignResult`.
+
+Part of [`redundax.optimize`][], whose docstring describes the whole.
+"""
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from .. import (
+    Projection,
+    analyze_solvability,
+    position_residual,
+    velocity_residual,
+)
+from ._constants import FORMAT, OPTIMIZERS
+from ._file import Design
+from ._problem import DesignProblem, Evaluation
+
+
+# ---------------------------------------------------------------------- optimiser
+@dataclasses.dataclass
+class Step:
+    """One iteration: the design evaluated, its objective, whether it was accepted."""
+
+    step: int
+    x: list[float]
+    objective: float
+    terms: list[float]
+    peaks: list[float]
+    penalty: float
+    min_ratio: float
+    gradient_norm: float
+    learning_rate: float
+    accepted: bool
+    seconds: float
+
+
+@dataclasses.dataclass
+class DesignResult:
+    """The outcome of [`optimize_design`][].
+
+    **Attributes:**
+
+    - `variables`: the variables' names and units; `initial`, `final`: x₀ and the
+      best design found.
+    - `history`: every [`Step`][], accepted or not (the accepted objectives
+      decrease monotonically).
+    - `initial_evaluation`, `final_evaluation`: the [`Evaluation`][] of x₀ and of
+      the final design (NumPy arrays).
+    - `initial_rank`, `final_rank`: rank of C at the (projected) initial state of
+      each design; `final_unique`: the solvability verdict per pair there.
+    - `stopped`: why the optimiser stopped.
+    """
+
+    variables: list[tuple[str, str]]
+    initial: np.ndarray
+    final: np.ndarray
+    history: list[Step]
+    initial_evaluation: Evaluation
+    final_evaluation: Evaluation
+    initial_rank: int
+    final_rank: int
+    final_unique: dict[str, bool]
+    stopped: str
+    labels: list[str]
+
+    @property
+    def accepted(self) -> list[Step]:
+        return [s for s in self.history if s.accepted]
+
+    @property
+    def decrease(self) -> float:
+        """Relative decrease of J from the initial to the final design."""
+        first, last = self.accepted[0].objective, self.accepted[-1].objective
+        return (first - last) / first
+
+    def to_dict(self) -> dict[str, Any]:
+        def ev(e: Evaluation) -> dict[str, Any]:
+            return {
+                "objective": float(e.objective),
+                "terms": [float(v) for v in e.terms],
+                "peaks": [float(v) for v in e.peaks],
+                "penalty": float(e.penalty),
+                "min_singular_ratio": float(e.min_ratio),
+            }
+
+        return {
+            "format": FORMAT,
+            "variables": [
+                {"name": n, "unit": u, "initial": float(a), "final": float(b)}
+                for (n, u), a, b in zip(self.variables, self.initial, self.final, strict=True)
+            ],
+            "objective_terms": self.labels,
+            "initial": ev(self.initial_evaluation),
+            "final": ev(self.final_evaluation),
+            "decrease": self.decrease,
+            "initial_rank": self.initial_rank,
+            "final_rank": self.final_rank,
+            "same_rank": self.initial_rank == self.final_rank,
+            "final_unique": self.final_unique,
+            "stopped": self.stopped,
+            "history": [dataclasses.asdict(s) for s in self.history],
+        }
+
+
+def _numpy(tree):
+    return jax.tree_util.tree_map(np.asarray, tree)
+
+
+def optimize_design(
+    design: Design,
+    *,
+    steps: int | None = None,
+    on_step: Callable[[Step], None] | None = None,
+    problem: "DesignProblem | None" = None,
+) -> DesignResult:
+    """Minimise the design's objective with Optax, gradients through the solve.
+
+    **Arguments:**
+
+    - `design`: from [`load_design`][] (or built directly).
+    - `steps`: the most iterations (default `design.steps`).
+    - `on_step`: called after every iteration with its [`Step`][] (progress).
+    - `problem`: the [`DesignProblem`][] of `design`, to reuse its compiled
+      objective (default: a new one).
+
+    **Returns:** a [`DesignResult`][].
+
+    **Raises:** `ValueError` if the initial design cannot be simulated.
+    """
+    problem = DesignProblem(design) if problem is None else problem
+    steps = design.steps if steps is None else steps
+    labels = [t.label for t in design.objective]
+    z = jnp.zeros(len(design.variables))
+    start = time.perf_counter()
+    # First call: J at x₀ with unit references gives the references themselves.
+    (_, first), _ = problem.value_and_grad(z, jnp.ones(len(design.objective)))
+    first = _numpy(first)
+    if not np.isfinite(first.objective) or not np.all(np.isfinite(first.terms)):
+        raise ValueError(
+            f"{design.path}: the initial design cannot be simulated over "
+            f"{design.simulation.t_final:g} s (the solve failed or gave non-finite reactions)"
+        )
+    reference = jnp.asarray(np.where(first.terms > 0, first.terms, 1.0))
+    optimizer = optax.inject_hyperparams(OPTIMIZERS[design.optimizer])(
+        learning_rate=design.learning_rate
+    )
+    state = optimizer.init(z)
+    best_z, best_value, best_grad, best_eval = None, math.inf, None, None
+    history: list[Step] = []
+    rejections, stopped = 0, f"{steps} steps done"
+    lower, upper = jnp.asarray(problem.lower), jnp.asarray(problem.upper)
+    for k in range(steps):
+        (value, evaluation), grad = problem.value_and_grad(z, reference)
+        value, evaluation, grad = float(value), _numpy(evaluation), np.asarray(grad)
+        accepted = bool(np.isfinite(value) and np.all(np.isfinite(grad)) and value < best_value)
+        lr = float(state.hyperparams["learning_rate"])
+        step = Step(
+            step=k,
+            x=[float(v) for v in problem.x(np.asarray(z))],
+            objective=value,
+            terms=[float(v) for v in evaluation.terms],
+            peaks=[float(v) for v in evaluation.peaks],
+            penalty=float(evaluation.penalty),
+            min_ratio=float(evaluation.min_ratio),
+            gradient_norm=float(np.linalg.norm(grad)) if np.all(np.isfinite(grad)) else math.inf,
+            learning_rate=lr,
+            accepted=accepted,
+            seconds=time.perf_counter() - start,
+        )
+        history.append(step)
+        if on_step is not None:
+            on_step(step)
+        if accepted:
+            previous = best_value
+            best_z, best_value, best_grad, best_eval = z, value, jnp.asarray(grad), evaluation
+            rejections = 0
+            if k > 0 and (previous - value) <= design.tolerance * abs(previous):
+                stopped = f"relative decrease below tolerance {design.tolerance:g}"
+                break
+        else:
+            rejections += 1
+            if rejections >= design.max_rejections:
+                stopped = f"{rejections} rejected steps in a row"
+                break
+            state.hyperparams["learning_rate"] = jnp.asarray(0.5 * lr)
+        if k == steps - 1:
+            break
+        updates, state = optimizer.update(best_grad, state, best_z)
+        z = optax.projections.projection_box(optax.apply_updates(best_z, updates), lower, upper)
+    x_final = problem.x(np.asarray(best_z))
+    model, s0 = problem.variant(jnp.asarray(x_final))
+    q, qd = Projection(iterations=10)(model, s0.q, s0.qd, s0.t)
+    report = analyze_solvability(model, q, s0.t)
+    violation = float(
+        max(
+            np.max(np.abs(position_residual(model, q, s0.t)), initial=0.0),
+            np.max(np.abs(velocity_residual(model, q, qd, s0.t)), initial=0.0),
+        )
+    )
+    if violation > design.config.consistency_tolerance:
+        stopped += (
+            f"; warning: the final design's initial state is off its constraints by {violation:.2e}"
+        )
+    return DesignResult(
+        variables=[(v.name, v.unit) for v in design.variables],
+        initial=problem.x0.copy(),
+        final=np.asarray(x_final),
+        history=history,
+        initial_evaluation=first,
+        final_evaluation=best_eval,
+        initial_rank=problem.rank,
+        final_rank=int(report.rank),
+        final_unique={name: bool(u) for name, u in zip(report.names, report.unique, strict=True)},
+        stopped=stopped,
+        labels=labels,
+    )

@@ -1,0 +1,112 @@
+"""What a design study writes: `design.json`, `history.csv`, `design.png`.
+
+Part of [`redundax.optimize`][], whose docstring describes the whole.
+"""
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..io.results import _atomic
+from ._optimizer import DesignResult
+
+
+# ------------------------------------------------------------------------- output
+def _figure(result: DesignResult):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    accepted = result.accepted
+    n_terms = len(result.labels)
+    fig, axes = plt.subplots(1, 1 + n_terms, figsize=(5.0 * (1 + n_terms), 3.8))
+    axes = np.atleast_1d(axes)
+    ax = axes[0]
+    ax.plot([s.step for s in accepted], [s.objective for s in accepted], "o-", color="C0")
+    rejected = [s for s in result.history if not s.accepted and np.isfinite(s.objective)]
+    if rejected:
+        ax.plot(
+            [s.step for s in rejected],
+            [s.objective for s in rejected],
+            "x",
+            color="C3",
+            label="rejected step",
+        )
+        ax.legend()
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("objective J (1 at the initial design)")
+    ax.set_title(f"objective: −{100 * result.decrease:.1f} %")
+    ax.grid(alpha=0.3)
+    for k, label in enumerate(result.labels):
+        ax = axes[1 + k]
+        for evaluation, name, style in (
+            (result.initial_evaluation, "initial design", "--"),
+            (result.final_evaluation, "optimised design", "-"),
+        ):
+            ax.plot(
+                evaluation.ts,
+                evaluation.magnitude[k],
+                style,
+                label=f"{name}: peak {evaluation.peaks[k]:.4g}",
+            )
+        ax.set_xlabel("t [s]")
+        ax.set_ylabel("reaction magnitude [N or N m]")
+        ax.set_title(label)
+        ax.legend()
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def _history_csv(result: DesignResult) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    names = [n for n, _ in result.variables]
+    writer.writerow(
+        ["step", *names, "objective", *result.labels, "penalty", "min_singular_ratio",
+         "gradient_norm", "learning_rate", "accepted", "seconds"]
+    )  # fmt: skip
+    for s in result.history:
+        writer.writerow(
+            [s.step, *map(repr, s.x), repr(s.objective), *map(repr, s.terms), repr(s.penalty),
+             repr(s.min_ratio), repr(s.gradient_norm), repr(s.learning_rate), s.accepted,
+             f"{s.seconds:.3f}"]
+        )  # fmt: skip
+    return buffer.getvalue()
+
+
+OUTPUTS = ("design.json", "history.csv", "design.png")
+"""The files `redundax optimize` writes into its output folder."""
+
+
+def write_result(result: DesignResult, out: str | Path, force: bool = False) -> list[Path]:
+    """Write `design.json`, `history.csv` and `design.png` (objective history and
+    the reactions before/after) into the folder `out`, atomically.
+
+    **Raises:** `FileExistsError` naming the first existing file unless `force`.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out}: exists and is not a folder")
+    paths = [out / name for name in OUTPUTS]
+    if not force:
+        for path in paths:
+            if path.exists():
+                raise FileExistsError(f"{path}: already exists; pass --force to overwrite it")
+    out.mkdir(parents=True, exist_ok=True)
+    with _atomic(paths[0], force, text=True) as file:
+        json.dump(result.to_dict(), file, indent=2)
+        file.write("\n")
+    with _atomic(paths[1], force, text=True) as file:
+        file.write(_history_csv(result))
+    fig = _figure(result)
+    with _atomic(paths[2], force, text=False) as file:
+        fig.savefig(file, format="png", dpi=120)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return paths

@@ -1,0 +1,167 @@
+"""The objective of a design and its gradient through the solve: `DesignProblem`.
+
+Part of [`redundax.optimize`][], whose docstring describes the whole.
+"""
+
+from typing import Any
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import (
+    analyze_solvability,
+    peak_reaction,
+    reaction_impulse,
+    simulate,
+)
+from .._design import _first_moving_body
+from .._diagnostics import _sigmas
+from ..sweep import apply_parameters, parameter_targets
+from ._file import Design
+
+
+# ---------------------------------------------------------------------- evaluation
+class Evaluation(eqx.Module):
+    """What one evaluation of a design gives (arrays; batched over nothing).
+
+    - `objective`: J (normalised terms plus penalty); `penalty`: its assembly part.
+    - `terms`: each term's value in physical units [N, N m, N s] (the smooth peak
+      for a peak term), shape `(K,)`; `peaks`: the sampled maximum of each term's
+      magnitude, `(K,)`.
+    - `magnitude`: each term's reaction magnitude at every saved time, `(K, T)`.
+    - `ts`: the saved times; `min_ratio`: the smallest σ_r/σ_1 of C along the
+      manoeuvre; `initial_correction`: how far the initial state was projected.
+    """
+
+    objective: Any
+    penalty: Any
+    terms: Any
+    peaks: Any
+    magnitude: Any
+    ts: Any
+    min_ratio: Any
+    initial_correction: Any
+
+
+class DesignProblem:
+    """The objective of a [`Design`][] as a function of the scaled variables z,
+    with its gradient from one compiled call.
+
+    **Arguments:**
+
+    - `design`: the checked design.
+
+    `x(z)` maps scaled variables to physical ones; `variant(x)` gives the
+    (model, initial state) of a design; `value_and_grad(z)` returns
+    (J, [`Evaluation`][]) and ∇J; `value(z, reference)` the same without the
+    gradient (the forward simulation only; `reference` holds the terms' values at
+    the initial design, ones for physical units).
+    """
+
+    def __init__(self, design: Design):
+        self.design = design
+        config = design.config
+        self.model, self.state = config.model, config.state
+        targets = parameter_targets(self.model, self.state)
+        addresses = list(dict.fromkeys(a for v in design.variables for a, _ in v.addresses))
+        self.targets = tuple(targets[a] for a in addresses)
+        self.nominal = np.array([targets[a].nominal for a in addresses])
+        self.matrix = np.zeros((len(addresses), len(design.variables)))
+        for j, v in enumerate(design.variables):
+            for a, c in v.addresses:
+                self.matrix[addresses.index(a), j] = c
+        self.x0 = np.array([v.initial for v in design.variables])
+        self.scale = np.array([v.scale for v in design.variables])
+        self.lower = (np.array([v.lower for v in design.variables]) - self.x0) / self.scale
+        self.upper = (np.array([v.upper for v in design.variables]) - self.x0) / self.scale
+        report = analyze_solvability(self.model, self.state.q, self.state.t)
+        self.rank = int(report.rank)
+        self.reference = np.ones(len(design.objective))
+        self.value_and_grad = eqx.filter_jit(
+            jax.value_and_grad(lambda z, ref: self._evaluate(z, ref), has_aux=True)
+        )
+        self.value = eqx.filter_jit(lambda z, ref: self._evaluate(z, ref))
+
+    def x(self, z) -> Any:
+        return self.x0 + self.scale * z
+
+    def variant(self, x):
+        """The (model, initial state) of the design with variables `x`."""
+        values = jnp.asarray(self.nominal) + jnp.asarray(self.matrix) @ (x - self.x0)
+        return apply_parameters(self.model, self.state, self.targets, values)
+
+    def _evaluate(self, z, reference):
+        design, options = self.design, self.design.simulation
+        model, state = self.variant(self.x(z))
+        trajectory = simulate(
+            model,
+            state,
+            options.t_final,
+            method=options.method,
+            solver=options.solver,
+            rtol=options.rtol,
+            atol=options.atol,
+            stabilisation=options.stabilisation,
+            projection=options.projection,
+            initial_projection=options.initial_projection,
+            n_save=options.n_save,
+            max_steps=options.max_steps,
+            throw=False,
+        )
+        values, peaks, magnitudes = [], [], []
+        for term in design.objective:
+            if term.kind == "peak-reaction":
+                peak = peak_reaction(
+                    model,
+                    trajectory,
+                    pair=term.pair,
+                    component=term.component,
+                    order=term.order,
+                    stabilisation=options.stabilisation,
+                    rank=self.rank,
+                )
+                values.append(peak.value)
+                peaks.append(peak.max)
+                magnitudes.append(peak.magnitude)
+            else:
+                impulse = reaction_impulse(
+                    model,
+                    trajectory,
+                    pair=term.pair,
+                    component=term.component,
+                    stabilisation=options.stabilisation,
+                    rank=self.rank,
+                )
+                if term.component is None:
+                    body = _first_moving_body(model, term.pair)
+                    vector = impulse.wrench[body, : model.dim]
+                else:
+                    vector = impulse.components
+                value = jnp.sqrt(jnp.sum(vector**2))
+                values.append(value)
+                peaks.append(value)
+                magnitudes.append(jnp.zeros_like(trajectory.ts))
+        values = jnp.stack(values)
+        weights = jnp.asarray([t.weight for t in design.objective])
+        objective = jnp.sum(weights * values / reference)
+        sigma = _sigmas(model, trajectory.ts, trajectory.q)
+        ratio = sigma[:, self.rank - 1] / sigma[:, 0]
+        penalty = jnp.zeros(())
+        if design.assembly is not None:
+            shortfall = jnp.maximum(0.0, 1.0 - ratio / design.assembly.min_singular_ratio)
+            penalty = design.assembly.weight * jnp.mean(shortfall**2)
+        ok = trajectory.result == diffrax.RESULTS.successful
+        objective = jnp.where(ok, objective + penalty, jnp.inf)
+        return objective, Evaluation(
+            objective=objective,
+            penalty=penalty,
+            terms=values,
+            peaks=jnp.stack(peaks),
+            magnitude=jnp.stack(magnitudes),
+            ts=trajectory.ts,
+            min_ratio=jnp.min(ratio),
+            initial_correction=trajectory.initial_correction,
+        )
