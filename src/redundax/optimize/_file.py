@@ -6,7 +6,6 @@ Part of [`redundax.optimize`][], whose docstring describes the whole.
 import dataclasses
 import difflib
 import math
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from .. import (
     Projection,
     analyze_solvability,
 )
+from ..io._tables import is_number, read_table, unknown_keys
 from ..io.config import Config, ConfigError, SimulationOptions, load_config
 from ..sweep import Target, parameter_targets, unknown_parameter
 from ._constants import (
@@ -109,40 +109,14 @@ class Design:
         return self.config.simulation
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _unknown_keys(table: Mapping[str, Any], allowed: Sequence[str], where: str) -> list[str]:
-    out = []
-    for key in table:
-        if key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            out.append(f"{where}: unknown key {key!r} ({hint}allowed: {', '.join(allowed)})")
-    return out
-
-
 def _read_table(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as file:
-            document = tomllib.load(file)
-    except FileNotFoundError:
-        raise ConfigError(path, ["no such file"]) from None
-    except IsADirectoryError:
-        raise ConfigError(path, ["is a directory, not a design file"]) from None
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(path, [f"TOML syntax error: {err}"]) from None
-    problems = _unknown_keys(document, ("optimize",), "top level")
-    table = document.get("optimize")
-    if not isinstance(table, dict):
-        problems.append(
-            "top level: no [optimize] table; a design file names its mechanism with "
-            '[optimize] mechanism = "FILE.toml" (configs/README.md, Design optimisation)'
-        )
-    if problems:
-        raise ConfigError(path, problems)
-    return table
+    return read_table(
+        path,
+        "optimize",
+        'a design file names its mechanism with [optimize] mechanism = "FILE.toml" '
+        "(configs/README.md, Design optimisation)",
+        "a design file",
+    )
 
 
 def _variable(
@@ -151,7 +125,7 @@ def _variable(
     if not isinstance(entry, dict):
         problems.append(f"{where}: expected a table, written [[optimize.variables]]")
         return None
-    problems += _unknown_keys(entry, _VARIABLE_KEYS, where)
+    problems += unknown_keys(entry, _VARIABLE_KEYS, where)
     name = entry.get("name")
     if not isinstance(name, str) or not name:
         problems.append(f"{where}: missing key 'name' (how the variable is reported)")
@@ -168,7 +142,7 @@ def _variable(
     for address, coefficient in addresses.items():
         if address not in known:
             problems.append(f"{where} key 'addresses': " + unknown_parameter(address, list(known)))
-        elif not _is_number(coefficient) or coefficient == 0:
+        elif not is_number(coefficient) or coefficient == 0:
             problems.append(
                 f"{where} key 'addresses': the coefficient of {address!r} must be a non-zero "
                 f"number, got {coefficient!r}"
@@ -183,7 +157,7 @@ def _variable(
     initial = entry.get("initial", known[first].nominal / c0)
     for key in ("initial", "lower", "upper", "scale"):
         value = entry.get(key)
-        if value is not None and not _is_number(value):
+        if value is not None and not is_number(value):
             problems.append(f"{where} key {key!r}: expected a number, got {value!r}")
             return None
     lower = float(entry.get("lower", -math.inf))
@@ -207,7 +181,7 @@ def _term(entry: Any, where: str, config: Config, problems: list[str]) -> Term |
     if not isinstance(entry, dict):
         problems.append(f"{where}: expected a table, written [[optimize.objective]]")
         return None
-    problems += _unknown_keys(entry, _TERM_KEYS, where)
+    problems += unknown_keys(entry, _TERM_KEYS, where)
     kind = entry.get("type")
     if kind not in OBJECTIVES:
         problems.append(
@@ -232,10 +206,10 @@ def _term(entry: Any, where: str, config: Config, problems: list[str]) -> Term |
         )
         return None
     order, weight = entry.get("order", 16.0), entry.get("weight", 1.0)
-    if not (_is_number(order) and order >= 2):
+    if not (is_number(order) and order >= 2):
         problems.append(f"{where} key 'order': expected a number ≥ 2, got {order!r}")
         return None
-    if not (_is_number(weight) and weight > 0):
+    if not (is_number(weight) and weight > 0):
         problems.append(f"{where} key 'weight': expected a positive number, got {weight!r}")
         return None
     return Term(kind, pair, component, float(order), float(weight))
@@ -284,7 +258,7 @@ def load_design(path: str | Path) -> Design:
     """
     path = Path(path)
     table = _read_table(path)
-    problems = _unknown_keys(table, _DESIGN_KEYS, "optimize")
+    problems = unknown_keys(table, _DESIGN_KEYS, "optimize")
     mechanism = table.get("mechanism")
     if not isinstance(mechanism, str):
         raise ConfigError(
@@ -295,7 +269,7 @@ def load_design(path: str | Path) -> Design:
 
     def number(key, default, ok, expected):
         value = table.get(key, default)
-        if not (_is_number(value) and ok(value)):
+        if not (is_number(value) and ok(value)):
             problems.append(f"optimize key {key!r}: expected {expected}, got {value!r}")
             return default
         return value
@@ -351,13 +325,13 @@ def load_design(path: str | Path) -> Design:
         if not isinstance(entry, dict):
             problems.append("optimize key 'assembly': expected a table [optimize.assembly]")
         else:
-            problems += _unknown_keys(entry, _ASSEMBLY_KEYS, "assembly")
+            problems += unknown_keys(entry, _ASSEMBLY_KEYS, "assembly")
             ratio, weight = entry.get("min_singular_ratio"), entry.get("weight", 10.0)
-            if not (_is_number(ratio) and 0 < ratio < 1):
+            if not (is_number(ratio) and 0 < ratio < 1):
                 problems.append(
                     f"assembly key 'min_singular_ratio': expected a number in (0, 1), got {ratio!r}"
                 )
-            elif not (_is_number(weight) and weight > 0):
+            elif not (is_number(weight) and weight > 0):
                 problems.append(
                     f"assembly key 'weight': expected a positive number, got {weight!r}"
                 )

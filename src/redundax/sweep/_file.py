@@ -4,9 +4,7 @@ Part of [`redundax.sweep`][], whose docstring describes the whole.
 """
 
 import dataclasses
-import difflib
-import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from .. import (
     Model,
     State,
 )
+from ..io._tables import is_integer, is_number, read_table, unknown_keys
 from ..io.config import ConfigError, SimulationOptions, load_config
 from ._addresses import Target, parameter_targets, resolve_parameters, unknown_parameter
 
@@ -179,29 +178,11 @@ _SAMPLES = ("grid", "random")
 _INITIAL = ("keep", "project")
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _is_integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _unknown_keys(table: Mapping[str, Any], allowed: Sequence[str], where: str) -> list[str]:
-    out = []
-    for key in table:
-        if key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            out.append(f"{where}: unknown key {key!r} ({hint}allowed: {', '.join(allowed)})")
-    return out
-
-
 def _parse_parameter(entry: Any, where: str, problems: list[str]) -> Parameter | None:
     if not isinstance(entry, dict):
         problems.append(f"{where}: expected a table, written [[sweep.parameters]]")
         return None
-    problems += _unknown_keys(entry, _PARAMETER_KEYS, where)
+    problems += unknown_keys(entry, _PARAMETER_KEYS, where)
     name = entry.get("name")
     if not isinstance(name, str):
         problems.append(
@@ -212,17 +193,17 @@ def _parse_parameter(entry: Any, where: str, problems: list[str]) -> Parameter |
         return None
     where = f"{where} ({name!r})"
     values = entry.get("values")
-    if values is not None and not (isinstance(values, list) and all(map(_is_number, values))):
+    if values is not None and not (isinstance(values, list) and all(map(is_number, values))):
         problems.append(f"{where} key 'values': expected an array of numbers, got {values!r}")
         return None
     bounds = entry.get("range")
     if bounds is not None and not (
-        isinstance(bounds, list) and len(bounds) == 2 and all(map(_is_number, bounds))
+        isinstance(bounds, list) and len(bounds) == 2 and all(map(is_number, bounds))
     ):
         problems.append(f"{where} key 'range': expected [low, high], two numbers, got {bounds!r}")
         return None
     count = entry.get("count")
-    if count is not None and not _is_integer(count):
+    if count is not None and not is_integer(count):
         problems.append(f"{where} key 'count': expected an integer, got {count!r}")
         return None
     return Parameter(
@@ -235,23 +216,13 @@ def _parse_parameter(entry: Any, where: str, problems: list[str]) -> Parameter |
 
 
 def _sweep_table(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as file:
-            document = tomllib.load(file)
-    except FileNotFoundError:
-        raise ConfigError(path, ["no such file"]) from None
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(path, [f"TOML syntax error: {err}"]) from None
-    problems = _unknown_keys(document, ("sweep",), "top level")
-    table = document.get("sweep")
-    if not isinstance(table, dict):
-        problems.append(
-            "top level: no [sweep] table; a sweep file names its mechanism with "
-            '[sweep] mechanism = "FILE.toml" (configs/README.md, Sweeps)'
-        )
-    if problems:
-        raise ConfigError(path, problems)
-    return table
+    return read_table(
+        path,
+        "sweep",
+        'a sweep file names its mechanism with [sweep] mechanism = "FILE.toml" '
+        "(configs/README.md, Sweeps)",
+        "a sweep file",
+    )
 
 
 def sweep_mechanism(path: str | Path) -> Path:
@@ -275,7 +246,7 @@ def load_sweep(path: str | Path) -> Sweep:
     """
     path = Path(path)
     table = _sweep_table(path)
-    problems = _unknown_keys(table, _SWEEP_KEYS, "sweep")
+    problems = unknown_keys(table, _SWEEP_KEYS, "sweep")
     mechanism = table.get("mechanism")
     if not isinstance(mechanism, str):
         raise ConfigError(
@@ -289,13 +260,13 @@ def load_sweep(path: str | Path) -> Sweep:
 
     check("sample", lambda v: v in _SAMPLES, f"one of {', '.join(map(repr, _SAMPLES))}")
     check("initial", lambda v: v in _INITIAL, f"one of {', '.join(map(repr, _INITIAL))}")
-    check("samples", _is_integer, "an integer")
-    check("seed", _is_integer, "an integer")
-    check("chunk_size", _is_integer, "an integer")
+    check("samples", is_integer, "an integer")
+    check("seed", is_integer, "an integer")
+    check("chunk_size", is_integer, "an integer")
     check("analyze", lambda v: isinstance(v, bool), "true or false")
     check("simulate", lambda v: isinstance(v, bool), "true or false")
-    check("t_final", lambda v: _is_number(v) and v > 0, "a positive number [s]")
-    check("max_steps", lambda v: _is_integer(v) and v > 0, "a positive integer")
+    check("t_final", lambda v: is_number(v) and v > 0, "a positive number [s]")
+    check("max_steps", lambda v: is_integer(v) and v > 0, "a positive integer")
     entries = table.get("parameters", [])
     if not isinstance(entries, list):
         problems.append("sweep key 'parameters': expected [[sweep.parameters]] entries")
