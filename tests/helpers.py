@@ -1,6 +1,11 @@
 """Shared tolerances (named, never bare literals) and small test utilities."""
 
+from pathlib import Path
+
 import numpy as np
+
+# Reference data published by others, vendored with its source (tests/data/README.md).
+DATA = Path(__file__).resolve().parent / "data"
 
 # Exactness of assembled quantities against hand-derived oracles (float64 round-off).
 TOL_EXACT = 1e-12
@@ -22,6 +27,14 @@ def central_difference(f, x, h=None):
         e.flat[k] = h
         out.flat[k] = (float(f(x + e)) - float(f(x - e))) / (2 * h)
     return out
+
+
+def read_reference(name, dtype=float):
+    """A table of tests/data/: `(column names, rows)`. Its `#` lines (source,
+    licence) are skipped wherever they are; the first other line names the columns."""
+    lines = (DATA / name).read_text(encoding="utf-8").splitlines()
+    header, *rows = [line for line in lines if line.strip() and not line.startswith("#")]
+    return header.split(","), np.loadtxt(rows, delimiter=",", dtype=dtype, ndmin=2)
 
 
 # --- dynamics (tests/test_dynamics.py) ---

@@ -36,7 +36,7 @@ LONGEST_FIRST = (
     "test_compliance.py",
     "test_cli_simulate.py",
     "test_config_spatial.py",
-    "test_gonzalez.py",
+    "test_compliant_stepping.py",
 )
 
 

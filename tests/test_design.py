@@ -17,7 +17,7 @@ import pytest
 import redundax as rx
 from helpers import TOL_FD_SOLVE
 from redundax import models
-from redundax._design import (
+from redundax import (
     final_marker_position,
     pair_reaction,
     peak_reaction,
@@ -197,7 +197,7 @@ def test_unique_reaction_gradient_four_bar(four_bar):
 # ------------------------------------------------------------- trajectory functionals
 
 
-@pytest.mark.slow  # one compilation of the reverse pass through the robot's solve (~50 s CPU)
+# One compilation of the reverse pass through the robot's solve (~50 s CPU).
 def test_trajectory_functionals_mobile_robot(robot):
     """Through the Diffrax solve of a 2-s steering manoeuvre: the final lateral
     position of the trolley's wheel W5 and the impulse of its (unique) lateral

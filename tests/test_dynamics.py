@@ -3,7 +3,6 @@ simulation (issue 3). Oracles: closed forms, the IFToMM A01 reference, a second
 method in the library, central finite differences in the test."""
 
 import math
-from pathlib import Path
 
 import diffrax
 import equinox as eqx
@@ -24,11 +23,10 @@ from helpers import (
     TOL_SAME_MOTION,
     TOL_SAME_REACTION,
     central_difference,
+    read_reference,
 )
 from redundax import models
 
-# Published reference solutions, in the workspace's shared/ folder beside the repository.
-BENCHMARKS = Path(__file__).resolve().parents[2] / "shared" / "benchmark-data"
 TIGHT = dict(rtol=1e-10, atol=1e-12)
 VARIANTS = {"{6,21}": (6, 21), "{18,21}": (18, 21), "{19,21}": (19, 21)}
 UNIQUE = ["A", "D", "E", "F", "G", "H", "drive", "W5"]
@@ -187,9 +185,8 @@ def _pendulum_reaction(q, length, mass, inertia, g=9.81):
 def test_pendulum_against_a01_and_closed_form_reactions():
     mech = models.pendulum()
     model, s = mech.build(), mech.initial_state()
-    ref = np.loadtxt(
-        BENCHMARKS / "A01_simple_pendulum_P1.csv", delimiter=",", comments="#", skiprows=5
-    )
+    columns, ref = read_reference("A01_simple_pendulum_P1.csv")  # IFToMM A01, tests/data/
+    assert columns == ["t", "x_P1", "y_P1"] and ref.shape == (4001, 3)
     ref = ref[ref[:, 0] <= 20.0]
     traj = rx.simulate(model, s, 20.0, ts=jnp.asarray(ref[:, 0]), **TIGHT)
     pos = np.asarray(jax.vmap(lambda q: rx.marker_positions(model, q)[0])(traj.q))

@@ -7,26 +7,28 @@ import numpy as np
 import pytest
 
 import redundax as rx
+from redundax._bodies import (
+    SpatialBodies,
+    angular_velocity,
+    direction,
+    natural_from_pose,
+    natural_velocity,
+    point,
+    pose_from_natural,
+    rigid_body_residual,
+)
 from redundax._motion import Constant
-from redundax._natural import (
+from redundax.joints import (
     CylindricalConstraint,
     PrismaticConstraint3D,
     RevoluteConstraint3D,
     RevoluteDriverConstraint3D,
-    SpatialBodies,
     SphericalConstraint,
     TranslationalDriverConstraint3D,
     UniversalConstraint,
     WeldConstraint3D,
-    angular_velocity,
-    direction,
     joint_frame,
-    natural_from_pose,
-    natural_velocity,
     perpendicular_pair,
-    point,
-    pose_from_natural,
-    rigid_body_residual,
 )
 
 # Round-off of O(10) flops on O(1) data: a few hundred ulps.

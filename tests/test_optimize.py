@@ -43,7 +43,7 @@ def robot_problem():
     return design, DesignProblem(design)
 
 
-@pytest.mark.slow  # one compilation of the reverse pass through the robot's solve
+# One compilation of the reverse pass through the robot's solve.
 def test_design_gradient_matches_central_differences(robot_problem):
     design, problem = robot_problem
     z0 = jnp.asarray([0.3, -0.2, 0.4])  # away from the nominal design
@@ -63,7 +63,6 @@ def test_design_gradient_matches_central_differences(robot_problem):
     assert np.all(errors < TOL_FD), errors
 
 
-@pytest.mark.slow
 def test_optimisation_decreases_the_peak_and_keeps_the_rank(robot_problem):
     design, problem = robot_problem
     result = optimize_design(design, problem=problem)

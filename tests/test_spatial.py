@@ -21,7 +21,8 @@ import pytest
 
 import redundax as rx
 from helpers import TOL_EXACT, TOL_SAME_MOTION, TOL_SAME_REACTION, central_difference
-from redundax._natural import SphericalConstraint, natural_from_pose, natural_velocity
+from redundax._bodies import natural_from_pose, natural_velocity
+from redundax.joints import SphericalConstraint
 
 # Spatial twin of a planar mechanism vs the planar model: max |Δ position| [m] and
 # |Δ angle| [rad] over 3 s, both at rtol = 1e-10, atol = 1e-12 (measured ~1e-9).
@@ -520,7 +521,7 @@ def bricard_methods(bricard, bricard_runs):
     return methods, runs
 
 
-@pytest.mark.slow  # four compilations of `simulate` (~40 s of CPU)
+# Four compilations of `simulate` (~40 s of CPU).
 def test_bricard_methods_give_the_same_motion(bricard, bricard_runs, bricard_methods):
     methods, runs = bricard_methods
     ref = bricard_runs[1e-10]

@@ -22,7 +22,24 @@ from ._assembly import (
     velocity_bias as velocity_bias,
     velocity_residual as velocity_residual,
 )
-from ._design import (
+from ._bodies import (
+    AbstractBodies as AbstractBodies,
+    PlanarBodies as PlanarBodies,
+    SpatialBodies as SpatialBodies,
+)
+from ._compliant_stepping import (
+    Compliance as Compliance,
+    GonzalezTrajectory as GonzalezTrajectory,
+    simulate_gonzalez as simulate_gonzalez,
+)
+from ._equations import Terms as Terms, dynamics_terms as dynamics_terms
+from ._rank_history import (
+    RankHistory as RankHistory,
+    check_regular as check_regular,
+    rank_history as rank_history,
+    singular_instants as singular_instants,
+)
+from ._reaction_quantities import (
     PairReaction as PairReaction,
     PeakReaction as PeakReaction,
     ReactionImpulse as ReactionImpulse,
@@ -32,43 +49,31 @@ from ._design import (
     peak_reaction as peak_reaction,
     reaction_impulse as reaction_impulse,
 )
-from ._diagnostics import (
-    RankHistory as RankHistory,
-    check_regular as check_regular,
-    rank_history as rank_history,
-    singular_instants as singular_instants,
+from ._solve import solve_dynamics as solve_dynamics, solve_terms as solve_terms
+from ._structure import (
+    DECISION_RTOL as DECISION_RTOL,
+    UNIQUENESS_RTOL as UNIQUENESS_RTOL,
+    Structure as Structure,
+    Topology as Topology,
+    decide as decide,
 )
-from ._dynamics import (
+from .methods import (
+    AbstractNullSpaceMethod as AbstractNullSpaceMethod,
     AbstractRedundancyMethod as AbstractRedundancyMethod,
     AugmentedLagrangian as AugmentedLagrangian,
     Compliant as Compliant,
     Elimination as Elimination,
     NullSpace as NullSpace,
     Penalty as Penalty,
-    Terms as Terms,
     WeightedMinimumNorm as WeightedMinimumNorm,
-    dynamics_terms as dynamics_terms,
     eliminate as eliminate,
     joint_stiffness as joint_stiffness,
     minimum_norm_multipliers as minimum_norm_multipliers,
     null_space_acceleration as null_space_acceleration,
     schur_acceleration as schur_acceleration,
-    solve_dynamics as solve_dynamics,
-    solve_terms as solve_terms,
     weighted_multipliers as weighted_multipliers,
 )
-from ._gonzalez import (
-    Compliance as Compliance,
-    GonzalezTrajectory as GonzalezTrajectory,
-    simulate_gonzalez as simulate_gonzalez,
-)
-from ._model import (
-    AbstractBodies as AbstractBodies,
-    Model as Model,
-    Pair as Pair,
-    PlanarBodies as PlanarBodies,
-    State as State,
-)
+from ._model import Model as Model, Pair as Pair, State as State
 from ._motion import (
     AbstractMotion as AbstractMotion,
     Constant as Constant,
@@ -76,14 +81,18 @@ from ._motion import (
     Polynomial as Polynomial,
     SmoothSteps as SmoothSteps,
 )
-from ._natural import SpatialBodies as SpatialBodies
 from ._qr import PivotedQR as PivotedQR, pivoted_qr as pivoted_qr
 from ._reactions import (
     Reactions as Reactions,
     reaction_history as reaction_history,
     reactions as reactions,
 )
-from ._simulate import Trajectory as Trajectory, simulate as simulate
+from ._simulate import (
+    Trajectory as Trajectory,
+    default_controller as default_controller,
+    default_solver as default_solver,
+    simulate as simulate,
+)
 from ._solvability import (
     Solvability as Solvability,
     SolvabilityReport as SolvabilityReport,

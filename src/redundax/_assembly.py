@@ -10,9 +10,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from ._constraints import AbstractHolonomic, AbstractPfaffian
 from ._model import Model
 from ._types import Scalar
+from .joints import AbstractHolonomic, AbstractPfaffian
 
 
 def _with_ground(model: Model, q: Float[Array, " nq"], ground: Float[Array, " dof"]):

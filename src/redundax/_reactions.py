@@ -11,14 +11,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from ._assembly import constraint_matrix
-from ._dynamics import AbstractRedundancyMethod, NullSpace, solve_terms
 from ._model import Model
-from ._natural import RigidBodyConstraint
-from ._qr import DECISION_RTOL, pivoted_qr
-from ._solvability import UNIQUENESS_RTOL, _verdicts, disjoint_groups, membership
+from .joints import RigidBodyConstraint
+from ._solve import solve_terms
 from ._stabilisation import Baumgarte
+from ._structure import Structure, decide, membership
 from ._types import Scalar
+from .methods import AbstractRedundancyMethod, NullSpace, specialise
 
 
 class Reactions(eqx.Module):
@@ -27,11 +26,12 @@ class Reactions(eqx.Module):
     Planar models: `dim` = 2, wrenches [F_x, F_y, M_z]. Spatial models: `dim` = 3,
     wrenches [F_x, F_y, F_z, M_x, M_y, M_z] (global components).
 
-    - `unique`: per pair, whether a rigid model determines its reaction.
+    - `unique`: per pair, whether a rigid model determines its reaction (the
+      [`Structure`][]'s `stable_unique`: decided once, for the whole motion).
     - `multipliers`: λ, shape `(m + h,)`, as chosen by `method` (non-unique rows
       depend on the method).
     - `component_unique`: per row of C, whether that reaction component (−λ_k, see
-      [`Pair`][]) is unique: the per-row test of the solvability analysis.
+      [`Pair`][]) is unique (the structure's `stable_row_unique`).
     - `wrench`: per pair, the force and moment the pair exerts on every moving
       body, at the body's centre of mass, global components: shape
       `(npairs, nb, 3)` planar, `(npairs, nb, 6)` spatial [N, N m]. Planar: equal to
@@ -85,7 +85,7 @@ class Reactions(eqx.Module):
         }
 
 
-def _anchors(model: Model, q: Float[Array, " nq"]) -> Float[Array, "npairs nb dim"]:
+def pair_anchors(model: Model, q: Float[Array, " nq"]) -> Float[Array, "npairs nb dim"]:
     """Joint points of every pair on each of its bodies, scattered by pair."""
     nb, dof = model.bodies.count, model.bodies.dof
     Q = jnp.concatenate([q.reshape(nb, dof), model.bodies.ground_coordinates()[None]])
@@ -103,7 +103,7 @@ def _anchors(model: Model, q: Float[Array, " nq"]) -> Float[Array, "npairs nb di
     return out[:, :nb]
 
 
-def _wrenches(model: Model, q, generalised) -> Float[Array, "npairs nb ws"]:
+def pair_wrenches(model: Model, q, generalised) -> Float[Array, "npairs nb ws"]:
     """Wrenches at the centres of mass from per-body generalised forces."""
     B = model.bodies
     if B.dim == 2:
@@ -129,27 +129,21 @@ def reactions(
     qd: Float[Array, " nq"],
     t: Scalar = 0.0,
     *,
+    structure: Structure | None = None,
     method: AbstractRedundancyMethod = NullSpace(),
     stabilisation=None,
-    rank: Int[ArrayLike, ""] | None = None,
-    rtol: float = DECISION_RTOL,
-    utol: float = UNIQUENESS_RTOL,
 ) -> Reactions:
     """Per-pair reactions at (q, q̇, t) by `method`, with their uniqueness flags.
 
     **Arguments:**
 
     - `model`, `q`, `qd`, `t`: mechanism and state [m, rad, s].
+    - `structure`: the mechanism's [`Structure`][] (the rank and the verdicts);
+      default: [`decide`][] at (q, t). Along a motion pass the one it was simulated
+      with (`trajectory.structure`).
     - `method`: how redundant constraints are handled (default minimum norm).
     - `stabilisation`: the drift-control term used in the simulation, if any, so
       that the reactions match the simulated accelerations.
-    - `rank`: the rank of C, if decided elsewhere (e.g. at the initial state).
-    - `rtol`: relative rank tolerance used when `rank` is None. The default,
-      `DECISION_RTOL` = 1e-8, is looser than the analysis's: along a simulated
-      motion the state is off the constraint manifold by the integration error,
-      which makes dependent rows independent by that much, and such rows must
-      still count as dependent.
-    - `utol`: uniqueness tolerance of the solvability test.
 
     **Returns:** a [`Reactions`][]. Works under `jax.jit`, `jax.vmap`, `jax.grad`.
 
@@ -159,30 +153,26 @@ def reactions(
         wrench_D, unique_D = r.pair("D")
         ```
     """
-    terms, qdd, lam, rank = solve_terms(
-        model, q, qd, t, method=method, stabilisation=stabilisation, rank=rank, rtol=rtol
+    if structure is None:
+        structure = decide(model, q, t)
+    terms, qdd, lam = solve_terms(
+        model, q, qd, t, structure=structure, method=method, stabilisation=stabilisation
     )
     rows = tuple(p.rows for p in model.pairs)
     S = membership(model.n_constraints, rows)
-    segments = disjoint_groups(model.n_constraints, rows)  # pairs share no row
-    qr = pivoted_qr(terms.C, rank=rank)
-    N = jnp.where(qr.null_mask()[None, :], qr.q, 0.0)
-    verdict = _verdicts(terms.C, S, N, qr.rank, utol, segments)
-    row_c = jnp.linalg.norm(terms.C, axis=1)
-    component_unique = row_c * jnp.linalg.norm(N, axis=1) <= utol * row_c
     nb, dof = model.bodies.count, model.bodies.dof
     generalised = -jnp.einsum("gk,ka,k->ga", S, terms.C, lam).reshape(len(rows), nb, dof)
-    wrench = _wrenches(model, q, generalised)
-    anchor = _anchors(model, q)
+    wrench = pair_wrenches(model, q, generalised)
+    anchor = pair_anchors(model, q)
     return Reactions(
         names=model.pair_names,
         rows=rows,
         labels=tuple(p.components for p in model.pairs),
         method=type(method).__name__,
         dim=model.dim,
-        unique=verdict.unique,
+        unique=structure.stable_unique[..., : len(rows)],
         multipliers=lam,
-        component_unique=component_unique,
+        component_unique=structure.stable_row_unique,
         wrench=wrench,
         anchor=anchor,
         joint_moment=_moments_about(model, q, wrench, anchor),
@@ -192,29 +182,33 @@ def reactions(
 
 
 @eqx.filter_jit
+def _history(model, trajectory, structure, method, stabilisation):
+    return jax.vmap(
+        lambda q, qd, t: reactions(
+            model, q, qd, t, structure=structure, method=method, stabilisation=stabilisation
+        )
+    )(trajectory.q, trajectory.qd, trajectory.ts)
+
+
 def reaction_history(
     model: Model,
     trajectory,
     *,
+    structure: Structure | None = None,
     method: AbstractRedundancyMethod = NullSpace(),
     stabilisation=Baumgarte(),
-    rank: Int[ArrayLike, ""] | None = None,
-    utol: float = UNIQUENESS_RTOL,
 ) -> Reactions:
     """[`reactions`][] at every saved state of `trajectory` (one compilation).
 
-    The rank of C is decided once, at the first saved state (or given as `rank`),
-    as `simulate` does: off the constraint manifold a fresh decision at every state
-    could differ. `stabilisation` should be the one the trajectory was simulated
-    with (`simulate`'s default is `Baumgarte()`), so that q̈ matches the motion.
+    The rank and the verdicts come from `structure`, by default the one the
+    trajectory was simulated with (`trajectory.structure`, decided at its initial
+    state): never decided again along the motion. `stabilisation` should be the one
+    the trajectory was simulated with (`simulate`'s default is `Baumgarte()`), so
+    that q̈ matches the motion.
 
-    **Returns:** a [`Reactions`][] whose array fields carry a leading time axis.
+    **Returns:** a [`Reactions`][] whose array fields carry a leading time axis
+    (the verdicts too, constant along it).
     """
-    if rank is None:
-        C0 = constraint_matrix(model, trajectory.q[0], trajectory.ts[0])
-        rank = pivoted_qr(C0, DECISION_RTOL).rank
-    return jax.vmap(
-        lambda q, qd, t: reactions(
-            model, q, qd, t, method=method, stabilisation=stabilisation, rank=rank, utol=utol
-        )
-    )(trajectory.q, trajectory.qd, trajectory.ts)
+    if structure is None:
+        structure = trajectory.structure
+    return _history(model, trajectory, structure, specialise(method, structure), stabilisation)

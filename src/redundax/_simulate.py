@@ -1,33 +1,26 @@
 """Forward dynamics with Diffrax: `simulate(model, state0, t1, ...) -> Trajectory`."""
 
+import dataclasses
+
 import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._assembly import (
-    constraint_matrix,
     kinetic_energy,
-    mass_matrix,
     position_residual,
     potential_energy,
     raise_if_inconsistent,
     velocity_residual,
 )
-from ._constraints import RevoluteDriverConstraint, TranslationalDriverConstraint
-from ._diagnostics import _nearby_ranks, raise_if_singular, regular_direction
-from ._dynamics import (
-    AbstractRedundancyMethod,
-    NullSpace,
-    WeightedMinimumNorm,
-    decide_schur,
-    dynamics_terms,
-)
+from ._equations import dynamics_terms, stabilised_gamma
 from ._model import Model, State
-from ._qr import DECISION_RTOL, pivoted_qr
 from ._stabilisation import Baumgarte, Projection
+from ._structure import Structure, decide
+from ._validation import host_values
+from .methods import AbstractNullSpaceMethod, AbstractRedundancyMethod, NullSpace, specialise
 
 
 class Trajectory(eqx.Module):
@@ -40,6 +33,9 @@ class Trajectory(eqx.Module):
     - `initial_correction`: max |Δq|, |Δq̇| of the initial projection (0 if none).
     - `num_steps`, `num_accepted_steps`, `num_rejected_steps`: integrator counts.
     - `result`: Diffrax's `RESULTS` code.
+    - `structure`: the mechanism's [`Structure`][] the motion was computed with
+      (decided at the initial state unless given): reactions along the motion read
+      their rank and verdicts from it.
     """
 
     ts: Float[Array, " T"]
@@ -53,6 +49,7 @@ class Trajectory(eqx.Module):
     num_accepted_steps: Int[Array, ""]
     num_rejected_steps: Int[Array, ""]
     result: diffrax.RESULTS
+    structure: Structure
 
     def state(self, k: int) -> State:
         """The saved state number `k`."""
@@ -60,11 +57,10 @@ class Trajectory(eqx.Module):
 
 
 def _vector_field(t, y, args):
-    model, method, stabilisation = args
+    model, structure, method, stabilisation = args
     q, qd = y
     terms = dynamics_terms(model, q, qd, t)
-    gamma = terms.gamma if stabilisation is None else stabilisation.gamma(terms)
-    return qd, method.acceleration(terms, gamma)
+    return qd, method.acceleration(terms, stabilised_gamma(terms, stabilisation), structure)
 
 
 def _diagnostics(model: Model, ts, q, qd):
@@ -79,35 +75,39 @@ def _diagnostics(model: Model, ts, q, qd):
 
 
 @eqx.filter_jit
+def _initial_state(model: Model, state0: State, initial_projection):
+    """`(q0, qd0, correction, Φ, C q̇ + b)`: the initial state, projected first when
+    `initial_projection` is given, and the residuals of the state as given."""
+    q0, qd0, t0 = state0.q, state0.qd, state0.t
+    phi = position_residual(model, q0, t0)
+    vel = velocity_residual(model, q0, qd0, t0)
+    if initial_projection is None:
+        return q0, qd0, jnp.zeros(2), phi, vel
+    q1, qd1 = initial_projection(model, q0, qd0, t0, None)
+    correction = jnp.stack([jnp.max(jnp.abs(q1 - q0)), jnp.max(jnp.abs(qd1 - qd0))])
+    return q1, qd1, correction, phi, vel
+
+
+@eqx.filter_jit
 def _simulate(
     model,
-    state0,
+    t0,
+    q0,
+    qd0,
+    correction,
     ts,
+    structure,
     method,
     solver,
     controller,
     stabilisation,
     projection,
-    initial_projection,
     max_steps,
     throw,
     progress_meter,
 ):
-    q0, qd0 = state0.q, state0.qd
-    if initial_projection is not None:
-        q1, qd1 = initial_projection(model, q0, qd0, state0.t, None)
-        correction = jnp.stack([jnp.max(jnp.abs(q1 - q0)), jnp.max(jnp.abs(qd1 - qd0))])
-        q0, qd0 = q1, qd1
-    else:
-        correction = jnp.zeros(2)
-    # Discrete decisions (rank) once, at the initial configuration: the rank of C is
-    # a property of the mechanism's structure (Wojtyra & Frączek 2013, §4.2). A method
-    # prepared on the host (the fast path) is returned unchanged.
-    C0 = constraint_matrix(model, q0, state0.t)
-    method = method.prepare(C0, pivoted_qr(C0, DECISION_RTOL).rank)
     term = diffrax.ODETerm(_vector_field)
-    args = (model, method, stabilisation)
-
+    args = (model, structure, method, stabilisation)
     if projection is None:
         sol = diffrax.diffeqsolve(
             term,
@@ -131,8 +131,7 @@ def _simulate(
         )
         result = sol.result
     else:
-        m = model.n_holonomic
-        ranks = (pivoted_qr(C0[:m], DECISION_RTOL).rank, pivoted_qr(C0, DECISION_RTOL).rank)
+        ranks = (structure.rank_holonomic, structure.rank)
 
         def segment(carry, span):
             y, steps, acc, rej, res = carry
@@ -181,30 +180,40 @@ def _simulate(
         num_accepted_steps=jnp.asarray(stats[1]),
         num_rejected_steps=jnp.asarray(stats[2]),
         result=result,
+        structure=structure,
     )
 
 
-@eqx.filter_jit
-def _initial_checks(model: Model, state0: State, direction):
-    phi = position_residual(model, state0.q, state0.t)
-    vel = velocity_residual(model, state0.q, state0.qd, state0.t)
-    if model.n_constraints:
-        r0, r1 = _nearby_ranks(model, state0.q, state0.t, direction, DECISION_RTOL)
-    else:
-        r0 = r1 = jnp.asarray(0)
-    return phi, vel, r0, r1, constraint_matrix(model, state0.q, state0.t)
-
-
-def _breakpoints(model: Model):
-    """Knots of the prescribed motions (concrete models only), for `step_ts`."""
+def breakpoints(model: Model) -> Float[Array, " k"]:
+    """Knots of the prescribed motions of every driver (sorted; may repeat), for
+    the step-size controller's `step_ts`."""
     knots = [
-        g.motion.breakpoints()
+        jnp.ravel(g.motion.breakpoints())
         for g in model.holonomic
-        if isinstance(g, (TranslationalDriverConstraint, RevoluteDriverConstraint))
+        if "motion" in {f.name for f in dataclasses.fields(g)}
     ]
-    if not knots or any(isinstance(k, jax.core.Tracer) for k in knots):
-        return None
-    return np.unique(np.concatenate([np.ravel(np.asarray(k)) for k in knots]))
+    if not knots:
+        return jnp.zeros((0,))
+    return jnp.sort(jnp.concatenate(knots))
+
+
+def default_solver(rtol: float) -> diffrax.AbstractSolver:
+    """The default integrator: an explicit adaptive Runge–Kutta pair of high order
+    at tight tolerances (fewer, larger steps), `Dopri8` when `rtol < 1e-6`, else
+    `Tsit5`."""
+    return diffrax.Dopri8() if rtol < 1e-6 else diffrax.Tsit5()
+
+
+def default_controller(
+    model: Model, rtol: float, atol: float
+) -> diffrax.AbstractStepSizeController:
+    """A PID controller at (rtol, atol) that steps onto the knots of the prescribed
+    motions (e.g. `SmoothSteps`) instead of rejecting steps across them."""
+    controller = diffrax.PIDController(rtol=rtol, atol=atol)
+    knots = breakpoints(model)
+    if knots.shape[0]:
+        controller = diffrax.ClipStepSizeController(controller, step_ts=knots)
+    return controller
 
 
 def simulate(
@@ -212,8 +221,10 @@ def simulate(
     state0: State,
     t1: float,
     *,
+    structure: Structure | None = None,
     method: AbstractRedundancyMethod = NullSpace(),
     solver: diffrax.AbstractSolver | None = None,
+    stepsize_controller: diffrax.AbstractStepSizeController | None = None,
     rtol: float = 1e-8,
     atol: float = 1e-10,
     stabilisation: Baumgarte | None = Baumgarte(),
@@ -232,16 +243,21 @@ def simulate(
 
     - `model`: the mechanism; `state0`: its initial [`State`][] (t, q, q̇).
     - `t1`: final time [s].
+    - `structure`: the mechanism's [`Structure`][]; default: [`decide`][] at the
+      initial state (after `initial_projection`). Every discrete decision of the
+      run (the rank of C, the null-space method's path) is read from it.
     - `method`: how redundant constraints are handled (default [`NullSpace`][]).
-    - `solver`: any Diffrax ODE solver. Default: an explicit adaptive Runge–Kutta
-      pair, `diffrax.Dopri8()` when `rtol < 1e-6` and `diffrax.Tsit5()` otherwise.
-      Implicit ones such as `diffrax.Kvaerno5()` work too.
-    - `rtol`, `atol`: PID step-size controller tolerances. The knots of the
-      prescribed motions (e.g. `SmoothSteps`) are passed as `step_ts`, so steps land
-      on them instead of being rejected across them.
+    - `solver`: any Diffrax ODE solver; default [`default_solver`][]`(rtol)`:
+      `diffrax.Dopri8()` when `rtol < 1e-6`, else `diffrax.Tsit5()`. Implicit ones
+      such as `diffrax.Kvaerno5()` work too.
+    - `stepsize_controller`: any Diffrax step-size controller; default
+      [`default_controller`][]`(model, rtol, atol)`: a PID controller that steps
+      onto the knots of the prescribed motions.
+    - `rtol`, `atol`: tolerances of the default controller (and the default
+      solver's choice).
     - `stabilisation`: Baumgarte terms in Γ (default α = β = 10 /s), or None.
     - `projection`: a [`Projection`][] applied at every saved time (positions then
-      velocities onto the constraint manifold), or None.
+      velocities onto the constraint manifold, with the structure's ranks), or None.
     - `initial_projection`: project `state0` first (the correction is reported in
       `Trajectory.initial_correction`); if None, an inconsistent `state0` is refused.
     - `consistency_tol`: the largest constraint residual accepted in `state0`.
@@ -251,16 +267,15 @@ def simulate(
       used when `projection` is None (with a projection the solve runs save interval
       by save interval).
 
-    **Returns:** a [`Trajectory`][].
+    **Returns:** a [`Trajectory`][] (with the `structure` it used).
 
     **Raises:** `ValueError` naming the violated pairs when `state0` is inconsistent
     and `initial_projection` is None, and `ValueError` when `state0` is a singular
-    configuration for a method that decides the rank there (checked when `state0`
-    is concrete; see `check_regular`).
+    configuration for a method of the null-space family (which relies on the rank
+    decided there). Both are checked on concrete inputs (outside `jax.jit`).
 
-    Differentiable with respect to the model's parameters and the initial state
-    (reverse mode through Diffrax's checkpointed adjoint) and batchable with
-    `jax.vmap` over states or models.
+    The numerics are the same eagerly and under `jax.jit`, `jax.vmap` (over states
+    or models) and `jax.grad` (reverse mode through Diffrax's checkpointed adjoint).
 
     !!! example
         ```python
@@ -268,44 +283,35 @@ def simulate(
         traj.position_violation.max()
         ```
     """
-    concrete = not any(
-        isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves((model, state0))
-    )
-    if concrete:
-        # Host-side checks and discrete decisions, from one compiled call: the
-        # consistency of state0, whether it is a regular configuration, and C there
-        # (pivot order and rank: the fast path of the method). Inside a trace these
-        # decisions are taken in `_simulate` instead, with a traced rank.
-        phi, vel, r0, r1, C0 = _initial_checks(model, state0, regular_direction(model))
-        if initial_projection is None:
-            raise_if_inconsistent(model, phi, vel, consistency_tol)
-        if isinstance(method, (NullSpace, WeightedMinimumNorm)) and model.n_constraints:
-            raise_if_singular(r0, r1)
-        method = decide_schur(
-            method, mass_matrix(model), C0, int(pivoted_qr(C0, DECISION_RTOL).rank)
-        )
-        method = method.prepare(np.asarray(C0))
-    elif not isinstance(model.bodies.mass, jax.core.Tracer):
-        method = decide_schur(method, mass_matrix(model))
+    q0, qd0, correction, phi, vel = _initial_state(model, state0, initial_projection)
+    if initial_projection is None:
+        residuals = host_values(phi, vel)
+        if residuals is not None:
+            raise_if_inconsistent(model, *residuals, consistency_tol)
+    if structure is None:
+        structure = decide(model, q0, state0.t)
+    if isinstance(method, AbstractNullSpaceMethod) and model.n_constraints:
+        if host_values(structure.rank, structure.rank_nearby) is not None:
+            structure.raise_if_singular()
     if ts is None:
         ts = jnp.linspace(state0.t, t1, n_save)
     if solver is None:
-        # High order pays off at tight tolerances (fewer, larger steps).
-        solver = diffrax.Dopri8() if rtol < 1e-6 else diffrax.Tsit5()
-    controller = diffrax.PIDController(rtol=rtol, atol=atol)
-    knots = _breakpoints(model)
-    if knots is not None and knots.size:
-        controller = diffrax.ClipStepSizeController(controller, step_ts=knots)
+        solver = default_solver(rtol)
+    if stepsize_controller is None:
+        stepsize_controller = default_controller(model, rtol, atol)
     return _simulate(
         model,
-        state0,
+        state0.t,
+        q0,
+        qd0,
+        correction,
         jnp.asarray(ts, dtype=float),
-        method,
+        structure,
+        specialise(method, structure),
         solver,
-        controller,
+        stepsize_controller,
         stabilisation,
         projection,
-        initial_projection,
         max_steps,
         throw,
         progress_meter,

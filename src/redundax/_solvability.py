@@ -22,24 +22,19 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from ._assembly import constraint_matrix
 from ._model import Model
 from ._qr import default_rtol, pivoted_qr
+from ._structure import (
+    UNIQUENESS_RTOL,
+    Verdicts,
+    groups_of,
+    left_null_space,
+    membership,
+    pair_verdicts,
+    ranks_of_blocks,
+    verdicts_at,
+)
 from ._types import Scalar
-
-UNIQUENESS_RTOL = 1e-8
-"""Default relative threshold: B_X counts as zero when ‖B_X‖_F ≤ utol · ‖C_X‖_F
-(B_X is a product of C_Xᵀ with orthonormal columns, so ‖B_X‖_F ≤ ‖C_X‖_F), and
-N_X counts as zero when ‖N_X‖_F ≤ utol."""
-
-
-def membership(n_rows: int, groups: Sequence[Sequence[int]]) -> Float[Array, "g nc"]:
-    """0/1 matrix S with S[g, k] = 1 iff row k belongs to group g."""
-    S = np.zeros((len(groups), n_rows))
-    for g, rows in enumerate(groups):
-        S[g, list(rows)] = 1.0
-    return jnp.asarray(S)
-
 
 class Solvability(eqx.Module):
     """Per-group verdicts computed from a constraint matrix alone."""
@@ -51,43 +46,13 @@ class Solvability(eqx.Module):
     n_norm: Float[Array, " g"]
 
 
-def _safe_sqrt(x):
-    positive = x > 0.0
-    return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1.0)), 0.0)
-
-
-def disjoint_groups(n_rows: int, groups: Sequence[Sequence[int]]) -> np.ndarray | None:
-    """Group index of every row when the groups are disjoint (−1: in no group)."""
-    seg = np.full(n_rows, -1)
-    for g, rows in enumerate(groups):
-        if np.any(seg[list(rows)] >= 0):
-            return None
-        seg[list(rows)] = g
-    return seg
-
-
-def _verdicts(C, S, N, rank, utol, segments: np.ndarray | None = None) -> Solvability:
-    # B_X = C_Xᵀ N_X for every group. Summing each row's outer product C_kᵀ N_k
-    # into its group keeps the cost at one (n, m + h) product per row when the
-    # groups are disjoint (pairs are); the squares are summed afterwards, so a
-    # vanishing B_X is not lost to cancellation.
-    outer = C[:, :, None] * N[:, None, :]
-    if segments is None:
-        B = jnp.einsum("gk,kac->gac", S, outer)
-    else:
-        g = S.shape[0]
-        ids = jnp.asarray(np.where(segments < 0, g, segments))
-        B = jax.ops.segment_sum(outer, ids, num_segments=g + 1)[:g]
-    b_norm = _safe_sqrt(jnp.sum(B**2, axis=(1, 2)))
-    c_norm = _safe_sqrt(S @ jnp.sum(C**2, axis=1))
-    n_norm = _safe_sqrt(S @ jnp.sum(N**2, axis=1))
-    unique = b_norm <= utol * c_norm
+def _solvability(rank, v: Verdicts) -> "Solvability":
     return Solvability(
         rank=rank,
-        unique=unique,
-        multipliers_unique=unique & (n_norm <= utol),
-        b_norm=b_norm,
-        n_norm=n_norm,
+        unique=v.unique,
+        multipliers_unique=v.multipliers_unique,
+        b_norm=v.b_norm,
+        n_norm=v.n_norm,
     )
 
 
@@ -98,14 +63,11 @@ def solvability_by_qr(
     rtol: float | None = None,
     utol: float = UNIQUENESS_RTOL,
     rank: Int[ArrayLike, ""] | None = None,
-    segments: np.ndarray | None = None,
 ) -> Solvability:
-    """The QR test of Wojtyra & Frączek (Eq. 27) for every group (row of `S`).
-    `rank`, if given, imposes the rank (see `pivoted_qr`); `segments` (static, from
-    `disjoint_groups`) takes the cheap path when the groups share no row."""
-    qr = pivoted_qr(C, rtol, rank)
-    N = jnp.where(qr.null_mask()[None, :], qr.q, 0.0)  # Q^col: last p columns
-    return _verdicts(C, S, N, qr.rank, utol, segments)
+    """The QR test of Wojtyra & Frączek (Eq. 27) for every group (row of `S`, see
+    [`membership`][]). `rank`, if given, imposes the rank (see `pivoted_qr`)."""
+    N, rank = left_null_space(C, rtol, rank)
+    return _solvability(rank, pair_verdicts(C, N, S, utol))
 
 
 def _svd_rank(s: Float[Array, " k"], shape: tuple[int, int], rtol: float | None):
@@ -126,7 +88,7 @@ def solvability_by_svd(
     U, s, _ = jnp.linalg.svd(C, full_matrices=True)
     rank = _svd_rank(s, C.shape, rtol)
     N = jnp.where(jnp.arange(C.shape[0])[None, :] >= rank, U, 0.0)
-    return _verdicts(C, S, N, rank, utol)
+    return _solvability(rank, pair_verdicts(C, N, S, utol))
 
 
 def _masked_rank(A, rtol):
@@ -265,32 +227,6 @@ class SolvabilityReport(eqx.Module):
         return "\n".join(lines)
 
 
-def _groups_of(model: Model, groups: Mapping[str, Sequence[str | int]] | None):
-    names = [p.name for p in model.pairs]
-    kinds = [p.kind for p in model.pairs]
-    rows = [p.rows for p in model.pairs]
-    labels = [p.components or tuple(f"row {k + 1}" for k in p.rows) for p in model.pairs]
-    for gname, members in (groups or {}).items():
-        if gname in names:
-            raise ValueError(f"group {gname!r}: the name is already a pair's name")
-        acc: list[int] = []
-        for mbr in members:
-            if isinstance(mbr, str):
-                acc.extend(model.pair(mbr).rows)
-            elif 1 <= int(mbr) <= model.n_constraints:
-                acc.append(int(mbr) - 1)
-            else:
-                raise ValueError(
-                    f"group {gname!r}: row {mbr} out of range 1..{model.n_constraints} "
-                    "(rows are 1-based, as in the paper and the command line)"
-                )
-        names.append(gname)
-        kinds.append("group")
-        rows.append(tuple(sorted(set(acc))))
-        labels.append(tuple(f"row {k + 1}" for k in rows[-1]))
-    return tuple(names), tuple(kinds), tuple(rows), tuple(labels)
-
-
 def analyze_solvability(
     model: Model,
     q: Float[Array, " nq"],
@@ -322,39 +258,29 @@ def analyze_solvability(
         report.verdict("B")        # False for the mobile robot
         ```
     """
-    names, kinds, rows, labels = _groups_of(model, groups)
+    names, kinds, rows, labels = groups_of(model, groups)
     return _analyze(model, q, t, names, kinds, rows, labels, rtol, utol)
 
 
 @eqx.filter_jit
 def _analyze(model, q, t, names, kinds, rows, labels, rtol, utol) -> SolvabilityReport:
-    C = constraint_matrix(model, q, t)
-    nc = C.shape[0]
-    qr = pivoted_qr(C, rtol)
-    N = jnp.where(qr.null_mask()[None, :], qr.q, 0.0)  # Q^col: last p columns
-    qr_groups = _verdicts(C, membership(nc, rows), N, qr.rank, utol, disjoint_groups(nc, rows))
-    # Single rows: ‖B_k‖ = ‖C_k‖ ‖N_k‖.
-    row_c = jnp.linalg.norm(C, axis=1)
-    row_b = row_c * jnp.linalg.norm(N, axis=1)
-    m = model.n_holonomic
-    zero = jnp.asarray(0, dtype=jnp.int32)
-    rank_h = pivoted_qr(C[:m], rtol, compute_q=False).rank if m else zero
-    rank_p = pivoted_qr(C[m:], rtol, compute_q=False).rank if model.n_pfaffian else zero
+    C, _, rank, groups, (row_unique, row_b) = verdicts_at(model, q, t, rows, rtol, utol)
+    rank_h, rank_p = ranks_of_blocks(C, model.n_holonomic, rtol)
     return SolvabilityReport(
         n=model.n_coordinates,
-        m=m,
+        m=model.n_holonomic,
         h=model.n_pfaffian,
         names=names,
         kinds=kinds,
         rows=rows,
         labels=labels,
-        rank=qr_groups.rank,
+        rank=rank,
         rank_holonomic=rank_h,
         rank_pfaffian=rank_p,
-        unique=qr_groups.unique,
-        multipliers_unique=qr_groups.multipliers_unique,
-        b_norm=qr_groups.b_norm,
-        row_unique=row_b <= utol * row_c,
+        unique=groups.unique,
+        multipliers_unique=groups.multipliers_unique,
+        b_norm=groups.b_norm,
+        row_unique=row_unique,
         row_b_norm=row_b,
         tolerance=jnp.asarray(utol),
     )
@@ -378,7 +304,7 @@ def analyze_many(
     times faster than one vmap over everything. Returns a report whose array
     fields carry a leading batch axis (the rank may differ between configurations).
     """
-    names, kinds, rows, labels = _groups_of(model, groups)
+    names, kinds, rows, labels = groups_of(model, groups)
     ts = jnp.zeros(qs.shape[0]) if ts is None else jnp.asarray(ts, dtype=float)
     return _analyze_many(model, qs, ts, names, kinds, rows, labels, rtol, utol, chunk_size)
 

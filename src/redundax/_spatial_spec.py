@@ -1,7 +1,7 @@
 """What the user writes for spatial mechanisms: bodies by mass, inertia tensor and
 pose, joints by a point and an axis at the initial configuration.
 
-Natural coordinates are an internal choice (`_natural.py`): a user never writes
+Natural coordinates are an internal choice (`_bodies.py`): a user never writes
 them. Joint points and axes are given in global components at the initial
 configuration (as in the tables of the IFToMM benchmarks), or, for points, in
 the two body frames (`point_i`, `point_j`); [`redundax.Mechanism.build`][]
@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._motion import AbstractMotion
-from ._natural import (
+from .joints import (
     CylindricalConstraint,
     PrismaticConstraint3D,
     RevoluteConstraint3D,

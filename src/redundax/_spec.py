@@ -14,19 +14,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._constraints import (
-    CustomHolonomicConstraint,
-    CustomPfaffianConstraint,
-    KnifeEdgeConstraint,
-    RevoluteConstraint,
-    RevoluteDriverConstraint,
-    TranslationalConstraint,
-    TranslationalDriverConstraint,
-    WeldConstraint,
-)
-from ._model import Loads, Markers, Model, Pair, PlanarBodies, State
+from ._bodies import PlanarBodies, SpatialBodies, natural_from_pose, natural_velocity
+from ._model import Loads, Markers, Model, Pair, State
 from ._motion import AbstractMotion, Constant
-from ._natural import RigidBodyConstraint, SpatialBodies, natural_from_pose, natural_velocity
 from ._spatial_spec import (
     SPATIAL_SPECS,
     SpatialBody,
@@ -34,6 +24,17 @@ from ._spatial_spec import (
     _check_universal,
     check_inertia,
     check_rotation,
+)
+from .joints import (
+    CustomHolonomicConstraint,
+    CustomPfaffianConstraint,
+    KnifeEdgeConstraint,
+    RevoluteConstraint,
+    RevoluteDriverConstraint,
+    RigidBodyConstraint,
+    TranslationalConstraint,
+    TranslationalDriverConstraint,
+    WeldConstraint,
 )
 
 GROUND = "ground"

@@ -30,7 +30,7 @@ class Baumgarte(eqx.Module):
         return terms.gamma - 2.0 * self.alpha * velocity_error - self.beta**2 * phi
 
 
-def _weighted_pinv_step(M, A, residual, rank):
+def weighted_pinv_step(M, A, residual, rank):
     """Δ = L⁻¹ (A L⁻¹)⁺ residual with M = Lᵀ L: the mass-weighted least-norm
     correction (W = L⁻¹ (A L⁻¹)⁺ of González et al.).
 
@@ -72,7 +72,7 @@ class Projection(eqx.Module):
 
         def step(_, q):
             A = constraint_matrix(model, q, t)[:m]
-            return q - _weighted_pinv_step(M, A, position_residual(model, q, t), rank)
+            return q - weighted_pinv_step(M, A, position_residual(model, q, t), rank)
 
         return jax.lax.fori_loop(0, self.iterations, step, q)
 
@@ -85,7 +85,7 @@ class Projection(eqx.Module):
         if rank is None:
             rank = pivoted_qr(C, DECISION_RTOL).rank
         residual = C @ qd + velocity_bias(model, q, t)
-        return qd - _weighted_pinv_step(mass_matrix(model, q), C, residual, rank)
+        return qd - weighted_pinv_step(mass_matrix(model, q), C, residual, rank)
 
     def __call__(self, model: Model, q, qd, t, ranks=None):
         """Project positions, then velocities. `ranks` = (rank Φ_q, rank C) or None."""

@@ -1,4 +1,4 @@
-"""Figures of a saved run, and the `redundax plot RUN` command.
+"""Figures of a saved run (the library part of `redundax plot RUN`).
 
 A run is the `.npz` file that `redundax simulate CONFIG --out run.npz` (or
 [`redundax.io.write_run`][]) writes. Each function below takes the dict of
@@ -41,11 +41,10 @@ same folder, then a rename) and never overwrites a file unless `force=True`.
     ```
 
 On the command line: `redundax plot runs/mobile_robot.npz` writes
-`runs/mobile_robot_plots/{trajectories,reactions,violation,solvability,rank}.png`.
+`runs/mobile_robot_plots/{trajectories,reactions,violation,solvability,rank}.png`
+(the command itself is [`redundax.cli.plot`][]).
 """
 
-import argparse
-import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -58,13 +57,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from .io.results import AXES, _atomic, check_output, read_run
-
-FIGURES = ("trajectories", "reactions", "violation", "solvability", "rank")
-"""The figures of [`save_all`][], by file name (without extension)."""
-
-FORMATS = ("png", "pdf", "svg")
-"""The file formats of [`save_all`][]."""
+from ._figure_files import FIGURES as FIGURES, FORMATS as FORMATS
+from .io._atomic import atomic_write
+from .io.results import AXES, check_output, read_run
 
 NOT_UNIQUE_LABEL = (
     "not unique: a rigid model does not determine it (the values are the method's choice)"
@@ -622,97 +617,21 @@ def save_all(
     written = []
     for name, target in zip(chosen, targets, strict=True):
         fig = _BUILDERS[name](run, pairs, components)
-        with _atomic(target, force, text=False) as file:
+        with atomic_write(target, force) as file:
             fig.savefig(file, format=format, dpi=120)
         written.append(target)
     return written
 
 
-SUMMARY = "figures of a saved run: trajectories, reactions, violation and energy, solvability, rank"
-DESCRIPTION = (
-    "Draw the figures of a run saved by 'redundax simulate CONFIG --out RUN.npz' (RUN is "
-    "that .npz file) and write them, one file each, to a folder (default: RUN_plots/ "
-    "beside RUN, e.g. runs/robot.npz → runs/robot_plots/): trajectories (the tracked "
-    "points in the plane; x-y and x-z for spatial mechanisms), reactions (per pair, the "
-    "magnitude of the force on its first moving body over time, or with --components each "
-    "reaction component; reactions a rigid model does not determine are dashed on grey: "
-    "their values are only the method's choice), violation (position and velocity "
-    "constraint violation, energy change), solvability (the norm of B_X per pair, the "
-    "uniqueness test, with rank C, the degree of redundancy p and the mobility) and rank "
-    "(rank of C along the run). Existing files are refused unless --force. Example: "
-    "redundax simulate configs/mobile_robot.toml --out runs/robot.npz && "
-    "redundax plot runs/robot.npz. Exit status: 0 on success, 2 on invalid input."
-)
+_COMMAND_LINE = ("SUMMARY", "DESCRIPTION", "add_arguments", "run")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of `redundax plot`."""
-    parser.add_argument(
-        "run",
-        metavar="RUN",
-        help="a run file (.npz) written by 'redundax simulate CONFIG --out RUN'",
-    )
-    parser.add_argument(
-        "--out",
-        default=None,
-        metavar="DIR",
-        help="folder of the figures (created; default: RUN's folder/RUN's name_plots, "
-        "e.g. runs/robot_plots for runs/robot.npz)",
-    )
-    parser.add_argument(
-        "--only",
-        action="append",
-        choices=FIGURES,
-        default=None,
-        help="write only this figure (repeat for several; default: all)",
-    )
-    parser.add_argument(
-        "--pairs",
-        action="append",
-        default=None,
-        metavar="NAMES",
-        help="comma-separated pair names for the reactions and solvability figures "
-        "(repeatable; default: all pairs)",
-    )
-    parser.add_argument(
-        "--components",
-        action="store_true",
-        help="draw each pair's reaction components (-λ of each row) instead of the "
-        "magnitude of the force on its first moving body",
-    )
-    parser.add_argument(
-        "--format", choices=FORMATS, default="png", help="file format (default: png)"
-    )
-    parser.add_argument("--force", action="store_true", help="overwrite existing figures")
-    parser.add_argument(
-        "--json", action="store_true", help='print {"figures": [paths]} as one JSON object'
-    )
+def __getattr__(name: str) -> Any:
+    # The `redundax plot` command lives in `redundax.cli.plot`; its names stay
+    # importable from here, imported on first use (the command line imports this
+    # module only when it draws).
+    if name in _COMMAND_LINE:
+        from .cli import plot as command
 
-
-def run(args: argparse.Namespace) -> int:
-    """The handler of `redundax plot`: returns the exit status (0)."""
-    path = Path(args.run)
-    data = load(path)
-    pairs = None
-    if args.pairs is not None:
-        pairs = [name.strip() for entry in args.pairs for name in entry.split(",") if name.strip()]
-        try:
-            pairs = select_pairs(data, pairs)
-        except ValueError as error:
-            raise ValueError(f"{path}: --pairs: {error}") from None
-    out = Path(args.out) if args.out is not None else path.with_name(f"{path.stem}_plots")
-    figures = save_all(
-        data,
-        out,
-        force=args.force,
-        format=args.format,
-        only=args.only,
-        pairs=pairs,
-        components=args.components,
-    )
-    if args.json:
-        print(json.dumps({"figures": [str(p) for p in figures]}))
-    else:
-        for figure in figures:
-            print(f"wrote {figure}")
-    return 0
+        return getattr(command, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -79,13 +79,11 @@ its rows, suffixed ` (not unique)` when that component is not determined;
 `numpy.genfromtxt(path, delimiter=",", skip_header=2)`.
 """
 
-import contextlib
 import datetime
 import json
 import os
-import tempfile
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -93,13 +91,14 @@ import jax
 import numpy as np
 
 from .._assembly import marker_positions
-from .._diagnostics import rank_history
+from .._rank_history import rank_history
 from .._model import Model, Pair
 from .._qr import DECISION_RTOL
 from .._reactions import Reactions
 from .._simulate import Trajectory
 from .._solvability import analyze_solvability
 from .._spec import GROUND
+from ._atomic import atomic_write
 from .config import Config
 
 FORMAT = "redundax run 1"
@@ -154,34 +153,6 @@ def check_output(
     if not path.parent.is_dir():
         raise FileNotFoundError(f"{path}: no such directory {str(path.parent)!r}")
     return path
-
-
-@contextlib.contextmanager
-def _atomic(path: Path, force: bool, text: bool) -> Iterator[Any]:
-    """A temporary file beside `path`, moved onto it when the block succeeds."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w" if text else "wb", **({"newline": ""} if text else {})) as file:
-            yield file
-        if force:
-            os.replace(temporary, path)
-        else:
-            # A hard link fails if `path` appeared meanwhile: no silent overwrite.
-            try:
-                os.link(temporary, path)
-            except FileExistsError:
-                raise FileExistsError(
-                    f"{path}: already exists; pass force=True to overwrite it"
-                ) from None
-            except OSError:  # a file system without hard links
-                if path.exists():
-                    raise FileExistsError(
-                        f"{path}: already exists; pass force=True to overwrite it"
-                    ) from None
-                os.replace(temporary, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
 
 
 def _histories(
@@ -455,10 +426,10 @@ def write_run(
     if data["solvability"] is not None:
         meta["solvability"] = data["solvability"]
     if path.suffix.lower() == ".npz":
-        with _atomic(path, force, text=False) as file:
+        with atomic_write(path, force, text=False) as file:
             _write_npz(file, model, data, meta)
     else:
-        with _atomic(path, force, text=True) as file:
+        with atomic_write(path, force, text=True) as file:
             _write_csv(file, model, data, meta)
     return path
 

@@ -47,15 +47,12 @@ or after `max_rejections` rejections in a row.
 
 **Layout.** `_file` (the design file, `load_design`), `_problem` (`DesignProblem`:
 the objective and its gradient), `_optimizer` (`optimize_design`), `_output`
-(`write_result`), `_cli` (`redundax optimize`).
+(`write_result`); parameter addresses are `redundax._parameters` (shared with
+`redundax.sweep`), and the command `redundax optimize` is `redundax.cli.optimize`.
 """
 
-from ._cli import (
-    DESCRIPTION as DESCRIPTION,
-    SUMMARY as SUMMARY,
-    add_arguments as add_arguments,
-    run as run,
-)
+from typing import Any
+
 from ._constants import FORMAT as FORMAT, OBJECTIVES as OBJECTIVES, OPTIMIZERS as OPTIMIZERS
 from ._file import (
     Assembly as Assembly,
@@ -71,3 +68,15 @@ from ._optimizer import (
 )
 from ._output import OUTPUTS as OUTPUTS, write_result as write_result
 from ._problem import DesignProblem as DesignProblem, Evaluation as Evaluation
+
+_COMMAND_LINE = ("DESCRIPTION", "SUMMARY", "add_arguments", "run")
+
+
+def __getattr__(name: str) -> Any:
+    # The `redundax optimize` command lives in `redundax.cli.optimize`; its names stay
+    # importable from here, imported on first use.
+    if name in _COMMAND_LINE:
+        from ..cli import optimize as command
+
+        return getattr(command, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,9 +14,9 @@ from .. import (
     Projection,
     analyze_solvability,
 )
-from ..io._tables import is_number, read_table, unknown_keys
+from .._parameters import Target, parameter_targets, unknown_parameter
+from ..io._checks import is_number, read_table, unknown_keys
 from ..io.config import Config, ConfigError, SimulationOptions, load_config
-from ..sweep import Target, parameter_targets, unknown_parameter
 from ._constants import (
     _ASSEMBLY_KEYS,
     _DESIGN_KEYS,

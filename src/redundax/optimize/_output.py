@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io.results import _atomic
+from ..io._atomic import atomic_write
 from ._optimizer import DesignResult
 
 
@@ -98,13 +98,13 @@ def write_result(result: DesignResult, out: str | Path, force: bool = False) -> 
             if path.exists():
                 raise FileExistsError(f"{path}: already exists; pass --force to overwrite it")
     out.mkdir(parents=True, exist_ok=True)
-    with _atomic(paths[0], force, text=True) as file:
+    with atomic_write(paths[0], force, text=True) as file:
         json.dump(result.to_dict(), file, indent=2)
         file.write("\n")
-    with _atomic(paths[1], force, text=True) as file:
+    with atomic_write(paths[1], force, text=True) as file:
         file.write(_history_csv(result))
     fig = _figure(result)
-    with _atomic(paths[2], force, text=False) as file:
+    with atomic_write(paths[2], force, text=False) as file:
         fig.savefig(file, format="png", dpi=120)
     import matplotlib.pyplot as plt
 

@@ -12,13 +12,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import (
-    analyze_solvability,
+    decide,
     peak_reaction,
     reaction_impulse,
     simulate,
 )
-from .._design import _first_moving_body
-from .._diagnostics import _sigmas
+from .._rank_history import singular_values_along
+from .._reaction_quantities import first_moving_body
+from ..methods import specialise
 from ..sweep import apply_parameters, parameter_targets
 from ._file import Design
 
@@ -77,8 +78,15 @@ class DesignProblem:
         self.scale = np.array([v.scale for v in design.variables])
         self.lower = (np.array([v.lower for v in design.variables]) - self.x0) / self.scale
         self.upper = (np.array([v.upper for v in design.variables]) - self.x0) / self.scale
-        report = analyze_solvability(self.model, self.state.q, self.state.t)
-        self.rank = int(report.rank)
+        # Every discrete decision (rank, verdicts, the null-space path) is taken once,
+        # on the initial design, and shared by every design the optimiser visits.
+        options = design.simulation
+        q, qd, t = self.state.q, self.state.qd, self.state.t
+        if options.initial_projection is not None:
+            q, qd = options.initial_projection(self.model, q, qd, t)
+        self.structure = decide(self.model, q, t)
+        self.method = specialise(options.method, self.structure)
+        self.rank = int(self.structure.rank)
         self.reference = np.ones(len(design.objective))
         self.value_and_grad = eqx.filter_jit(
             jax.value_and_grad(lambda z, ref: self._evaluate(z, ref), has_aux=True)
@@ -100,7 +108,8 @@ class DesignProblem:
             model,
             state,
             options.t_final,
-            method=options.method,
+            structure=self.structure,
+            method=self.method,
             solver=options.solver,
             rtol=options.rtol,
             atol=options.atol,
@@ -121,7 +130,7 @@ class DesignProblem:
                     component=term.component,
                     order=term.order,
                     stabilisation=options.stabilisation,
-                    rank=self.rank,
+                    structure=self.structure,
                 )
                 values.append(peak.value)
                 peaks.append(peak.max)
@@ -133,10 +142,10 @@ class DesignProblem:
                     pair=term.pair,
                     component=term.component,
                     stabilisation=options.stabilisation,
-                    rank=self.rank,
+                    structure=self.structure,
                 )
                 if term.component is None:
-                    body = _first_moving_body(model, term.pair)
+                    body = first_moving_body(model, term.pair)
                     vector = impulse.wrench[body, : model.dim]
                 else:
                     vector = impulse.components
@@ -147,7 +156,7 @@ class DesignProblem:
         values = jnp.stack(values)
         weights = jnp.asarray([t.weight for t in design.objective])
         objective = jnp.sum(weights * values / reference)
-        sigma = _sigmas(model, trajectory.ts, trajectory.q)
+        sigma = singular_values_along(model, trajectory.ts, trajectory.q)
         ratio = sigma[:, self.rank - 1] / sigma[:, 0]
         penalty = jnp.zeros(())
         if design.assembly is not None:

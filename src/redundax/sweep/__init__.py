@@ -70,26 +70,22 @@ gathered with `multihost_utils.process_allgather`, and only process 0 writes fil
 see. This code path is written for multi-host use but has only been run with one
 process (several CPU devices via `--xla_force_host_platform_device_count`).
 
-**Layout.** `_addresses` (parameter addresses → `Target`, `apply_parameters`),
-`_file` (samples, `Sweep`, the sweep file), `_evaluate` (`Evaluator`: a chunk under
-vmap and shard_map), `_store` (chunk files, resuming, `run_sweep`, `read_sweep`),
-`_cli` (`redundax sweep`).
+**Layout.** `redundax._parameters` (parameter addresses → `Target`,
+`apply_parameters`; shared with `redundax.optimize`), `_file` (samples, `Sweep`, the
+sweep file), `_evaluate` (`Evaluator`: a chunk under vmap and shard_map), `_store`
+(chunk files, resuming, `run_sweep`, `read_sweep`); the command `redundax sweep` is
+`redundax.cli.sweep`.
 """
 
-from ._addresses import (
+from typing import Any
+
+from .._parameters import (
     Rule as Rule,
     Target as Target,
     apply_parameters as apply_parameters,
     parameter_targets as parameter_targets,
     resolve_parameters as resolve_parameters,
     unknown_parameter as unknown_parameter,
-)
-from ._cli import (
-    DESCRIPTION as DESCRIPTION,
-    SUMMARY as SUMMARY,
-    add_arguments as add_arguments,
-    add_parser as add_parser,
-    run as run,
 )
 from ._constants import (
     AXIS as AXIS,
@@ -113,3 +109,15 @@ from ._file import (
     sweep_problems as sweep_problems,
 )
 from ._store import Progress as Progress, read_sweep as read_sweep, run_sweep as run_sweep
+
+_COMMAND_LINE = ("DESCRIPTION", "SUMMARY", "add_arguments", "add_parser", "run")
+
+
+def __getattr__(name: str) -> Any:
+    # The `redundax sweep` command lives in `redundax.cli.sweep`; its names stay
+    # importable from here, imported on first use.
+    if name in _COMMAND_LINE:
+        from ..cli import sweep as command
+
+        return getattr(command, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

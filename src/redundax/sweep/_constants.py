@@ -17,16 +17,3 @@ SINGULAR_RTOL = 1e-8
 `rank_max`): a singular value below `SINGULAR_RTOL · σ₁` counts as zero. Drift of
 the order of the integrator's tolerance makes dependent rows independent by far
 less, and a singular configuration passed between two saved states by more."""
-
-_AXES = ("x", "y", "z")
-_PAIR_FIELDS = {
-    "point_i": ("s_i", "m"),
-    "point_j": ("s_j", "m"),
-    "point": ("point", "m"),
-    "normal": ("normal", "1"),
-    "direction": ("direction", "1"),
-    "angle": ("angle", "rad"),
-}
-"""Configuration key → (field of the constraint member, unit)."""
-_UNIT_VECTORS = ("normal", "direction")
-_LOAD_FIELDS = {"force": ("forces", "N"), "point": ("points", "m"), "torque": ("torques", "N m")}

@@ -24,12 +24,14 @@ from .. import (
     SmoothSteps,
     State,
     analyze_solvability,
+    decide,
     marker_positions,
     position_residual,
     rank_history,
     simulate,
     velocity_residual,
 )
+from ..methods import specialise
 from ._addresses import apply_parameters
 from ._constants import AXIS, PROJECTION_STEPS, SINGULAR_RTOL
 from ._file import Sweep
@@ -91,7 +93,12 @@ class Evaluator:
         # rejected across them (half the steps for the mobile robot). They are not
         # sweepable parameters.
         knots = _knots(sweep.model)
-        dynamic, static = eqx.partition((sweep.model, sweep.state, options.method), eqx.is_array)
+        # The null-space method's path (Schur complement or pivoted QR) is chosen on
+        # the nominal mechanism, once, so that every variant takes the same one:
+        # a per-variant choice under vmap would evaluate both.
+        nominal = decide(sweep.model, sweep.state.q, sweep.state.t)
+        method = specialise(options.method, nominal)
+        dynamic, static = eqx.partition((sweep.model, sweep.state, method), eqx.is_array)
         self._dynamic = dynamic
 
         def variant(model: Model, state: State, method, x) -> dict[str, Any]:
@@ -121,6 +128,7 @@ class Evaluator:
                     model,
                     State(t, q, qd),
                     options.t_final,
+                    structure=decide(model, q, t),
                     method=method,
                     solver=options.solver,
                     rtol=options.rtol,

@@ -14,9 +14,10 @@ from .. import (
     Model,
     State,
 )
-from ..io._tables import is_integer, is_number, read_table, unknown_keys
+from .._parameters import Target, parameter_targets, resolve_parameters, unknown_parameter
+from ..io._checks import is_integer, is_number, read_table, unknown_keys
+from ..io._errors import Problem, Where
 from ..io.config import ConfigError, SimulationOptions, load_config
-from ._addresses import Target, parameter_targets, resolve_parameters, unknown_parameter
 
 
 # ------------------------------------------------------------------------ samples
@@ -146,25 +147,43 @@ class Sweep:
 
 def sweep_problems(sweep: Sweep) -> list[str]:
     """Every problem of a sweep, each naming its parameter (empty: valid)."""
+    return _problems(
+        sweep.model,
+        sweep.state,
+        sweep.parameters,
+        sweep.sample,
+        sweep.analyze or sweep.simulate,
+        sweep.chunk_size,
+    )
+
+
+def _problems(
+    model: Model,
+    state: State,
+    parameters: Sequence[Parameter],
+    sample: Grid | RandomSample,
+    evaluates: bool,
+    chunk_size: int | None,
+) -> list[str]:
     problems = []
-    if not sweep.parameters:
+    if not parameters:
         problems.append("no parameters: give at least one [[sweep.parameters]] entry")
-    if not (sweep.analyze or sweep.simulate):
+    if not evaluates:
         problems.append("nothing to evaluate: set analyze = true and/or simulate = true")
-    if isinstance(sweep.sample, RandomSample) and sweep.sample.count < 1:
-        problems.append(f"samples must be at least 1, got {sweep.sample.count}")
-    if sweep.chunk_size is not None and sweep.chunk_size < 1:
-        problems.append(f"chunk_size must be at least 1, got {sweep.chunk_size}")
-    known = parameter_targets(sweep.model, sweep.state)
-    grid = isinstance(sweep.sample, Grid)
-    names = [p.name for p in sweep.parameters]
-    for k, p in enumerate(sweep.parameters):
+    if isinstance(sample, RandomSample) and sample.count < 1:
+        problems.append(f"samples must be at least 1, got {sample.count}")
+    if chunk_size is not None and chunk_size < 1:
+        problems.append(f"chunk_size must be at least 1, got {chunk_size}")
+    known = parameter_targets(model, state)
+    grid = isinstance(sample, Grid)
+    names = [p.name for p in parameters]
+    for k, p in enumerate(parameters):
         where = f"parameters[{k}] ({p.name!r})"
         if p.name not in known:
-            problems.append(f"{where} key 'name': {unknown_parameter(p.name, list(known))}")
+            problems.append(Problem(Where(where, "name"), unknown_parameter(p.name, list(known))))
         elif p.name in names[:k]:
-            problems.append(f"{where} key 'name': listed twice")
-        problems += [f"{where}: {problem}" for problem in _parameter_problems(p, grid)]
+            problems.append(Problem(Where(where, "name"), "listed twice"))
+        problems += [Problem(where, problem) for problem in _parameter_problems(p, grid)]
     return problems
 
 
@@ -290,19 +309,25 @@ def load_sweep(path: str | Path) -> Sweep:
     if "max_steps" in table:
         options = dataclasses.replace(options, max_steps=int(table["max_steps"]))
     default_initial = "keep" if options.initial_projection is None else "project"
-    try:
-        return Sweep(
-            model=config.model,
-            state=config.state,
-            parameters=tuple(p for p in parsed if p is not None),
-            sample=sample,
-            analyze=bool(table.get("analyze", True)),
-            simulate=bool(table.get("simulate", False)),
-            project_initial=table.get("initial", default_initial) == "project",
-            simulation=options,
-            consistency_tolerance=config.consistency_tolerance,
-            chunk_size=table.get("chunk_size"),
-            name=f"{path.stem} ({config.name})",
-        )
-    except ValueError as err:
-        raise ConfigError(path, [line.strip()[2:] for line in str(err).splitlines()[1:]]) from None
+    parameters = tuple(p for p in parsed if p is not None)
+    analyze, simulate = bool(table.get("analyze", True)), bool(table.get("simulate", False))
+    chunk_size = table.get("chunk_size")
+    # The checks of `Sweep`, reported as the file's problems.
+    problems = _problems(
+        config.model, config.state, parameters, sample, analyze or simulate, chunk_size
+    )
+    if problems:
+        raise ConfigError(path, problems)
+    return Sweep(
+        model=config.model,
+        state=config.state,
+        parameters=parameters,
+        sample=sample,
+        analyze=analyze,
+        simulate=simulate,
+        project_initial=table.get("initial", default_initial) == "project",
+        simulation=options,
+        consistency_tolerance=config.consistency_tolerance,
+        chunk_size=chunk_size,
+        name=f"{path.stem} ({config.name})",
+    )

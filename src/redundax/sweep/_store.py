@@ -21,7 +21,7 @@ from jax.sharding import Mesh
 from .. import (
     __version__,
 )
-from ..io.results import _atomic
+from ..io._atomic import atomic_write
 from ._constants import AXIS, FORMAT
 from ._evaluate import Evaluator, default_chunk_size
 from ._file import Sweep
@@ -147,7 +147,7 @@ def _start(out: Path, describe: dict[str, Any], force: bool) -> None:
     for path in [*(out / "chunks").glob(".*.tmp"), *out.glob(".*.tmp")]:
         path.unlink(missing_ok=True)
     if force or not manifest.exists():
-        with _atomic(manifest, True, True) as file:
+        with atomic_write(manifest, True, text=True) as file:
             file.write(json.dumps(describe, indent=1) + "\n")
 
 
@@ -231,7 +231,7 @@ def run_sweep(
             if writer:
                 results.update(chunk=np.asarray(k), start=np.asarray(rows.start))
                 results["fingerprint"] = np.asarray(fingerprint)
-                with _atomic(_chunk_path(out, k), True, False) as file:
+                with atomic_write(_chunk_path(out, k), True) as file:
                     _write_npz(file, results)
             computed += 1
         done += n - (1 if k == 0 else 0)
@@ -291,10 +291,10 @@ def _combine(sweep: Sweep, out: Path, table: np.ndarray, describe: dict, chunks:
         "marker_names": np.asarray(sweep.model.markers.names, dtype=str),
         "meta": np.asarray(json.dumps(describe)),
     }
-    with _atomic(out / "sweep.npz", True, False) as file:
+    with atomic_write(out / "sweep.npz", True) as file:
         _write_npz(file, arrays)
     summary = _summary(sweep, describe, nominal, data, masks)
-    with _atomic(out / "summary.json", True, True) as file:
+    with atomic_write(out / "summary.json", True, text=True) as file:
         file.write(json.dumps(summary, indent=1) + "\n")
 
 

@@ -16,8 +16,8 @@ import pytest
 
 import redundax as rx
 from redundax import models
-from redundax._dynamics import minimum_norm_multipliers
-from redundax._gonzalez import Compliance, GonzalezTrajectory, simulate_gonzalez
+from redundax._compliant_stepping import Compliance, GonzalezTrajectory, simulate_gonzalez
+from redundax.methods import minimum_norm_multipliers
 
 # Observed order of convergence of a first-order scheme (log₂ of error ratios).
 ORDER_RANGE = (0.8, 1.2)
@@ -288,7 +288,6 @@ def test_static_sag_of_a_compliant_pendulum():
     )
 
 
-@pytest.mark.slow
 def test_bricard_moves_with_compliant_joints_and_locks_when_rigid():
     """Seed 001, §2.1–2.2 (IFToMM A04, 5 rods, p = 1, released from the square
     configuration, h = 10⁻² s): with rigid joints the step matrix is singular (the
@@ -405,7 +404,7 @@ def test_vmap_equals_loop():
     assert float(np.max(np.abs(batched.q[0] - batched.q[1]))) > 0.1
 
 
-@pytest.mark.parametrize("projection", [False, pytest.param(True, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("projection", [False, True])
 def test_grad_wrt_pendulum_length_matches_finite_differences(projection):
     model, _ = pendulum()
 

@@ -7,25 +7,28 @@ of handling redundancy computed it, and so are its derivatives with respect to t
 model's parameters while the rank of C stays constant. A non-unique one is a
 choice made by the method; asking for it without naming a method is an error
 here, with a message that says why and what to do, raised host-side (`ValueError`)
-when the inputs are concrete and by `eqx.error_if` (a runtime error) inside
-`jax.jit`, `jax.grad` and `jax.vmap`.
+when the mechanism's [`Structure`][] is known on the host (the usual case: it is
+decided once, before any `jax.jit` or `jax.grad`), and by `eqx.error_if` (a runtime
+error) when the structure itself is traced. The verdicts are the structure's
+`stable_unique` / `stable_row_unique`: decided once for the whole motion.
 """
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float, Int
+from jaxtyping import Array, Bool, Float
 
-from ._assembly import constraint_matrix, marker_positions
-from ._dynamics import AbstractRedundancyMethod, NullSpace, solve_terms
+from ._assembly import marker_positions
 from ._model import Model
-from ._qr import DECISION_RTOL, pivoted_qr
-from ._reactions import _wrenches
+from ._reactions import pair_wrenches
 from ._simulate import Trajectory
-from ._solvability import UNIQUENESS_RTOL, _verdicts, disjoint_groups, membership
+from ._solve import solve_terms
 from ._stabilisation import Baumgarte
+from ._structure import Structure, decide
 from ._types import Scalar
+from ._validation import host_values
+from .methods import AbstractRedundancyMethod, NullSpace, specialise
 
 PEAK_ORDER = 32.0
 """Default order p of the power mean that smooths the peak of a reaction."""
@@ -108,63 +111,47 @@ def _selection(model: Model, pair: str, component: str | None):
     return (p.rows[k],), (component,)
 
 
-def _first_moving_body(model: Model, pair: str) -> int:
+def first_moving_body(model: Model, pair: str) -> int:
+    """Index of the first moving body of `pair` (the body its force acts on)."""
     names = [b for b in model.pair(pair).bodies if b != "ground"]
     return model.body_index(names[0])
 
 
-def _is_concrete(*trees) -> bool:
-    return not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(trees))
+def _verdict(structure: Structure, model: Model, pair: str, component: str | None):
+    """The structure's verdict on the selection: the pair's, or its one row's."""
+    if component is None:
+        return structure.stable_unique[..., structure.index(pair)]
+    rows, _ = _selection(model, pair, component)
+    return structure.stable_row_unique[..., rows[0]]
 
 
-def _core(model, q, qd, t, rows, method, stabilisation, rank, rtol, utol):
-    """Wrench and components of `rows`, their verdict, and the facts the error
-    message needs: every pair's verdict, every row's verdict and the rank."""
-    # The rank and the verdicts are discrete: no derivative flows into them. One
-    # pivoted QR decides the rank (unless given) and gives the left null space.
-    C = jax.lax.stop_gradient(constraint_matrix(model, q, t))
-    qr = pivoted_qr(C, rtol, rank)
-    terms, _, lam, _ = solve_terms(
-        model, q, qd, t, method=method, stabilisation=stabilisation, rank=qr.rank, rtol=rtol
+def _core(model, q, qd, t, rows, structure, method, stabilisation):
+    """Wrench and components of `rows` at one state."""
+    terms, _, lam = solve_terms(
+        model, q, qd, t, structure=structure, method=method, stabilisation=stabilisation
     )
-    nc = model.n_constraints
-    pair_rows = tuple(p.rows for p in model.pairs)
-    N = jnp.where(qr.null_mask()[None, :], qr.q, 0.0)  # left null space of C
-    segments = disjoint_groups(nc, pair_rows)
-    pairs = _verdicts(C, membership(nc, pair_rows), N, qr.rank, utol, segments)
-    selected = _verdicts(C, membership(nc, (rows,)), N, qr.rank, utol)
-    row_c = jnp.linalg.norm(C, axis=1)
-    row_unique = row_c * jnp.linalg.norm(N, axis=1) <= utol * row_c
     idx = np.asarray(rows, dtype=int)
     nb, dof = model.bodies.count, model.bodies.dof
     generalised = -(terms.C[idx].T @ lam[idx])  # −C_Xᵀ λ_X
-    wrench = _wrenches(model, q, generalised.reshape(1, nb, dof))[0]
-    return wrench, -lam[idx], selected.unique[0], pairs.unique, row_unique, qr.rank
+    wrench = pair_wrenches(model, q, generalised.reshape(1, nb, dof))[0]
+    return wrench, -lam[idx]
 
 
 @eqx.filter_jit
-def _at_state(model, q, qd, t, rows, method, stabilisation, rank, rtol, utol):
-    return _core(model, q, qd, t, rows, method, stabilisation, rank, rtol, utol)
+def _at_state(model, q, qd, t, rows, structure, method, stabilisation):
+    return _core(model, q, qd, t, rows, structure, method, stabilisation)
 
 
 @eqx.filter_jit
-def _along(model, ts, qs, qds, rows, method, stabilisation, rank, utol):
-    if rank is None:
-        # Decided once, at the first saved state, as `simulate` and
-        # `reaction_history` do: off the constraint manifold a fresh decision at
-        # every state could differ.
-        C0 = jax.lax.stop_gradient(constraint_matrix(model, qs[0], ts[0]))
-        rank = pivoted_qr(C0, DECISION_RTOL).rank
+def _along(model, ts, qs, qds, rows, structure, method, stabilisation):
     return jax.vmap(
-        lambda q, qd, t: _core(
-            model, q, qd, t, rows, method, stabilisation, rank, DECISION_RTOL, utol
-        )
+        lambda q, qd, t: _core(model, q, qd, t, rows, structure, method, stabilisation)
     )(qs, qds, ts)
 
 
 _ADVICE = (
     "Name a method of handling redundancy to get that method's values, flagged "
-    "unique=False: method=rx.Compliant(rx.joint_stiffness(model, k, {{pair: k_X}})) (the "
+    "unique=False: method=rx.Compliant(rx.joint_stiffness(model, k, {pair: k_X})) (the "
     "limit of compliant joints; physical when the joint stiffnesses are known), "
     "method=rx.eliminate(model, q, rows=...) or method=rx.NullSpace() (minimum norm); "
     "or, where one of the pair's components is unique (the solvability report's "
@@ -177,21 +164,22 @@ def _traced_messages(what: str, n_rows: int) -> list[str]:
     return [
         f"{what} is not unique: a rigid model does not determine it (degree of redundancy "
         f"p = {p}; a self-stress of the redundant constraints loads this pair, B_X ≠ 0). "
-        "rx.analyze_solvability(model, q) lists every pair's verdict. "
-        + _ADVICE.format()
+        "rx.analyze_solvability(model, q) lists every pair's verdict. " + _ADVICE
         for p in range(n_rows + 1)
     ]
 
 
-def _host_message(model, pair, component, pairs_unique, row_unique, rank, when="") -> str:
+def _host_message(model: Model, structure: Structure, pair: str, component) -> str:
     what = f"the reaction of pair {pair!r}" + (
         f" (component {component!r})" if component is not None else ""
     )
-    p = model.n_constraints - int(rank)
-    sharing = [n for n, u in zip(model.pair_names, np.asarray(pairs_unique), strict=True) if not u]
-    others = [n for n in sharing if n != pair]
+    p = model.n_constraints - int(structure.rank)
+    unique = np.asarray(structure.stable_unique)
+    others = [
+        n for n, u in zip(model.pair_names, unique, strict=False) if not u and n != pair
+    ]
     text = (
-        f"{what} is not unique{when}: a rigid model does not determine it (degree of "
+        f"{what} is not unique: a rigid model does not determine it (degree of "
         f"redundancy p = {p}; a self-stress of the redundant constraints loads this pair, "
         f"B_X ≠ 0)."
     )
@@ -199,20 +187,32 @@ def _host_message(model, pair, component, pairs_unique, row_unique, rank, when="
         text += " The other pairs whose reactions are not unique: " + ", ".join(others) + "."
     pr = model.pair(pair)
     labels = pr.components or tuple(f"row {k + 1}" for k in pr.rows)
+    row_unique = np.asarray(structure.stable_row_unique)
     fine = [lab for lab, r in zip(labels, pr.rows, strict=True) if bool(row_unique[r])]
     if component is None and fine:
         text += " Of its components, " + ", ".join(repr(c) for c in fine) + " "
         text += "is unique." if len(fine) == 1 else "are unique."
     elif component is None:
-        text += " None of its components is unique here."
-    return text + " " + _ADVICE.format()
+        text += " None of its components is unique."
+    return text + " " + _ADVICE
 
 
-def _guard(outputs, ok, rank, n_rows: int, what: str):
-    """`eqx.branched_error_if` on every output (so that the check survives dead-code
-    elimination whichever output the caller uses), with p in the message."""
-    p = jnp.clip(n_rows - jnp.asarray(rank), 0, n_rows)
-    return eqx.branched_error_if(outputs, ~ok, p, _traced_messages(what, n_rows))
+def _guard(outputs, model: Model, structure: Structure, pair: str, component):
+    """Refuse a reaction the structure says is not unique: `ValueError` when the
+    verdict is known on the host, else `eqx.branched_error_if` on every output (so
+    that the check survives dead-code elimination whichever output is used)."""
+    ok = _verdict(structure, model, pair, component)
+    known = host_values(ok)
+    if known is not None:
+        if not bool(np.all(known[0])):
+            raise ValueError(_host_message(model, structure, pair, component))
+        return outputs
+    what = f"the reaction of pair {pair!r}" + (
+        f" (component {component!r})" if component is not None else ""
+    )
+    n_rows = model.n_constraints
+    p = jnp.clip(n_rows - jnp.asarray(structure.rank), 0, n_rows)
+    return eqx.branched_error_if(outputs, ~jnp.all(ok), p, _traced_messages(what, n_rows))
 
 
 def pair_reaction(
@@ -225,9 +225,7 @@ def pair_reaction(
     component: str | None = None,
     method: AbstractRedundancyMethod | None = None,
     stabilisation=None,
-    rank: Int[ArrayLike, ""] | None = None,
-    rtol: float = DECISION_RTOL,
-    utol: float = UNIQUENESS_RTOL,
+    structure: Structure | None = None,
 ) -> PairReaction:
     """The reaction of `pair` (or of one of its `component`s) at (q, q̇, t), as a
     differentiable function of the state and of the model's parameters.
@@ -245,16 +243,17 @@ def pair_reaction(
       they are determined.
     - `stabilisation`: the drift-control term of the simulation the state comes
       from (e.g. `rx.Baumgarte()`), so that q̈ matches; None at an exact state.
-    - `rank`, `rtol`, `utol`: as in [`reactions`][].
+    - `structure`: the mechanism's [`Structure`][] (rank and verdicts); default:
+      [`decide`][] at (q, t). Decide it once, outside `jax.grad`, and pass it in.
 
     **Returns:** a [`PairReaction`][] (`wrench`, `components`, `unique`).
 
     **Raises:** `ValueError` for an unknown pair or component; when `method` is
-    None and the reaction is not unique, `ValueError` (concrete inputs: the message
-    names the pair, the degree of redundancy, the pairs that share it and the
-    unique components) or, inside `jax.jit` / `jax.grad` / `jax.vmap`, the runtime
-    error of `eqx.error_if` (an `EquinoxRuntimeError` or `JaxRuntimeError`, both
-    `RuntimeError`s) with the same explanation.
+    None and the reaction is not unique, `ValueError` naming the pair, the degree
+    of redundancy, the pairs that share it and the unique components (or, when the
+    structure itself is traced, the runtime error of `eqx.error_if`, an
+    `EquinoxRuntimeError` or `JaxRuntimeError`, both `RuntimeError`s, with the same
+    explanation).
 
     Derivatives with respect to geometry, masses and stiffnesses exist while the
     rank of C and the pivot order stay constant (regular configurations); for a
@@ -262,38 +261,31 @@ def pair_reaction(
 
     !!! example
         ```python
+        structure = rx.decide(model, q, t)
+
         def force_x(mass):
             m = eqx.tree_at(lambda m: m.bodies.mass, model, mass)
-            return rx.pair_reaction(m, q, qd, t, pair="D").wrench[3, 0]
+            return rx.pair_reaction(m, q, qd, t, pair="D", structure=structure).wrench[3, 0]
 
         jax.grad(force_x)(model.bodies.mass)  # ∂F_x/∂m of every body
         ```
     """
-    rows, _ = _selection(model, pair, component)
+    rows, labels = _selection(model, pair, component)
+    if structure is None:
+        structure = decide(model, q, t)
     guarded = method is None
-    method = NullSpace() if method is None else method
-    wrench, comps, unique, pairs_unique, row_unique, r = _at_state(
-        model, q, qd, t, rows, method, stabilisation, rank, rtol, utol
-    )
+    method = specialise(NullSpace() if method is None else method, structure)
+    outputs = _at_state(model, q, qd, t, rows, structure, method, stabilisation)
     if guarded:
-        if _is_concrete(model, q, qd, t, rank):
-            if not bool(unique):
-                raise ValueError(
-                    _host_message(model, pair, component, pairs_unique, row_unique, r)
-                )
-        else:
-            what = f"the reaction of pair {pair!r}" + (
-                f" (component {component!r})" if component is not None else ""
-            )
-            wrench, comps = _guard((wrench, comps), unique, r, model.n_constraints, what)
-    _, labels = _selection(model, pair, component)
+        outputs = _guard(outputs, model, structure, pair, component)
+    wrench, comps = outputs
     return PairReaction(
         name=pair,
         labels=labels,
         method=type(method).__name__,
         wrench=wrench,
         components=comps,
-        unique=unique,
+        unique=_verdict(structure, model, pair, component),
     )
 
 
@@ -305,45 +297,33 @@ def pair_reaction_history(
     component: str | None = None,
     method: AbstractRedundancyMethod | None = None,
     stabilisation=Baumgarte(),
-    rank: Int[ArrayLike, ""] | None = None,
-    utol: float = UNIQUENESS_RTOL,
+    structure: Structure | None = None,
 ) -> PairReaction:
     """[`pair_reaction`][] at every saved state of `trajectory` (one compilation,
     differentiable through the simulation that made `trajectory`).
 
-    The rank of C is decided once, at the first saved state (or given as `rank`);
-    `stabilisation` should be the one the trajectory was simulated with
-    (`simulate`'s default is `Baumgarte()`), so that q̈ matches the motion. With
-    `method=None` the call raises, as `pair_reaction` does, if the reaction is
-    not unique at some saved state (the host-side message gives the first such
-    time).
+    The rank and the verdict come from `structure`, by default the one the
+    trajectory was simulated with (`trajectory.structure`); `stabilisation` should
+    be the one the trajectory was simulated with (`simulate`'s default is
+    `Baumgarte()`), so that q̈ matches the motion. With `method=None` the call
+    raises, as `pair_reaction` does, if the reaction is not unique.
 
     **Returns:** a [`PairReaction`][] whose array fields carry a leading time axis.
     """
     rows, labels = _selection(model, pair, component)
+    if structure is None:
+        structure = trajectory.structure
     guarded = method is None
-    method = NullSpace() if method is None else method
-    wrench, comps, unique, pairs_unique, row_unique, r = _along(
-        model, trajectory.ts, trajectory.q, trajectory.qd, rows, method, stabilisation, rank, utol
+    method = specialise(NullSpace() if method is None else method, structure)
+    outputs = _along(
+        model, trajectory.ts, trajectory.q, trajectory.qd, rows, structure, method, stabilisation
     )
     if guarded:
-        if _is_concrete(model, trajectory, rank):
-            bad = np.flatnonzero(~np.asarray(unique))
-            if bad.size:
-                k = int(bad[0])
-                when = f" at t = {float(trajectory.ts[k]):.6g} s (saved state {k})"
-                raise ValueError(
-                    _host_message(
-                        model, pair, component, pairs_unique[k], row_unique[k], r[k], when
-                    )
-                )
-        else:
-            what = f"the reaction of pair {pair!r}" + (
-                f" (component {component!r})" if component is not None else ""
-            )
-            wrench, comps = _guard(
-                (wrench, comps), jnp.all(unique), r[0], model.n_constraints, what
-            )
+        outputs = _guard(outputs, model, structure, pair, component)
+    wrench, comps = outputs
+    unique = jnp.broadcast_to(
+        _verdict(structure, model, pair, component), trajectory.ts.shape
+    )
     return PairReaction(
         name=pair,
         labels=labels,
@@ -379,8 +359,7 @@ def peak_reaction(
     order: float = PEAK_ORDER,
     method: AbstractRedundancyMethod | None = None,
     stabilisation=Baumgarte(),
-    rank: Int[ArrayLike, ""] | None = None,
-    utol: float = UNIQUENESS_RTOL,
+    structure: Structure | None = None,
 ) -> PeakReaction:
     """Peak magnitude of a pair's reaction over a simulated manoeuvre, smooth
     (for gradients) and exact (for reporting).
@@ -418,11 +397,10 @@ def peak_reaction(
         component=component,
         method=method,
         stabilisation=stabilisation,
-        rank=rank,
-        utol=utol,
+        structure=structure,
     )
     if component is None:
-        force = history.wrench[:, _first_moving_body(model, pair), : model.dim]
+        force = history.wrench[:, first_moving_body(model, pair), : model.dim]
     else:
         force = history.components
     s = jnp.sum(force**2, axis=1)  # a², smooth at a = 0 (no square root)
@@ -454,8 +432,7 @@ def reaction_impulse(
     component: str | None = None,
     method: AbstractRedundancyMethod | None = None,
     stabilisation=Baumgarte(),
-    rank: Int[ArrayLike, ""] | None = None,
-    utol: float = UNIQUENESS_RTOL,
+    structure: Structure | None = None,
 ) -> ReactionImpulse:
     """Time integral of a pair's reaction over a simulated manoeuvre (trapezoid
     rule over the saved states: save densely enough to resolve the reaction).
@@ -475,8 +452,7 @@ def reaction_impulse(
         component=component,
         method=method,
         stabilisation=stabilisation,
-        rank=rank,
-        utol=utol,
+        structure=structure,
     )
     w = _trapezoid_weights(trajectory.ts)
     return ReactionImpulse(

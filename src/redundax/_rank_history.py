@@ -1,5 +1,5 @@
-"""Post-processing of trajectories: the rank of C along the motion, and the
-instants where it drops (singular configurations)."""
+"""The rank of C along a motion, the instants where it drops (singular
+configurations), and the check that a configuration is regular."""
 
 import equinox as eqx
 import jax
@@ -9,7 +9,8 @@ from jaxtyping import Array, Float, Int
 
 from ._assembly import constraint_matrix
 from ._model import Model
-from ._qr import default_rtol
+from ._qr import DECISION_RTOL, default_rtol
+from ._structure import decide
 
 
 class RankHistory(eqx.Module):
@@ -35,7 +36,8 @@ class RankHistory(eqx.Module):
 
 
 @eqx.filter_jit
-def _sigmas(model, ts, q):
+def singular_values_along(model, ts, q):
+    """Singular values of C (descending) at every configuration `q[k]` at `ts[k]`."""
     return jax.vmap(lambda q, t: jnp.linalg.svd(constraint_matrix(model, q, t), compute_uv=False))(
         q, ts
     )
@@ -48,7 +50,7 @@ def rank_history(model: Model, trajectory, rtol: float | None = None) -> RankHis
 
     - `rtol`: relative rank tolerance (default `2 eps max(m + h, n)`).
     """
-    sigma = _sigmas(model, trajectory.ts, trajectory.q)
+    sigma = singular_values_along(model, trajectory.ts, trajectory.q)
     tol = default_rtol((model.n_constraints, model.n_coordinates)) if rtol is None else rtol
     rank = jnp.sum(sigma > tol * sigma[:, :1], axis=1)
     return RankHistory(ts=trajectory.ts, rank=rank, sigma=sigma, regular_rank=rank[0])
@@ -105,51 +107,16 @@ def singular_instants(
     return out
 
 
-@eqx.filter_jit
-def _nearby_ranks(model: Model, q, t, direction, rtol):
-    from ._stabilisation import Projection
-
-    C0 = constraint_matrix(model, q, t)
-    s0 = jnp.linalg.svd(C0, compute_uv=False)
-    r0 = jnp.sum(s0 > rtol * s0[0])
-    # A step along the null space of C (first-order feasible), back onto Φ = 0.
-    _, _, Vt = jnp.linalg.svd(C0)
-    null = jnp.arange(Vt.shape[0]) >= r0
-    v = Vt.T @ jnp.where(null, direction[: Vt.shape[0]], 0.0)
-    v = v / jnp.maximum(jnp.linalg.norm(v), 1e-300)
-    q1 = Projection().positions(model, q + 1e-4 * jnp.maximum(1.0, jnp.max(jnp.abs(q))) * v, t)
-    s1 = jnp.linalg.svd(constraint_matrix(model, q1, t), compute_uv=False)
-    return r0, jnp.sum(s1 > rtol * s1[0])
-
-
-def regular_direction(model: Model) -> Float[Array, " nq"]:
-    """The fixed pseudo-random direction `check_regular` steps along (null space part)."""
-    return jnp.asarray(np.random.default_rng(0).normal(size=model.n_coordinates))
-
-
-def check_regular(model: Model, state, rtol: float = 1e-8) -> None:
+def check_regular(model: Model, state, rtol: float = DECISION_RTOL) -> None:
     """Raise `ValueError` if `state` is at a singular configuration.
 
-    The rank of C at `state` is compared with the rank at a nearby configuration on
-    the constraint manifold (a small step along the null space of C, projected back
-    onto Φ = 0): structural redundancy persists along the manifold, a singular
-    configuration does not. Host-side check (needs concrete values).
+    The rank of C at `state` is compared with the rank at a generic configuration
+    nearby on the constraint manifold ([`decide`][] takes that step): structural
+    redundancy persists along the manifold, a singular configuration does not.
+    Host-side check (needs concrete values).
 
     **Raises:** `ValueError` with both ranks and what to do.
     """
     if model.n_constraints == 0:
         return
-    r0, r1 = _nearby_ranks(model, state.q, state.t, regular_direction(model), rtol)
-    raise_if_singular(r0, r1)
-
-
-def raise_if_singular(r0, r1) -> None:
-    """The host-side half of [`check_regular`][], given the two ranks."""
-    r0, r1 = int(r0), int(r1)
-    if r1 > r0:
-        raise ValueError(
-            f"singular configuration: rank C = {r0} at the initial state but {r1} at a "
-            "configuration nearby on the constraint manifold, so the rank decided there "
-            "would drop real constraints. Start from a regular configuration, or use "
-            "rx.AugmentedLagrangian(), which needs no rank decision."
-        )
+    decide(model, state.q, state.t, rtol=rtol).raise_if_singular()

@@ -1,147 +1,52 @@
-"""The `redundax` command line: parse, load, call the library, write. No physics here.
-
-Each subcommand is one entry of [`COMMANDS`][]: its help texts, a function that adds
-its arguments, and a handler `(args) -> exit status`. To add a subcommand
-(`optimize`, `sweep`, `plot`, ...), write those two functions and add an
-entry; `main` does the rest (parsing, error reporting, exit status).
-
-User errors (an invalid configuration, a `ValueError` from the library, a missing
-file, an output file that exists) are reported on stderr as one line
-`redundax: error: ...`, possibly followed by the full list of problems, with exit
-status 2 and never a traceback. A computation that fails (the integrator gives
-up) is reported the same way with exit status 1.
-
-Progress messages go to stderr, and only when stderr is a terminal, so that the
-standard output of `--json` is exactly one JSON object.
-"""
+"""`redundax simulate CONFIG`: forward dynamics, its summary and its time histories."""
 
 import argparse
 import dataclasses
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import diffrax
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import (
+from .. import (
     Elimination,
-    Model,
     Trajectory,
     analyze_solvability,
     marker_positions,
-    optimize,
-    plot,
     reaction_history,
     simulate,
-    sweep,
 )
-from .io.config import Config, SimulationOptions, load_config
-from .io.results import check_output, component_labels, write_run
+from ..io.config import Config, SimulationOptions, load_config
+from ..io.results import check_output, component_labels, write_run
+from ._common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    config_argument,
+    positive_float,
+    progress as _progress,
+    report as _report,
+)
 
-# The command line always works in float64 (the library import also enables it).
-jax.config.update("jax_enable_x64", True)
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-
-
-@dataclasses.dataclass(frozen=True)
-class Command:
-    """One subcommand of `redundax`.
-
-    **Attributes:**
-
-    - `summary`: one line, shown in `redundax --help`.
-    - `description`: the text of `redundax COMMAND --help`.
-    - `add_arguments`: adds the subcommand's arguments to its parser.
-    - `run`: the handler; takes the parsed arguments, prints its results on stdout
-      and returns the exit status.
-    """
-
-    summary: str
-    description: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
+SUMMARY = "forward dynamics: motion, constraint drift, energy, reactions over time"
+DESCRIPTION = (
+    "Integrate the equations of motion of the mechanism of CONFIG from its initial "
+    "state, with the options of its [simulation] table (end time, tolerances, "
+    "solver, redundancy method, stabilisation; see configs/README.md). Prints the "
+    "number of steps, the largest constraint violation, the tracked points at the "
+    "end, the energy error of a conservative mechanism, and which reactions a rigid "
+    "model determines (--json adds the final coordinates). --out writes the time "
+    "histories, reactions included (the non-unique ones marked as such). Exit "
+    "status: 0 on success, 2 on invalid input, 1 if the integration fails."
+)
 
 
-def _config_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "config",
-        metavar="CONFIG",
-        help="a mechanism configuration (TOML), e.g. configs/mobile_robot.toml; "
-        "the format is described in configs/README.md",
-    )
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0.0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
-def _add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
-    _config_argument(parser)
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object instead of the table: n, m, h, rank, redundancy, dof "
-        "and, for every pair, its rows (1-based), whether its reaction and its multipliers "
-        "are unique, the norm of B_X, and whether each labelled reaction component is "
-        "unique",
-    )
-    parser.add_argument(
-        "--rtol",
-        type=_positive_float,
-        default=None,
-        metavar="X",
-        help="relative tolerance of the rank decision: a pivot of the QR factorisation "
-        "counts as zero below X times the largest one (default: 2 · eps · max(rows, n), "
-        "about 1e-14 for the mobile robot)",
-    )
-
-
-def _component_legend(model: Model) -> list[str]:
-    """What the per-row flags of each pair type stand for, once per type."""
-    legend: dict[str, tuple[str, ...]] = {}
-    for pair in model.pairs:
-        if pair.components:
-            legend.setdefault(pair.kind, pair.components)
-    if not legend:
-        return []
-    width = max(len(kind) for kind in legend)
-    return ["reaction components, in row order (the values are -λ of those rows):"] + [
-        f"  {kind + ':':<{width + 1}} {', '.join(labels)}" for kind, labels in legend.items()
-    ]
-
-
-def _analyze(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    report = analyze_solvability(config.model, config.state.q, config.state.t, rtol=args.rtol)
-    if args.json:
-        print(json.dumps({**report.to_dict(), "dim": config.dim}))
-    else:
-        kind = "spatial" if config.dim == 3 else "planar"
-        print(f"{config.name} ({config.path}), {kind}, initial configuration at t = 0 s\n")
-        print(report)
-        legend = _component_legend(config.model)
-        if legend:
-            print("\n" + "\n".join(legend))
-    return EXIT_OK
-
-
-def _add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
-    _config_argument(parser)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of `redundax simulate`."""
+    config_argument(parser)
     parser.add_argument(
         "--json",
         action="store_true",
@@ -152,7 +57,7 @@ def _add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--t-final",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         metavar="T",
         help="end time in s, overriding [simulation] t_final of CONFIG (default 10 s)",
@@ -168,12 +73,6 @@ def _add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force", action="store_true", help="overwrite the --out file if it exists"
     )
-
-
-def _progress(message: str) -> None:
-    """A progress line on stderr, only for a person watching a terminal."""
-    if sys.stderr.isatty():
-        print(f"redundax: {message}", file=sys.stderr, flush=True)
 
 
 def _draw_bar(progress: float, done: bool = False) -> None:
@@ -393,104 +292,5 @@ def _simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _module_command(module: Any) -> Command:
-    """The [`Command`][] of a module that defines `SUMMARY`, `DESCRIPTION`,
-    `add_arguments(parser)` and `run(args)` (as `redundax.sweep` does)."""
-    return Command(
-        summary=module.SUMMARY,
-        description=module.DESCRIPTION,
-        add_arguments=module.add_arguments,
-        run=module.run,
-    )
-
-
-COMMANDS: dict[str, Command] = {
-    "analyze": Command(
-        summary="rank, degree of redundancy and reaction uniqueness of a mechanism",
-        description=(
-            "Load the mechanism of CONFIG at its initial configuration and analyse its "
-            "constraint matrix C = [Φ_q; Ψ] (holonomic rows first, then Pfaffian rows, "
-            "each in the order of the file): its rank, the degree of redundancy "
-            "p = rows − rank, the mobility n − rank, and for every pair whether its "
-            "reaction is uniquely determined (B_X = 0, Wojtyra & Frączek 2013). "
-            "Redundant constraints make some reactions indeterminate in a rigid model; "
-            "this tells you which."
-        ),
-        add_arguments=_add_analyze_arguments,
-        run=_analyze,
-    ),
-    "simulate": Command(
-        summary="forward dynamics: motion, constraint drift, energy, reactions over time",
-        description=(
-            "Integrate the equations of motion of the mechanism of CONFIG from its initial "
-            "state, with the options of its [simulation] table (end time, tolerances, "
-            "solver, redundancy method, stabilisation; see configs/README.md). Prints the "
-            "number of steps, the largest constraint violation, the tracked points at the "
-            "end, the energy error of a conservative mechanism, and which reactions a rigid "
-            "model determines (--json adds the final coordinates). --out writes the time "
-            "histories, reactions included (the non-unique ones marked as such). Exit "
-            "status: 0 on success, 2 on invalid input, 1 if the integration fails."
-        ),
-        add_arguments=_add_simulate_arguments,
-        run=_simulate,
-    ),
-    "optimize": _module_command(optimize),
-    "sweep": _module_command(sweep),
-    "plot": _module_command(plot),
-}
-"""Subcommand name → [`Command`][]."""
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="redundax",
-        description=(
-            "Dynamics of redundantly constrained planar and spatial mechanisms. A "
-            "mechanism is described by a TOML configuration file (bodies, pairs, loads, "
-            "tracked points; see configs/README.md). Start with: "
-            "redundax analyze configs/mobile_robot.toml, then "
-            "redundax simulate configs/mobile_robot.toml"
-        ),
-        epilog="Run 'redundax COMMAND --help' for the options of a command.",
-    )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, command in COMMANDS.items():
-        sub = commands.add_parser(name, help=command.summary, description=command.description)
-        command.add_arguments(sub)
-    return parser
-
-
-def _report(error: Exception) -> None:
-    lines = str(error).splitlines() or [type(error).__name__]
-    print(f"redundax: error: {lines[0]}", file=sys.stderr)
-    for line in lines[1:]:
-        print(line, file=sys.stderr)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the `redundax` command line.
-
-    **Arguments:**
-
-    - `argv`: the arguments after the program name (default: `sys.argv[1:]`).
-
-    **Returns:** the exit status: 0 on success, 2 on a usage error or invalid input,
-    1 when a computation fails (the message is on stderr).
-    """
-    parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit_:  # --help, or a usage error already printed by argparse
-        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
-    try:
-        return COMMANDS[args.command].run(args)
-    except (ValueError, OSError) as error:  # ConfigError is a ValueError
-        _report(error)
-        return EXIT_USAGE
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+run = _simulate
+"""The handler of `redundax simulate`: returns the exit status."""

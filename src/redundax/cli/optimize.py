@@ -1,6 +1,8 @@
-"""`redundax optimize`: the command-line handler.
+"""`redundax optimize DESIGN --out DIR`: the command line of [`redundax.optimize`][],
+whose docstring describes design studies.
 
-Part of [`redundax.optimize`][], whose docstring describes the whole.
+The figure of the study (`OUT/design.png`) is drawn by [`redundax.optimize.write_result`][],
+which imports matplotlib only then.
 """
 
 import argparse
@@ -10,11 +12,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ._file import Design, load_design
-from ._optimizer import Step, optimize_design
-from ._output import OUTPUTS, write_result
+from ..optimize import OUTPUTS, Design, Step, load_design, optimize_design, write_result
 
-# ------------------------------------------------------------------- command line
 SUMMARY = "design optimisation (Optax) of a unique reaction over a simulated manoeuvre"
 DESCRIPTION = (
     "Change the design variables of the design file DESIGN (an [optimize] table naming "

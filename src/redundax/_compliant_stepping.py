@@ -53,7 +53,7 @@ from ._assembly import (
 )
 from ._model import Model, State
 from ._qr import DECISION_RTOL, independent_rows, pivoted_qr
-from ._stabilisation import _weighted_pinv_step
+from ._stabilisation import weighted_pinv_step
 
 
 def _is_traced(tree) -> bool:
@@ -231,7 +231,7 @@ def _project(model: Model, M, q, v, t, ranks, tol: float, iterations: int):
 
         def correct(q):
             A = constraint_matrix(model, q, t)[:m]
-            return q - _weighted_pinv_step(M, A, position_residual(model, q, t), rank_q)
+            return q - weighted_pinv_step(M, A, position_residual(model, q, t), rank_q)
 
         def iterate(_, carry):
             q, done = carry
@@ -247,7 +247,7 @@ def _project(model: Model, M, q, v, t, ranks, tol: float, iterations: int):
         converged = jnp.max(jnp.abs(position_residual(model, q, t))) <= tol
     if model.n_constraints:
         C = constraint_matrix(model, q, t)
-        v = v - _weighted_pinv_step(M, C, C @ v + velocity_bias(model, q, t), rank_c)
+        v = v - weighted_pinv_step(M, C, C @ v + velocity_bias(model, q, t), rank_c)
     return q, v, converged
 
 

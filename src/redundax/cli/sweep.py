@@ -1,7 +1,5 @@
-"""`redundax sweep`: the command-line handler.
-
-Part of [`redundax.sweep`][], whose docstring describes the whole.
-"""
+"""`redundax sweep SWEEP --out DIR`: the command line of [`redundax.sweep`][], whose
+docstring describes sweeps."""
 
 import argparse
 import dataclasses
@@ -14,11 +12,15 @@ from typing import Any
 import jax
 
 from ..io.config import ConfigError, load_config
-from ._addresses import parameter_targets
-from ._file import load_sweep, sweep_mechanism
-from ._store import Progress, read_sweep, run_sweep
+from ..sweep import (
+    Progress,
+    load_sweep,
+    parameter_targets,
+    read_sweep,
+    run_sweep,
+    sweep_mechanism,
+)
 
-# ------------------------------------------------------------------- command line
 SUMMARY = "solvability and simulation of a grid or random sample of parameter variants"
 DESCRIPTION = (
     "Evaluate every variant of a mechanism described by the sweep file SWEEP (a [sweep] "

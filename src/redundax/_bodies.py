@@ -1,0 +1,339 @@
+"""The moving bodies of a model, one class per choice of coordinates.
+
+- [`AbstractBodies`][]: the interface (mass, coordinates per body, geometric maps).
+- [`PlanarBodies`][]: planar bodies in absolute coordinates [x, y, φ].
+- [`SpatialBodies`][]: spatial bodies in natural coordinates (Kraus, Winckler &
+  Bock 2001), with the natural-coordinate maps they use.
+
+Natural coordinates. A body's dynamic variables are p = [r, u, v, w] ∈ R¹²: the
+global position r of the body-frame origin and the body frame's unit axes u, v, w
+in global components, so that X = [u v w] is the rotation matrix from body to
+global components. A body point r̄ (body components) sits at
+
+    r + X r̄ = C_r̄ p,    C_r̄ = [I₃, r̄₁ I₃, r̄₂ I₃, r̄₃ I₃]   (Kraus et al. 2001, Eq. (3))
+
+which is *linear* in p with a constant matrix. Hence the mass matrix is constant
+(no Coriolis or centrifugal terms), and the price is six rigid-body constraints
+per body (unit, mutually orthogonal axes), each a polynomial of degree 2. The
+joints between such bodies are in `joints/_spatial.py`.
+"""
+
+import abc
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ._math import OMEGA, rot2
+
+
+class AbstractBodies(eqx.Module):
+    """The moving bodies of a model, in some choice of coordinates.
+
+    A subclass fixes the coordinates of one body (`dof` of them), the spatial
+    dimension `dim` (2 or 3), and the purely geometric maps that the assembly,
+    the loads, the markers and the reactions need. Every map acts on the
+    coordinates `p` of *one* body; body parameters (mass, centre of mass) come
+    from the fields, so per-body calls are made with `jax.vmap` over the module.
+    """
+
+    mass: eqx.AbstractVar[Float[Array, " nb"]]
+    names: eqx.AbstractVar[tuple[str, ...]]
+    dim: eqx.AbstractClassVar[int]
+    dof: eqx.AbstractClassVar[int]
+    internal_rows: eqx.AbstractClassVar[int]
+
+    @property
+    def count(self) -> int:
+        return len(self.names)
+
+    @property
+    def wrench_size(self) -> int:
+        """Force and moment components: 3 in the plane, 6 in space."""
+        return 3 if self.dim == 2 else 6
+
+    @abc.abstractmethod
+    def mass_blocks(self) -> Float[Array, "nb dof dof"]:
+        """Per-body (constant) mass matrices."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def ground_coordinates(self) -> Float[Array, " dof"]:
+        """Coordinates of the ground frame (the global frame)."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def centre_of_mass(self) -> Float[Array, "nb dim"]:
+        """Centres of mass in body-frame components [m]."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def point(self, p: Float[Array, " dof"], s: Float[Array, " dim"]) -> Float[Array, " dim"]:
+        """Global position of the body point `s` (body-frame components) [m]."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def rotation(self, p: Float[Array, " dof"]) -> Float[Array, "dim dim"]:
+        """Rotation matrix from body-frame to global components."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def angular_velocity(
+        self, p: Float[Array, " dof"], pd: Float[Array, " dof"]
+    ) -> Float[Array, " w"]:
+        """Angular velocity [rad/s]: shape `(1,)` in the plane, `(3,)` (global) in space."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def rigid_velocity(
+        self,
+        p: Float[Array, " dof"],
+        at: Float[Array, " dim"],
+        velocity: Float[Array, " dim"],
+        omega: Float[Array, " w"],
+    ) -> Float[Array, " dof"]:
+        """Coordinate velocity ṗ of the body moving rigidly so that its point at the
+        global position `at` has `velocity` and the body has angular velocity `omega`."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def internal_residual(self, p: Float[Array, " dof"]) -> Float[Array, " k"]:
+        """Constraints the coordinates of one body must satisfy by themselves
+        (none for absolute planar coordinates; six for natural coordinates)."""
+        raise NotImplementedError
+
+    def wrench_basis(
+        self, p: Float[Array, " dof"], c: Float[Array, " dim"]
+    ) -> Float[Array, "dof ws"]:
+        """T with ṗ = T [v_c; ω] for the body point `c` (body frame): a generalised
+        force f on the body is the wrench Tᵀ f = [force; moment about c]."""
+        at = self.point(p, c)
+        nw = self.wrench_size - self.dim
+
+        def velocity(x):
+            return self.rigid_velocity(p, at, x[: self.dim], x[self.dim :])
+
+        return jax.jacfwd(velocity)(jnp.zeros(self.dim + nw))
+
+
+class PlanarBodies(AbstractBodies):
+    """Planar rigid bodies in absolute coordinates q_i = [x_i, y_i, φ_i].
+
+    The body frame sits at the centre of mass. `mass` in kg, `inertia` (central,
+    about the normal axis) in kg m².
+    """
+
+    mass: Float[Array, " nb"]
+    inertia: Float[Array, " nb"]
+    names: tuple[str, ...] = eqx.field(static=True)
+
+    dim: ClassVar[int] = 2
+    dof: ClassVar[int] = 3
+    internal_rows: ClassVar[int] = 0
+
+    def mass_blocks(self) -> Float[Array, "nb 3 3"]:
+        """Per-body mass matrices diag(m, m, J)."""
+        return jnp.einsum(
+            "bk,kl->bkl", jnp.stack([self.mass, self.mass, self.inertia], 1), jnp.eye(3)
+        )
+
+    def ground_coordinates(self) -> Float[Array, " 3"]:
+        return jnp.zeros(3)
+
+    def centre_of_mass(self) -> Float[Array, "nb 2"]:
+        return jnp.zeros((self.count, 2))
+
+    def point(self, p, s):
+        return p[:2] + rot2(p[2]) @ s
+
+    def rotation(self, p):
+        return rot2(p[2])
+
+    def angular_velocity(self, p, pd):
+        return pd[2:]
+
+    def rigid_velocity(self, p, at, velocity, omega):
+        return jnp.concatenate([velocity + omega[0] * (OMEGA @ (p[:2] - at)), omega])
+
+    def internal_residual(self, p):
+        return jnp.zeros(0)
+
+
+# ---------------------------------------------------------------------------
+# Natural coordinates (see the module docstring).
+
+# Coordinates per body: r, u, v, w.
+DOF = 12
+# Rigid-body constraints per body: three unit lengths, three orthogonalities.
+RIGID_ROWS = 6
+
+
+class SpatialBodies(AbstractBodies):
+    """Spatial rigid bodies in natural coordinates q_i = [r_i, u_i, v_i, w_i] (12 each).
+
+    r_i is the global position of the body-frame origin, which need *not* be the
+    centre of mass (put the origin at a joint to simplify that joint's rows, as
+    the seed paper's closing remark suggests); the centre of mass sits at `com` in
+    the body frame. u_i, v_i, w_i are the body axes in global components.
+
+    **Arguments:**
+
+    - `mass`: masses [kg], shape `(nb,)`.
+    - `com`: centres of mass in body components [m], shape `(nb, 3)`.
+    - `inertia`: inertia tensors about the centre of mass, in body axes [kg m²],
+      shape `(nb, 3, 3)`; symmetric, and physically realisable (each principal
+      moment at most the sum of the other two) for the mass matrix to be positive
+      definite.
+    - `names`: body names, `nb` of them.
+    """
+
+    mass: Float[Array, " nb"]
+    com: Float[Array, "nb 3"]
+    inertia: Float[Array, "nb 3 3"]
+    names: tuple[str, ...] = eqx.field(static=True)
+
+    dim: ClassVar[int] = 3
+    dof: ClassVar[int] = DOF
+    internal_rows: ClassVar[int] = RIGID_ROWS
+
+    def __check_init__(self):
+        nb = len(self.names)
+        problems = [
+            f"{field} has shape {tuple(x.shape)}, expected {want}"
+            for field, x, want in (
+                ("mass", self.mass, (nb,)),
+                ("com", self.com, (nb, 3)),
+                ("inertia", self.inertia, (nb, 3, 3)),
+            )
+            if tuple(x.shape) != want
+        ]
+        if problems:
+            raise ValueError(
+                f"SpatialBodies with {nb} names: "
+                + "; ".join(problems)
+                + "; give one mass, centre of mass and inertia tensor per name"
+            )
+
+    def mass_blocks(self) -> Float[Array, "nb 12 12"]:
+        """Per-body constant mass matrices M = ∫ C_r̄ᵀ C_r̄ dm.
+
+        **Returns:** shape `(nb, 12, 12)`, blocks of 3 × 3 multiples of I₃.
+        """
+        # C_r̄ = eᵀ ⊗ I₃ with e = [1, r̄₁, r̄₂, r̄₃], so M = (∫ e eᵀ dm) ⊗ I₃ and
+        #   ∫ e eᵀ dm = [[m, m cᵀ], [m c, J̄]],  J̄ = ∫ r̄ r̄ᵀ dm (about the frame origin).
+        # Split r̄ = c + ρ with ∫ ρ dm = 0: J̄ = m c cᵀ + S, S = ∫ ρ ρᵀ dm.
+        # The central inertia is I_c = ∫ (ρᵀρ I − ρ ρᵀ) dm = tr(S) I − S, whose trace
+        # is 2 tr(S); hence S = ½ tr(I_c) I − I_c.
+        m, c, I_c = self.mass, self.com, self.inertia
+        S = 0.5 * jnp.trace(I_c, axis1=1, axis2=2)[:, None, None] * jnp.eye(3)[None] - I_c
+        J_bar = m[:, None, None] * c[:, :, None] * c[:, None, :] + S
+        mc = m[:, None] * c
+        E = jnp.concatenate(
+            [
+                jnp.concatenate([m[:, None, None], mc[:, None, :]], axis=2),
+                jnp.concatenate([mc[:, :, None], J_bar], axis=2),
+            ],
+            axis=1,
+        )
+        return jnp.einsum("bkl,xy->bkxly", E, jnp.eye(3)).reshape(-1, DOF, DOF)
+
+    def ground_coordinates(self) -> Float[Array, " 12"]:
+        """Coordinates of the ground frame (the global frame): r = 0, X = I."""
+        return natural_from_pose(jnp.zeros(3), jnp.eye(3))
+
+    def centre_of_mass(self) -> Float[Array, "nb 3"]:
+        return self.com
+
+    def point(self, p, s):
+        return point(p, s)
+
+    def rotation(self, p):
+        return _frame(p)
+
+    def angular_velocity(self, p, pd):
+        return angular_velocity(p, pd)
+
+    def rigid_velocity(self, p, at, velocity, omega):
+        return natural_velocity(p, velocity + jnp.cross(omega, p[:3] - at), omega)
+
+    def internal_residual(self, p):
+        return rigid_body_residual(p)
+
+    def rigid_body_residuals(self, q: Float[Array, " nq"]) -> Float[Array, " nr"]:
+        """The six rigid-body constraints of every body, stacked body by body.
+
+        **Arguments:**
+
+        - `q`: natural coordinates of all bodies, shape `(12 nb,)`.
+
+        **Returns:** shape `(6 nb,)`, see [`rigid_body_residual`][].
+        """
+        return jax.vmap(rigid_body_residual)(q.reshape(self.count, DOF)).reshape(-1)
+
+
+def _frame(p: Float[Array, " 12"]) -> Float[Array, "3 3"]:
+    """X = [u v w] from p = [r, u, v, w]."""
+    return p[3:].reshape(3, 3).T
+
+
+def rigid_body_residual(p: Float[Array, " 12"]) -> Float[Array, " 6"]:
+    """The six rigid-body constraints of one body (seed paper §4).
+
+    **Arguments:**
+
+    - `p`: natural coordinates [r, u, v, w], shape `(12,)`.
+
+    **Returns:** [uᵀu − 1, vᵀv − 1, wᵀw − 1, uᵀv, uᵀw, vᵀw], shape `(6,)`: zero
+    exactly when X = [u v w] is orthogonal. Handedness (det X = +1) is not a
+    constraint; it is kept by continuity from a proper initial frame.
+    """
+    u, v, w = p[3:6], p[6:9], p[9:12]
+    return jnp.stack([u @ u - 1.0, v @ v - 1.0, w @ w - 1.0, u @ v, u @ w, v @ w])
+
+
+def natural_from_pose(
+    position: Float[Array, " 3"], rotation: Float[Array, "3 3"]
+) -> Float[Array, " 12"]:
+    """Natural coordinates of a body frame at `position` [m] with rotation matrix
+    `rotation` (body to global components, columns u, v, w).
+
+    **Returns:** p = [r, u, v, w], shape `(12,)`.
+    """
+    return jnp.concatenate([position, rotation.T.reshape(9)])
+
+
+def pose_from_natural(p: Float[Array, " 12"]) -> tuple[Float[Array, " 3"], Float[Array, "3 3"]]:
+    """Inverse of [`natural_from_pose`][]: `(position, rotation)` with rotation X = [u v w]."""
+    return p[:3], _frame(p)
+
+
+def point(p: Float[Array, " 12"], rbar: Float[Array, " 3"]) -> Float[Array, " 3"]:
+    """Global position r + X r̄ = C_r̄ p of the body point r̄ (body components) [m]."""
+    return p[:3] + _frame(p) @ rbar
+
+
+def direction(p: Float[Array, " 12"], a: Float[Array, " 3"]) -> Float[Array, " 3"]:
+    """Global components X a of the body-fixed vector a."""
+    return _frame(p) @ a
+
+
+def angular_velocity(p: Float[Array, " 12"], pd: Float[Array, " 12"]) -> Float[Array, " 3"]:
+    """Angular velocity ω [rad/s] in global components from (p, ṗ).
+
+    On the rigid-body manifold Ẋ Xᵀ = [ω]× is skew; off it (or for a ṗ that
+    violates the velocity constraints) the skew part ½ (Ẋ Xᵀ − X Ẋᵀ) is used.
+    """
+    W = _frame(pd) @ _frame(p).T
+    W = 0.5 * (W - W.T)
+    return jnp.stack([W[2, 1], W[0, 2], W[1, 0]])
+
+
+def natural_velocity(
+    p: Float[Array, " 12"], velocity: Float[Array, " 3"], omega: Float[Array, " 3"]
+) -> Float[Array, " 12"]:
+    """ṗ = [ṙ, ω × u, ω × v, ω × w] from the velocity of the frame origin [m/s] and
+    the angular velocity ω [rad/s], both in global components."""
+    X = _frame(p)
+    return jnp.concatenate([velocity, jnp.cross(omega[None, :], X.T).reshape(9)])

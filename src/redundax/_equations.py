@@ -1,0 +1,54 @@
+"""Equations of motion M q̈ + Cᵀ λ = F, C q̈ = Γ (DESIGN.md §2): the terms at a state,
+and their solution by a method of handling redundant constraints given the
+mechanism's [`Structure`][]."""
+
+import equinox as eqx
+from jaxtyping import Array, Float
+
+from ._assembly import (
+    acceleration_rhs,
+    constraint_matrix,
+    generalized_forces,
+    mass_matrix,
+    position_residual,
+    velocity_bias,
+)
+from ._model import Model
+from ._types import Scalar
+
+
+class Terms(eqx.Module):
+    """Everything the equations of motion need at (q, q̇, t)."""
+
+    C: Float[Array, "nc nq"]
+    b: Float[Array, " nc"]
+    gamma: Float[Array, " nc"]
+    phi: Float[Array, " m"]
+    M: Float[Array, "nq nq"]
+    F: Float[Array, " nq"]
+    velocity_error: Float[Array, " nc"]
+    block: int = eqx.field(static=True, default=0)
+    """Size of the diagonal blocks of M (coordinates per body; 0: treat M as dense)."""
+
+
+def dynamics_terms(
+    model: Model, q: Float[Array, " nq"], qd: Float[Array, " nq"], t: Scalar
+) -> Terms:
+    """C, b, Γ, Φ, M and F at (q, q̇, t), all by autodiff."""
+    C = constraint_matrix(model, q, t)
+    b = velocity_bias(model, q, t)
+    return Terms(
+        C=C,
+        b=b,
+        gamma=acceleration_rhs(model, q, qd, t),
+        phi=position_residual(model, q, t),
+        M=mass_matrix(model, q),
+        F=generalized_forces(model, q, qd, t),
+        velocity_error=C @ qd + b,
+        block=model.bodies.dof,
+    )
+
+
+def stabilised_gamma(terms: Terms, stabilisation) -> Float[Array, " nc"]:
+    """Γ with the drift-control terms of `stabilisation` (None: Γ itself)."""
+    return terms.gamma if stabilisation is None else stabilisation.gamma(terms)

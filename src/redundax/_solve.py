@@ -1,0 +1,58 @@
+"""q̈ and λ at one state: the equations of motion solved by a method of handling
+redundancy, with the discrete facts taken from the mechanism's [`Structure`][]."""
+
+from jaxtyping import Array, Float
+
+from ._equations import Terms, dynamics_terms, stabilised_gamma
+from ._model import Model
+from ._structure import Structure, decide
+from ._types import Scalar
+from .methods import AbstractRedundancyMethod, NullSpace
+
+
+def solve_terms(
+    model: Model,
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nq"],
+    t: Scalar = 0.0,
+    *,
+    structure: Structure | None = None,
+    method: AbstractRedundancyMethod = NullSpace(),
+    stabilisation=None,
+) -> tuple[Terms, Float[Array, " nq"], Float[Array, " nc"]]:
+    """`(terms, qdd, lam)` at (q, q̇, t): the shared core of [`solve_dynamics`][]
+    and [`reactions`][]. `structure` defaults to [`decide`][] at (q, t)."""
+    if structure is None:
+        structure = decide(model, q, t)
+    terms = dynamics_terms(model, q, qd, t)
+    gamma = stabilised_gamma(terms, stabilisation)
+    qdd = method.acceleration(terms, gamma, structure)
+    return terms, qdd, method.multipliers(terms, gamma, qdd, structure)
+
+
+def solve_dynamics(
+    model: Model,
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nq"],
+    t: Scalar = 0.0,
+    *,
+    structure: Structure | None = None,
+    method: AbstractRedundancyMethod = NullSpace(),
+    stabilisation=None,
+) -> tuple[Float[Array, " nq"], Float[Array, " nc"]]:
+    """Accelerations q̈ and multipliers λ at (q, q̇, t) by `method`.
+
+    **Arguments:**
+
+    - `model`, `q`, `qd`, `t`: the mechanism and its state [m, rad, s].
+    - `structure`: the mechanism's [`Structure`][] (default: [`decide`][] at (q, t);
+      pass the one decided at the initial state of a motion).
+    - `method`: how redundant constraints are handled (default [`NullSpace`][]).
+    - `stabilisation`: a drift-control term for Γ (e.g. [`Baumgarte`][]) or None.
+
+    **Returns:** `(qdd, lam)`, shapes `(nq,)` and `(m + h,)`.
+    """
+    _, qdd, lam = solve_terms(
+        model, q, qd, t, structure=structure, method=method, stabilisation=stabilisation
+    )
+    return qdd, lam

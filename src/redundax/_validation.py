@@ -1,0 +1,17 @@
+"""The one place that asks whether values are known on the host.
+
+Input validation with messages that name pairs and bodies needs concrete values;
+inside `jax.jit`, `jax.vmap` or `jax.grad` they are tracers, and the check is left
+to the caller (who validated the nominal inputs). Numerical code never asks.
+"""
+
+import jax
+import numpy as np
+
+
+def host_values(*arrays) -> tuple[np.ndarray, ...] | None:
+    """The arrays as NumPy arrays when every one is concrete, else None."""
+    leaves = jax.tree.leaves(arrays)
+    if any(isinstance(x, jax.core.Tracer) for x in leaves):
+        return None
+    return tuple(np.asarray(a) for a in arrays)

@@ -1,0 +1,111 @@
+"""The `redundax` command line: parse, load, call the library, write. No physics here.
+
+Each subcommand is one module of this package (`analyze`, `simulate`, `plot`,
+`sweep`, `optimize`) that defines its help texts `SUMMARY` and `DESCRIPTION`, a
+function `add_arguments(parser)` and a handler `run(args) -> exit status`; it is
+one entry of [`COMMANDS`][]. To add a subcommand, write such a module and add an
+entry; `main` does the rest (parsing, error reporting, exit status).
+
+User errors (an invalid configuration, a `ValueError` from the library, a missing
+file, an output file that exists) are reported on stderr as one line
+`redundax: error: ...`, possibly followed by the full list of problems, with exit
+status 2 and never a traceback. A computation that fails (the integrator gives
+up) is reported the same way with exit status 1.
+
+Progress messages go to stderr, and only when stderr is a terminal, so that the
+standard output of `--json` is exactly one JSON object.
+
+Only the commands that draw import matplotlib (`plot`, and `optimize` when it
+writes its figure), when they run. [`main`][] turns on JAX's persistent
+compilation cache (`_cache`), which the library never does.
+"""
+
+import argparse
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+import jax
+
+from . import analyze, optimize, plot, simulate, sweep
+from ._cache import HELP as _CACHE_HELP, enable_compilation_cache
+from ._common import (
+    EXIT_FAILURE as EXIT_FAILURE,
+    EXIT_OK as EXIT_OK,
+    EXIT_USAGE as EXIT_USAGE,
+    Command as Command,
+    report,
+)
+
+# The command line always works in float64 (the library import also enables it).
+jax.config.update("jax_enable_x64", True)
+
+
+def _module_command(module: ModuleType) -> Command:
+    """The [`Command`][] of a module that defines `SUMMARY`, `DESCRIPTION`,
+    `add_arguments(parser)` and `run(args)`."""
+    return Command(
+        summary=module.SUMMARY,
+        description=module.DESCRIPTION,
+        add_arguments=module.add_arguments,
+        run=module.run,
+    )
+
+
+COMMANDS: dict[str, Command] = {
+    "analyze": _module_command(analyze),
+    "simulate": _module_command(simulate),
+    "optimize": _module_command(optimize),
+    "sweep": _module_command(sweep),
+    "plot": _module_command(plot),
+}
+"""Subcommand name → [`Command`][]."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="redundax",
+        description=(
+            "Dynamics of redundantly constrained planar and spatial mechanisms. A "
+            "mechanism is described by a TOML configuration file (bodies, pairs, loads, "
+            "tracked points; see configs/README.md). Start with: "
+            "redundax analyze configs/mobile_robot.toml, then "
+            "redundax simulate configs/mobile_robot.toml"
+        ),
+        epilog=f"Run 'redundax COMMAND --help' for the options of a command. {_CACHE_HELP}",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, command in COMMANDS.items():
+        sub = commands.add_parser(name, help=command.summary, description=command.description)
+        command.add_arguments(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `redundax` command line.
+
+    Before anything is computed, JAX's persistent compilation cache is turned on in
+    `$REDUNDAX_CACHE_DIR` (default `~/.cache/redundax/jax`), unless
+    `REDUNDAX_NO_CACHE=1`.
+
+    **Arguments:**
+
+    - `argv`: the arguments after the program name (default: `sys.argv[1:]`).
+
+    **Returns:** the exit status: 0 on success, 2 on a usage error or invalid input,
+    1 when a computation fails (the message is on stderr).
+    """
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help, or a usage error already printed by argparse
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    enable_compilation_cache()
+    try:
+        return COMMANDS[args.command].run(args)
+    except (ValueError, OSError) as error:  # ConfigError is a ValueError
+        report(error)
+        return EXIT_USAGE

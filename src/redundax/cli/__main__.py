@@ -1,0 +1,5 @@
+"""`python -m redundax.cli`: the `redundax` command."""
+
+from . import main
+
+raise SystemExit(main())

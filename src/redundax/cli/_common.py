@@ -1,0 +1,65 @@
+"""What every subcommand of `redundax` shares: the command record, exit statuses,
+error reporting, progress lines and argument types."""
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Callable
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """One subcommand of `redundax`.
+
+    **Attributes:**
+
+    - `summary`: one line, shown in `redundax --help`.
+    - `description`: the text of `redundax COMMAND --help`.
+    - `add_arguments`: adds the subcommand's arguments to its parser.
+    - `run`: the handler; takes the parsed arguments, prints its results on stdout
+      and returns the exit status.
+    """
+
+    summary: str
+    description: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def config_argument(parser: argparse.ArgumentParser) -> None:
+    """The positional argument CONFIG, a mechanism configuration."""
+    parser.add_argument(
+        "config",
+        metavar="CONFIG",
+        help="a mechanism configuration (TOML), e.g. configs/mobile_robot.toml; "
+        "the format is described in configs/README.md",
+    )
+
+
+def positive_float(text: str) -> float:
+    """An argument type: a number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0.0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def progress(message: str) -> None:
+    """A progress line on stderr, only for a person watching a terminal."""
+    if sys.stderr.isatty():
+        print(f"redundax: {message}", file=sys.stderr, flush=True)
+
+
+def report(error: Exception) -> None:
+    """An error on stderr: `redundax: error: ` and its first line, then the others."""
+    lines = str(error).splitlines() or [type(error).__name__]
+    print(f"redundax: error: {lines[0]}", file=sys.stderr)
+    for line in lines[1:]:
+        print(line, file=sys.stderr)

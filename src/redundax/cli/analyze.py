@@ -1,0 +1,71 @@
+"""`redundax analyze CONFIG`: rank, degree of redundancy and reaction uniqueness."""
+
+import argparse
+import json
+
+from .. import Model, analyze_solvability
+from ..io.config import load_config
+from ._common import EXIT_OK, config_argument, positive_float
+
+SUMMARY = "rank, degree of redundancy and reaction uniqueness of a mechanism"
+DESCRIPTION = (
+    "Load the mechanism of CONFIG at its initial configuration and analyse its "
+    "constraint matrix C = [Φ_q; Ψ] (holonomic rows first, then Pfaffian rows, "
+    "each in the order of the file): its rank, the degree of redundancy "
+    "p = rows − rank, the mobility n − rank, and for every pair whether its "
+    "reaction is uniquely determined (B_X = 0, Wojtyra & Frączek 2013). "
+    "Redundant constraints make some reactions indeterminate in a rigid model; "
+    "this tells you which."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of `redundax analyze`."""
+    config_argument(parser)
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object instead of the table: n, m, h, rank, redundancy, dof "
+        "and, for every pair, its rows (1-based), whether its reaction and its multipliers "
+        "are unique, the norm of B_X, and whether each labelled reaction component is "
+        "unique",
+    )
+    parser.add_argument(
+        "--rtol",
+        type=positive_float,
+        default=None,
+        metavar="X",
+        help="relative tolerance of the rank decision: a pivot of the QR factorisation "
+        "counts as zero below X times the largest one (default: 2 · eps · max(rows, n), "
+        "about 1e-14 for the mobile robot)",
+    )
+
+
+def _component_legend(model: Model) -> list[str]:
+    """What the per-row flags of each pair type stand for, once per type."""
+    legend: dict[str, tuple[str, ...]] = {}
+    for pair in model.pairs:
+        if pair.components:
+            legend.setdefault(pair.kind, pair.components)
+    if not legend:
+        return []
+    width = max(len(kind) for kind in legend)
+    return ["reaction components, in row order (the values are -λ of those rows):"] + [
+        f"  {kind + ':':<{width + 1}} {', '.join(labels)}" for kind, labels in legend.items()
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    """The handler of `redundax analyze`: returns the exit status."""
+    config = load_config(args.config)
+    report = analyze_solvability(config.model, config.state.q, config.state.t, rtol=args.rtol)
+    if args.json:
+        print(json.dumps({**report.to_dict(), "dim": config.dim}))
+    else:
+        kind = "spatial" if config.dim == 3 else "planar"
+        print(f"{config.name} ({config.path}), {kind}, initial configuration at t = 0 s\n")
+        print(report)
+        legend = _component_legend(config.model)
+        if legend:
+            print("\n" + "\n".join(legend))
+    return EXIT_OK

@@ -1,0 +1,157 @@
+"""The `[simulation]` table of a configuration: its options, checked and mapped to
+objects through [`TYPES`][redundax.io.TYPES]."""
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Final
+
+import diffrax
+
+from ..methods import AbstractRedundancyMethod, NullSpace
+from .._stabilisation import Baumgarte, Projection
+from . import _checks as checks
+from ._errors import Problem, Where
+from ._schema import TYPES, Kind, parse_table
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SimulationOptions:
+    """The `[simulation]` table, checked and mapped to objects (defaults where a key
+    is absent), ready for [`redundax.simulate`][].
+
+    **Attributes:**
+
+    - `t_final`: end time [s] (`t_final`, default 10).
+    - `rtol`, `atol`: tolerances of the step-size controller (1e-8, 1e-10).
+    - `n_save`: number of equally spaced saved states in [0, t_final] (201).
+    - `max_steps`: the most integrator steps before giving up (100000).
+    - `solver`: the Diffrax solver (`solver`, default `diffrax.Tsit5()`).
+    - `method`: the [`redundax.AbstractRedundancyMethod`][] (`method`, default
+      `NullSpace()`); `"elimination"` is decided by [`redundax.eliminate`][] at the
+      initial configuration.
+    - `stabilisation`: `Baumgarte(alpha, beta)` or None (`stabilisation`).
+    - `projection`: `Projection()` at every saved state, or None (`projection`).
+    - `initial_projection`: `Projection()` when `initial = "project"`, None when
+      the initial state is refused unless consistent (`initial = "refuse"`).
+    - `choices`: the type string chosen (or defaulted) for each of `solver`,
+      `method`, `stabilisation` and `initial`, for reports.
+    - `raw`: the table as written in the file (`{}` when absent).
+    """
+
+    t_final: float = 10.0
+    rtol: float = 1e-8
+    atol: float = 1e-10
+    n_save: int = 201
+    max_steps: int = 100_000
+    solver: diffrax.AbstractSolver = dataclasses.field(default_factory=diffrax.Tsit5)
+    method: AbstractRedundancyMethod = dataclasses.field(default_factory=NullSpace)
+    stabilisation: Baumgarte | None = dataclasses.field(default_factory=Baumgarte)
+    projection: Projection | None = None
+    initial_projection: Projection | None = None
+    choices: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict(SIMULATION_CHOICES))
+    raw: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+SIMULATION_CHOICES: Final = {
+    "solver": "tsit5",
+    "method": "null-space",
+    "stabilisation": "baumgarte",
+    "initial": "refuse",
+}
+"""The `[simulation]` keys that choose an entry of `TYPES[key]`, and their defaults."""
+
+_SIMULATION: Final = Kind(
+    SimulationOptions,
+    {
+        "t_final": checks.positive,
+        "rtol": checks.positive,
+        "atol": checks.positive,
+        "n_save": checks.save_count,
+        "max_steps": checks.positive_integer,
+        "projection": checks.boolean,
+    },
+    (),
+)
+"""The `[simulation]` keys that do not depend on a choice."""
+
+
+def parse_simulation(raw: dict[str, Any], problems: list[str]) -> dict[str, Any] | None:
+    """Check the `[simulation]` table and map its choices to objects.
+
+    Returns the keyword arguments of [`SimulationOptions`][], or None after
+    recording problems. Keys that belong to a choice other than the one made
+    (`stiffness` with `method = "null-space"`) are reported as such, not as unknown
+    keys. An `"elimination"` is returned as [`EliminatedRows`][]: it needs the model.
+    """
+    where = "simulation"
+    before = len(problems)
+    chosen: dict[str, str] = {}
+    for table, default in SIMULATION_CHOICES.items():
+        name = raw.get(table, default)
+        kinds = TYPES[table]
+        if not isinstance(name, str):
+            problems.append(
+                Problem(
+                    Where(where, table),
+                    f"expected a string, got {checks.describe(name)} (known: {', '.join(kinds)})",
+                )
+            )
+        elif name not in kinds:
+            problems.append(
+                Problem(
+                    Where(where, table),
+                    f"unknown {table} {name!r} {checks.suggest(name, list(kinds), 'known')}",
+                )
+            )
+        else:
+            chosen[table] = name
+    kinds = {table: TYPES[table][name] for table, name in chosen.items()}
+
+    owners: dict[str, list[tuple[str, str]]] = {}
+    for table in SIMULATION_CHOICES:
+        for name, kind in TYPES[table].items():
+            for key in kind.keys:
+                owners.setdefault(key, []).append((table, name))
+    allowed = [*SIMULATION_CHOICES, *_SIMULATION.keys, *owners]
+    for key in raw:
+        if key in SIMULATION_CHOICES or key in _SIMULATION.keys:
+            continue
+        if key not in owners:
+            problems.append(Problem(where, f"unknown key {key!r} {checks.suggest(key, allowed)}"))
+            continue
+        table = owners[key][0][0]
+        if table in chosen and all(chosen[t] != n for t, n in owners[key]):
+            needed = " or ".join(f"{t} = {n!r}" for t, n in owners[key])
+            problems.append(
+                Problem(
+                    Where(where, key),
+                    f"applies only with {needed}, but {table} = {chosen[table]!r}",
+                )
+            )
+
+    values = parse_table(
+        {key: value for key, value in raw.items() if key in _SIMULATION.keys},
+        _SIMULATION,
+        where,
+        problems,
+    )
+    objects = {}
+    for table, kind in kinds.items():
+        parsed = parse_table(
+            {key: value for key, value in raw.items() if key in kind.keys}, kind, where, problems
+        )
+        if parsed is not None:
+            objects[table] = kind.build(**kind.arguments(parsed))
+    if len(problems) > before or values is None:
+        return None
+    projection = values.pop("projection", False)
+    return {
+        **values,
+        "solver": objects["solver"],
+        "method": objects["method"],
+        "stabilisation": objects["stabilisation"],
+        "projection": Projection() if projection else None,
+        "initial_projection": objects["initial"],
+        "choices": chosen,
+        "raw": dict(raw),
+    }

@@ -1,0 +1,84 @@
+"""The interface of a method of handling redundant constraints, and the null-space
+family's shared acceleration."""
+
+import abc
+import dataclasses
+
+import equinox as eqx
+import jax
+import numpy as np
+from jaxtyping import Array, Float
+
+from .._equations import Terms
+from .._structure import Structure
+from .._validation import host_values
+from ._kernels import null_space_acceleration, schur_acceleration
+
+
+class AbstractRedundancyMethod(eqx.Module):
+    """A way of handling redundant constraints: it yields q̈ and one choice of λ.
+
+    Every discrete fact a method needs (the rank of C, whether the Schur complement
+    is well conditioned) comes from the mechanism's [`Structure`][], decided once by
+    [`redundax.decide`][]: a method itself decides nothing at run time.
+    """
+
+    @abc.abstractmethod
+    def acceleration(
+        self, terms: Terms, gamma: Float[Array, " nc"], structure: Structure
+    ) -> Float[Array, " nq"]:
+        """q̈ for the (possibly stabilised) acceleration right-hand side `gamma`."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def multipliers(
+        self,
+        terms: Terms,
+        gamma: Float[Array, " nc"],
+        qdd: Float[Array, " nq"],
+        structure: Structure,
+    ) -> Float[Array, " nc"]:
+        """λ consistent with q̈ (M q̈ + Cᵀ λ = F)."""
+        raise NotImplementedError
+
+
+class AbstractNullSpaceMethod(AbstractRedundancyMethod):
+    """Methods whose q̈ is the null-space solution [Vᵀ M; C] q̈ = [Vᵀ F; Γ] (Eq. 13)
+    and which differ only in their choice of λ.
+
+    `schur` chooses how q̈ is computed: `True`, by [`schur_acceleration`][] over all
+    rows (no orthogonal factorisation at run time; several times faster); `False`,
+    by [`null_space_acceleration`][] (pivoted QR of Cᵀ at the structure's rank);
+    `None` (default), by the structure's verdict on the conditioning of the Schur
+    complement (`Structure.schur`).
+    """
+
+    schur: eqx.AbstractVar[bool | None]
+
+    def acceleration(self, terms, gamma, structure):
+        def by_schur():
+            return schur_acceleration(terms.C, terms.M, terms.F, gamma, terms.block)
+
+        def by_qr():
+            return null_space_acceleration(
+                terms.C, terms.M, terms.F, gamma, structure.rtol, structure.rank
+            )
+
+        if not terms.block or self.schur is False:
+            return by_qr()
+        if self.schur:
+            return by_schur()
+        return jax.lax.cond(structure.schur, by_schur, by_qr)
+
+
+def specialise(method: AbstractRedundancyMethod, structure: Structure) -> AbstractRedundancyMethod:
+    """`method` with its `schur` choice fixed to the structure's verdict when that
+    verdict is known on the host, so that only the path taken is compiled. The
+    numbers are those of the unspecialised method (which takes the same path at run
+    time through `jax.lax.cond`)."""
+    if not isinstance(method, AbstractNullSpaceMethod) or method.schur is not None:
+        return method
+    known = host_values(structure.schur)
+    if known is None or np.ndim(known[0]):
+        return method
+    return dataclasses.replace(method, schur=bool(known[0]))

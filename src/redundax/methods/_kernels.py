@@ -1,0 +1,172 @@
+"""Linear-algebra kernels shared by the methods of handling redundancy."""
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, Int
+
+from .._qr import pivoted_qr
+
+
+def _pad_square(a: Float[Array, "r c"], size: int) -> Float[Array, "size size"]:
+    out = jnp.zeros((size, size))
+    r, c = min(a.shape[0], size), min(a.shape[1], size)
+    return out.at[:r, :c].set(a[:r, :c])
+
+
+def _pad_vector(v: Float[Array, " k"], size: int) -> Float[Array, " size"]:
+    k = min(v.shape[0], size)
+    return jnp.zeros(size).at[:k].set(v[:k])
+
+
+def null_space_acceleration(
+    C: Float[Array, "nc nq"],
+    M: Float[Array, "nq nq"],
+    F: Float[Array, " nq"],
+    gamma: Float[Array, " nc"],
+    rtol: float | None = None,
+    rank: Int[ArrayLike, ""] | None = None,
+) -> Float[Array, " nq"]:
+    """Solve [Vᵀ M; C] q̈ = [Vᵀ F; Γ] (Eq. 13) with V from the pivoted QR of Cᵀ.
+
+    Cᵀ P = Q R (n × (m+h)), rank r, and q̈ = Q y. The range part y[:r] solves
+    C q̈ = Γ in the least-squares sense, R₁ R₁ᵀ y[:r] = R₁ Pᵀ Γ with R₁ = R[:r]:
+    when drift makes Γ slightly inconsistent (off the constraint manifold, with
+    dependent rows), this is the pivot-independent C⁺Γ, so q̈ stays a smooth
+    function of the state. The last n − r rows, Q[:, r:]ᵀ (M Q y − F) = 0, are the
+    null-space equations with V = Q[:, r:]. Both are stacked into one square,
+    nonsingular system so that the rank may be a traced value.
+    """
+    n = C.shape[1]
+    qr = pivoted_qr(C.T, rtol, rank)
+    Q = qr.q
+    k = jnp.arange(n)[:, None]
+    R1 = jnp.where(k < qr.rank, qr.r, 0.0)
+    G = jnp.where(k < qr.rank, R1 @ R1.T, Q.T @ M @ Q)
+    rhs = jnp.where(k[:, 0] < qr.rank, R1 @ gamma[qr.perm], Q.T @ F)
+    return Q @ jnp.linalg.solve(G, rhs)
+
+
+def minimum_norm_multipliers(
+    C: Float[Array, "nc nq"],
+    f: Float[Array, " nq"],
+    rtol: float | None = None,
+    rank: Int[ArrayLike, ""] | None = None,
+) -> Float[Array, " nc"]:
+    """The λ of least Euclidean norm with Cᵀ λ = f (f in the range of Cᵀ).
+
+    C E = Q R, rank r: Rᵀ d = Eᵀ f with d = Qᵀ λ fixes d[:r] (triangular); the
+    remaining d[r:], the coordinates of λ in the left null space of C, are set to
+    zero (Wojtyra & Frączek 2013, Eqs. 22–25).
+    """
+    nc = C.shape[0]
+    qr = pivoted_qr(C, rtol, rank)
+    a = jnp.arange(nc)[:, None]
+    H = jnp.where(a < qr.rank, _pad_square(qr.r.T, nc), jnp.eye(nc))
+    rhs = jnp.where(a[:, 0] < qr.rank, _pad_vector(f[qr.perm], nc), 0.0)
+    return qr.q @ jnp.linalg.solve(H, rhs)
+
+
+def weighted_multipliers(
+    C: Float[Array, "nc nq"],
+    f: Float[Array, " nq"],
+    weights: Float[Array, " nc"],
+    rtol: float | None = None,
+    rank: Int[ArrayLike, ""] | None = None,
+) -> Float[Array, " nc"]:
+    """The λ with Cᵀ λ = f that minimises Σ_k w_k λ_k², for weights w ≥ 0 (zero
+    weights allowed on rows that no left-null vector of C lives on alone, such as
+    rigid-body rows).
+
+    λ = λ₀ + N c with λ₀ the minimum-norm solution and N the left null space of C
+    (pivoted QR); c solves (Nᵀ W N) c = −Nᵀ W λ₀.
+    """
+    lam0 = minimum_norm_multipliers(C, f, rtol, rank)
+    qr = pivoted_qr(C, rtol, rank)
+    null = qr.null_mask()
+    N = jnp.where(null[None, :], qr.q, 0.0)
+    G = N.T @ (weights[:, None] * N) + jnp.diag(jnp.where(null, 0.0, 1.0))
+    return lam0 + N @ jnp.linalg.solve(G, -N.T @ (weights * lam0))
+
+
+def spd_solve(A, b):
+    """A⁻¹ b for symmetric positive definite A (Cholesky)."""
+    return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(A), b)
+
+
+def mass_solver(M: Float[Array, "nq nq"], block: int):
+    """x ↦ M⁻¹ x for a mass matrix that is block diagonal with blocks of size
+    `block` (one per body: absolute and natural coordinates), or dense (0)."""
+    n = M.shape[0]
+    if block and n % block == 0 and n > 0:
+        nb = n // block
+        blocks = jnp.moveaxis(
+            jnp.diagonal(M.reshape(nb, block, nb, block), axis1=0, axis2=2), -1, 0
+        )
+        inverse = jnp.linalg.inv(blocks)
+
+        def solve(x):
+            xb = x.reshape(nb, block, -1)
+            return jnp.einsum("bkl,blc->bkc", inverse, xb).reshape(x.shape)
+
+        return solve
+    factor = jax.scipy.linalg.cho_factor(M)
+    return lambda x: jax.scipy.linalg.cho_solve(factor, x)
+
+
+SCHUR_REGULARISATION = 1e-6
+"""Shift δ of the Jacobi-scaled all-rows Schur complement, D⁻½ S D⁻½ + δ I."""
+
+
+def schur_acceleration(
+    C: Float[Array, "nc nq"],
+    M: Float[Array, "nq nq"],
+    F: Float[Array, " nq"],
+    gamma: Float[Array, " nc"],
+    block: int = 0,
+    refinements: int = 6,
+) -> Float[Array, " nq"]:
+    """q̈ of M q̈ + Cᵀ μ = F, C q̈ = Γ over *all* rows of C, redundant or not.
+
+    With S = C M⁻¹ Cᵀ (singular when rows are dependent), scaled to unit diagonal
+    (Ŝ = D⁻½ S D⁻½, D = diag S): μ from the Cholesky factor of Ŝ + δ I,
+    δ = `SCHUR_REGULARISATION`, refined `refinements` times
+    (μ ← μ + (Ŝ + δI)⁻¹ (r̂ − Ŝ μ)), then q̈ = M⁻¹ (F − Cᵀ D⁻½ μ). The shift only
+    touches μ along the left null space of C (the self-stresses), which Cᵀ
+    annihilates, and its bias on the rest falls like (δ/ŝ)^(k+1) (ŝ: the smallest
+    non-zero eigenvalue of Ŝ; a body of vanishing inertia makes it small): q̈ is
+    the null-space solution [Vᵀ M; C] q̈ = [Vᵀ F; Γ] (the same M q̈ − F ∈ span Cᵀ,
+    the same constraints), with no pivoting, no rank and no choice of rows. Off the
+    constraint manifold dependent rows are independent by about the drift σ; the
+    shift acts on such a direction as a filter of gain ≈ (k+1) σ/δ instead of the
+    1/σ of an exact inverse, so the drift's inconsistency in Γ is (nearly) ignored
+    as a fixed-rank truncation would ignore it — which is why δ is not tiny. Where
+    the rank of C drops the solution stays bounded (regularised). M⁻¹ is
+    applied block by block (`block`: coordinates per body; M is block diagonal and
+    constant in absolute and natural coordinates).
+    """
+    solve = mass_solver(M, block)
+    MiCt = solve(C.T)
+    MiF = solve(F[:, None])[:, 0]
+    S = C @ MiCt
+    r = C @ MiF - gamma
+    # Jacobi scaling: unit diagonal (rows of zero norm stay zero, with a unit pivot).
+    d = jnp.diag(S)
+    scale = jnp.where(d > 0.0, 1.0 / jnp.sqrt(jnp.where(d > 0.0, d, 1.0)), 1.0)
+    Ss = scale[:, None] * S * scale[None, :]
+    shift = jnp.where(d > 0.0, SCHUR_REGULARISATION, 1.0)
+    factor = jax.scipy.linalg.cho_factor(Ss + jnp.diag(shift))
+    rs = scale * r
+    mu = jax.scipy.linalg.cho_solve(factor, rs)
+    for _ in range(refinements):
+        mu = mu + jax.scipy.linalg.cho_solve(factor, rs - Ss @ mu)
+    return MiF - MiCt @ (scale * mu)
+
+
+def schur_solve(Cs, M, F, gs, block: int):
+    """(q̈, μ) of M q̈ + C_sᵀ μ = F, C_s q̈ = Γ_s for C_s of full row rank:
+    (C_s M⁻¹ C_sᵀ) μ = C_s M⁻¹ F − Γ_s (Cholesky), q̈ = M⁻¹ (F − C_sᵀ μ)."""
+    solve = mass_solver(M, block)
+    MiCt = solve(Cs.T)
+    MiF = solve(F[:, None])[:, 0]
+    mu = spd_solve(Cs @ MiCt, Cs @ MiF - gs)
+    return MiF - MiCt @ mu, mu
