@@ -102,6 +102,7 @@ from ._solvability import (
     solvability_by_qr as solvability_by_qr,
     solvability_by_rank as solvability_by_rank,
     solvability_by_svd as solvability_by_svd,
+    solvability_report as solvability_report,
 )
 from ._spatial_spec import (
     Cylindrical as Cylindrical,

@@ -26,6 +26,7 @@ from ._model import Model
 from ._qr import default_rtol, pivoted_qr
 from ._structure import (
     UNIQUENESS_RTOL,
+    Structure,
     Verdicts,
     groups_of,
     left_null_space,
@@ -225,6 +226,29 @@ class SolvabilityReport(eqx.Module):
                 )
                 lines.append(f"  {name}: {parts}")
         return "\n".join(lines)
+
+
+def solvability_report(structure: Structure) -> SolvabilityReport:
+    """The [`SolvabilityReport`][] of a [`Structure`][]: its verdicts at the
+    configuration where it was decided (no new computation)."""
+    return SolvabilityReport(
+        n=structure.n,
+        m=structure.m,
+        h=structure.h,
+        names=structure.names,
+        kinds=structure.kinds,
+        rows=structure.rows,
+        labels=structure.labels,
+        rank=structure.rank,
+        rank_holonomic=structure.rank_holonomic,
+        rank_pfaffian=structure.rank_pfaffian,
+        unique=structure.unique,
+        multipliers_unique=structure.multipliers_unique,
+        b_norm=structure.b_norm,
+        row_unique=structure.row_unique,
+        row_b_norm=structure.row_b_norm,
+        tolerance=jnp.asarray(structure.utol),
+    )
 
 
 def analyze_solvability(

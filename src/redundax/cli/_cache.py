@@ -71,4 +71,22 @@ def enable_compilation_cache() -> Path | None:
     jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    _quiet_cache_loads()
     return directory
+
+
+def _quiet_cache_loads() -> None:
+    """Only fatal messages of JAX's C++ runtime on stderr.
+
+    jaxlib 0.9 and 0.10 log two ERROR lines for every program loaded from the cache
+    on x86 CPUs whose LLVM tuning flags (`+prefer-no-gather`, `+prefer-no-scatter`)
+    the loader takes for missing CPU features (jax-ml/jax#38445, openxla/xla#44565),
+    and load it all the same: a second `redundax analyze` would print some fifty
+    such lines before its own output, and an error would no longer be one line.
+    """
+    try:
+        from jaxlib import utils
+
+        utils.absl_set_min_log_level(3)  # absl: 0 info, 1 warning, 2 error, 3 fatal
+    except (ImportError, AttributeError):  # another jaxlib: its logs stay as they are
+        pass

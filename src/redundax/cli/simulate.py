@@ -15,7 +15,6 @@ import numpy as np
 from .. import (
     Elimination,
     Trajectory,
-    analyze_solvability,
     marker_positions,
     reaction_history,
     simulate,
@@ -250,13 +249,12 @@ def _simulate(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     _progress(f"integrated in {elapsed:.1f} s, {int(trajectory.num_steps)} steps")
 
-    # Solvability is structural (DESIGN.md §3): decided once, at the initial state.
-    q0, t0 = trajectory.q[0], trajectory.ts[0]
-    report = analyze_solvability(config.model, q0, t0)
-    unique = {
-        name: bool(u) for name, u in zip(report.names, np.asarray(report.unique), strict=True)
-    }
-    row_unique = np.asarray(report.row_unique)
+    # Every verdict comes from the Structure the motion was simulated with (decided
+    # once, at the initial state): the JSON, the reactions and the run file agree.
+    structure = trajectory.structure
+    stable = np.asarray(structure.stable_unique)
+    unique = {name: bool(stable[g]) for g, name in enumerate(config.model.pair_names)}
+    row_unique = np.asarray(structure.stable_row_unique)
     components = {
         pair.name: {
             label: bool(row_unique[r])
@@ -271,7 +269,6 @@ def _simulate(args: argparse.Namespace) -> int:
             trajectory,
             method=options.method,
             stabilisation=options.stabilisation,
-            rank=report.rank,
         )
         write_run(
             out,

@@ -15,12 +15,6 @@ from typing import Any, Final
 import diffrax
 import numpy as np
 
-from ..methods import (
-    AugmentedLagrangian,
-    NullSpace,
-    Penalty,
-    WeightedMinimumNorm,
-)
 from .._motion import Constant, Polynomial, SmoothSteps
 from .._spatial_spec import (
     Cylindrical,
@@ -45,6 +39,12 @@ from .._spec import (
     Weld,
 )
 from .._stabilisation import Baumgarte, Projection
+from ..methods import (
+    AugmentedLagrangian,
+    NullSpace,
+    Penalty,
+    WeightedMinimumNorm,
+)
 from . import _checks as checks
 from ._errors import Problem, Where
 

@@ -7,8 +7,8 @@ from typing import Any, Final
 
 import diffrax
 
-from ..methods import AbstractRedundancyMethod, NullSpace
 from .._stabilisation import Baumgarte, Projection
+from ..methods import AbstractRedundancyMethod, NullSpace
 from . import _checks as checks
 from ._errors import Problem, Where
 from ._schema import TYPES, Kind, parse_table

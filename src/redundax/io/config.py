@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from .._assembly import CONSISTENCY_TOL, check_consistency
-from ..methods import Compliant, eliminate, joint_stiffness
 from .._model import Model, State
 from .._motion import Constant
 from .._spatial_spec import RevoluteDriver3D, TranslationalDriver3D
 from .._spec import GROUND, Mechanism, RevoluteDriver, TranslationalDriver
+from ..methods import Compliant, eliminate, joint_stiffness
 from . import _checks as checks
 from ._errors import ConfigError as ConfigError, Problem, Where
 from ._schema import (

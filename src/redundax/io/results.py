@@ -91,12 +91,12 @@ import jax
 import numpy as np
 
 from .._assembly import marker_positions
-from .._rank_history import rank_history
 from .._model import Model, Pair
 from .._qr import DECISION_RTOL
+from .._rank_history import rank_history
 from .._reactions import Reactions
 from .._simulate import Trajectory
-from .._solvability import analyze_solvability
+from .._solvability import solvability_report
 from .._spec import GROUND
 from ._atomic import atomic_write
 from .config import Config
@@ -215,7 +215,7 @@ def _histories(
 
 
 def _structure(model: Model, trajectory: Trajectory) -> dict[str, Any]:
-    """The rank of C along the run and the solvability report at its first state."""
+    """The rank of C along the run and the solvability report of its structure."""
     T = trajectory.ts.shape[0]
     names = model.pair_names
     if model.n_constraints == 0:  # nothing to decide: no rows, no reactions
@@ -232,7 +232,9 @@ def _structure(model: Model, trajectory: Trajectory) -> dict[str, Any]:
     # simulation's own rank decisions, not the round-off default.
     history = rank_history(model, trajectory, rtol=DECISION_RTOL)
     t0 = trajectory.ts[0]
-    report = analyze_solvability(model, trajectory.q[0], t0)
+    # The Structure the motion was simulated with, decided at its initial state:
+    # the same verdicts as the reactions' and the command line's (no new decision).
+    report = solvability_report(trajectory.structure)
     b_norm = np.asarray(report.b_norm)
     row_b_norm = np.asarray(report.row_b_norm)
     unique = np.asarray(report.unique)

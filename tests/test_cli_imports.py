@@ -1,0 +1,110 @@
+"""What the command line costs before it computes anything: matplotlib is imported
+only by the commands that draw, and JAX's persistent compilation cache is on for the
+command line only (`REDUNDAX_CACHE_DIR`, `REDUNDAX_NO_CACHE`). Each case runs in a
+fresh interpreter, since both are decided when a process starts."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FOUR_BAR = ROOT / "configs" / "four_bar.toml"
+
+
+def _environment(**variables: str) -> dict[str, str]:
+    """This process's environment without any REDUNDAX_ variable, plus `variables`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REDUNDAX_")}
+    return {**env, **variables}
+
+
+def _python(code: str, **variables: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=_environment(**{"REDUNDAX_NO_CACHE": "1", **variables}),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def _cli(*argv: str, **variables: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "redundax.cli", *argv],
+        cwd=ROOT,
+        env=_environment(**variables),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_building_the_parser_does_not_import_matplotlib():
+    proc = _python(
+        "import sys, redundax.cli\n"
+        "redundax.cli._parser().parse_args(['plot', 'run.npz'])\n"
+        "assert 'matplotlib' not in sys.modules, 'matplotlib imported'\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("command", ["analyze", "simulate"])
+def test_analyze_and_simulate_do_not_import_matplotlib(command):
+    extra = ", '--t-final', '0.05'" if command == "simulate" else ""
+    proc = _python(
+        "import sys\n"
+        "from redundax.cli import main\n"
+        f"status = main(['{command}', {str(FOUR_BAR)!r}, '--json'{extra}])\n"
+        "assert status == 0, status\n"
+        "assert 'matplotlib' not in sys.modules, 'matplotlib imported'\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["dim"] == 2
+
+
+def test_the_library_never_turns_the_cache_on():
+    proc = _python(
+        "import jax, redundax, redundax.cli, redundax.io, redundax.sweep\n"
+        "assert jax.config.jax_compilation_cache_dir is None\n",
+        REDUNDAX_NO_CACHE="",
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_compilation_cache_fills_and_is_reused(tmp_path):
+    cache = tmp_path / "cache"
+    first = _cli("analyze", str(FOUR_BAR), "--json", REDUNDAX_CACHE_DIR=str(cache))
+    assert first.returncode == 0, first.stderr
+    entries = sorted(p.name for p in cache.iterdir())
+    assert entries, "no compiled program was cached"
+    second = _cli("analyze", str(FOUR_BAR), "--json", REDUNDAX_CACHE_DIR=str(cache))
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == first.stdout
+    # Programs loaded from the cache leave stderr as it was (no C++ log lines).
+    assert second.stderr == ""
+    assert sorted(p.name for p in cache.iterdir()) == entries  # nothing new to compile
+
+
+def test_no_cache_leaves_the_folder_empty(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    proc = _cli(
+        "analyze", str(FOUR_BAR), "--json", REDUNDAX_CACHE_DIR=str(cache), REDUNDAX_NO_CACHE="1"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert list(cache.iterdir()) == []
+
+
+def test_a_cache_folder_that_cannot_be_made_is_no_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    proc = _cli("analyze", str(FOUR_BAR), "--json", REDUNDAX_CACHE_DIR=str(blocker / "cache"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert json.loads(proc.stdout)["rank"] == 8
