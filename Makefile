@@ -30,4 +30,4 @@ bench: $(STAMP)
 	$(BIN)/python experiments/bench_solvability.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .pytest_jax_cache

@@ -148,30 +148,26 @@ def profile(model, state0, q, qd, t, n, quick=False):
     """The vector field of `simulate` (method prepared at q⁰, default Baumgarte)
     and its pieces, at the state (q, q̇, t) of the motion (`quick`: the Schur path
     and the assembly only)."""
-    C0 = np.asarray(rx.constraint_matrix(model, state0.q, 0.0))
+    structure = rx.decide(model, state0.q, 0.0)
     baum = rx.Baumgarte()
     terms = rx.dynamics_terms(model, q, qd, t)
     gamma = baum.gamma(terms)
     pieces = {}
-    # `NullSpace()` leaves the choice between the all-rows Schur complement and the
-    # pivoted QR to `simulate` (which picks the Schur path for Bricard); outside
-    # `simulate` the choice is made explicit.
-    variants = {"NullSpace()": rx.NullSpace()}
-    if "schur" in {f.name for f in dataclasses.fields(rx.NullSpace)}:
-        variants = {"NullSpace(schur=True)": rx.NullSpace(schur=True)}
-        if not quick:
-            variants["NullSpace(schur=False)"] = rx.NullSpace(schur=False)
+    # `NullSpace()` takes the path the structure chose (the all-rows Schur
+    # complement for Bricard); here the choice is made explicit.
+    variants = {"NullSpace(schur=True)": rx.NullSpace(schur=True)}
+    if not quick:
+        variants["NullSpace(schur=False)"] = rx.NullSpace(schur=False)
     for mname, method in variants.items():
-        method = method.prepare(C0)
 
         def rhs(q, qd, t, method=method):
             terms = rx.dynamics_terms(model, q, qd, t)
-            return method.acceleration(terms, baum.gamma(terms))
+            return method.acceleration(terms, baum.gamma(terms), structure)
 
         def linear_algebra(q, qd, t, terms, gamma, method=method):
             # The solve alone, on given terms (C perturbed by the carry).
             perturbed = dataclasses.replace(terms, C=terms.C + q[0] * 1e-300)
-            return method.acceleration(perturbed, gamma)
+            return method.acceleration(perturbed, gamma, structure)
 
         pieces[f"rhs {mname} (dynamics_terms + Baumgarte + acceleration)"] = (rhs, ())
         pieces[f"{mname}.acceleration on given terms (linear algebra)"] = (

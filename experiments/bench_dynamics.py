@@ -319,14 +319,17 @@ def numpy_us(fn, n=200, repeats=5):
 
 def profile(model, state0, methods):
     q, qd, t = state0.q, state0.qd, jnp.asarray(1.0)
+    structure = rx.decide(model, q, 0.0)  # as `simulate` does: decided once, at q⁰
     C0 = rx.constraint_matrix(model, q, 0.0)
     baum = rx.Baumgarte()
     out = {}
     for name, method in methods.items():
-        m = method.prepare(C0)  # as `simulate` does: rank fixed at q⁰
+        m = rx.methods.specialise(method, structure)
 
         def rhs(q, qd, t, m=m):
-            return rx.solve_dynamics(model, q, qd, t, method=m, stabilisation=baum)[0]
+            return rx.solve_dynamics(
+                model, q, qd, t, structure=structure, method=m, stabilisation=baum
+            )[0]
 
         out[f"rhs_{name}_jit_call"] = per_call_us(jax.jit(rhs), (q, qd, t))
         out[f"rhs_{name}_in_loop"] = in_loop_us(rhs, q, qd, t)

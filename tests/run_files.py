@@ -8,6 +8,16 @@ process then dies with a segmentation fault inside the compiler. One process per
 file stays far below it, and two at a time use both cores of a small machine (most
 of the time goes into compiling, which runs on one thread).
 
+One compilation cache for all of them: each file's process, and the processes it
+starts (the command-line tests' `redundax ...`, the notebooks' kernels), gets
+`JAX_COMPILATION_CACHE_DIR` = `.pytest_jax_cache/` in the repository (unless the
+environment already names one) with no minimum compile time or entry size, so a
+program compiled once (the mobile robot's `simulate` run by several command-line
+tests, ...) is read back from disk instead of compiled again, in this run and the
+next. Programs with host callbacks (`eqx.error_if`, `jax.debug.callback`) are never
+written to it (JAX's rule). Entries are keyed by the program, jax/jaxlib versions
+and XLA flags, so a stale entry is never used; `make clean` deletes the folder.
+
 Usage: `python tests/run_files.py [-j N] [FILE ...] [-- PYTEST ARGS]`; with no FILE,
 every `tests/test_*.py`. Prints one line per file as it finishes and, for a file that
 fails, its whole pytest output; exits with status 1 if any file failed.
@@ -22,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
+CACHE = TESTS.parent / ".pytest_jax_cache"
 # Files that take longest first, so that two workers finish together (measured on a
 # 2-core machine; unknown files go after these, in name order).
 LONGEST_FIRST = (
@@ -45,11 +56,28 @@ def _order(files: list[Path]) -> list[Path]:
     return sorted(files, key=lambda f: (rank.get(f.name, len(rank)), f.name))
 
 
+def _environment() -> dict[str, str]:
+    """The children's environment: this one, with the shared compilation cache (an
+    environment that already sets one of these variables keeps its value)."""
+    env = dict(os.environ)
+    env.setdefault("JAX_COMPILATION_CACHE_DIR", str(CACHE))
+    env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    env.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+    # The command line's own cache setting (tests/conftest.py sets the same).
+    env.setdefault("REDUNDAX_CACHE_DIR", env["JAX_COMPILATION_CACHE_DIR"])
+    # jaxlib 0.9 logs two ERROR lines (~3 kB) for every program it loads from the
+    # cache (CPU tuning flags taken for missing features; jax-ml/jax#38445) and
+    # loads it all the same: only fatal C++ messages, as `redundax` itself does.
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    return env
+
+
 def _run(file: Path, pytest_args: list[str]) -> tuple[Path, int, float, str]:
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(file), *pytest_args],
         cwd=TESTS.parent,
+        env=_environment(),
         capture_output=True,
         text=True,
     )

@@ -15,9 +15,20 @@ ROOT = Path(__file__).resolve().parents[1]
 FOUR_BAR = ROOT / "configs" / "four_bar.toml"
 
 
+# What tests/run_files.py sets for the suite's own processes (a shared compilation
+# cache, quiet C++ logs): not part of the fresh interpreter these cases are about.
+RUNNER = (
+    "JAX_COMPILATION_CACHE_DIR",
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES",
+    "TF_CPP_MIN_LOG_LEVEL",
+)
+
+
 def _environment(**variables: str) -> dict[str, str]:
-    """This process's environment without any REDUNDAX_ variable, plus `variables`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REDUNDAX_")}
+    """This process's environment without any REDUNDAX_ variable or the test
+    runner's (RUNNER), plus `variables`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REDUNDAX_") and k not in RUNNER}
     return {**env, **variables}
 
 

@@ -162,8 +162,11 @@ def test_reaction_components_dash_the_non_unique_components(robot):
         pair, label = gid.split(":")
         assert (line.get_linestyle() == "--") == (not run["component_unique"][pair][label])
         np.testing.assert_array_equal(line.get_ydata(), run["components"][pair][label])
+    # D is unique; B is not, and neither is its x force along a run (it is unique
+    # only while the wheels point straight ahead).
     x, y = rx.Revolute.components
-    assert lines[f"B:{x}"].get_linestyle() == "-" and lines[f"B:{y}"].get_linestyle() == "--"
+    assert lines[f"D:{x}"].get_linestyle() == "-" and lines[f"D:{y}"].get_linestyle() == "-"
+    assert lines[f"B:{x}"].get_linestyle() == "--" and lines[f"B:{y}"].get_linestyle() == "--"
 
 
 def test_solvability_bars_are_the_b_norms(robot):

@@ -54,10 +54,7 @@ from ._assembly import (
 from ._model import Model, State
 from ._qr import DECISION_RTOL, independent_rows, pivoted_qr
 from ._stabilisation import weighted_pinv_step
-
-
-def _is_traced(tree) -> bool:
-    return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(tree))
+from ._validation import host_values, known
 
 
 class Compliance(eqx.Module):
@@ -97,7 +94,7 @@ class Compliance(eqx.Module):
                     f"Compliance field {name!r}: expected a scalar or one value per "
                     f"constraint row, got shape {value.shape}"
                 )
-            elif not _is_traced(value):
+            elif host_values(value) is not None:
                 v = np.asarray(value)
                 if not np.all(np.isfinite(v)) or np.any(v < 0.0):
                     problems.append(
@@ -449,7 +446,7 @@ def simulate_gonzalez(
                 f"simulate_gonzalez field 'compliance.{name}': expected a scalar or one "
                 f"value per constraint row (m + h = {nc}), got shape {shape}"
             )
-    if not _is_traced((model, state0, compliance.compliance)):
+    if known(model, state0, compliance.compliance):
         _raise_if_rigid_redundant(model, state0, np.asarray(compliance.compliance))
     return _simulate_gonzalez(
         model,

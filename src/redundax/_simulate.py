@@ -96,6 +96,7 @@ def _simulate(
     qd0,
     correction,
     ts,
+    saved_times,
     structure,
     method,
     solver,
@@ -106,6 +107,11 @@ def _simulate(
     throw,
     progress_meter,
 ):
+    if saved_times is not None:
+        # Save times known on the host are constants of the program: Diffrax's
+        # checks of them are then decided while tracing, and the program has no
+        # host callback (so the persistent compilation cache can keep it).
+        ts = jnp.asarray(saved_times.values)
     term = diffrax.ODETerm(_vector_field)
     args = (model, structure, method, stabilisation)
     if projection is None:
@@ -182,6 +188,12 @@ def _simulate(
         result=result,
         structure=structure,
     )
+
+
+class _Times(eqx.Module):
+    """Save times as a static (hashable) value."""
+
+    values: tuple[float, ...] = eqx.field(static=True)
 
 
 def breakpoints(model: Model) -> Float[Array, " k"]:
@@ -295,6 +307,9 @@ def simulate(
             structure.raise_if_singular()
     if ts is None:
         ts = jnp.linspace(state0.t, t1, n_save)
+    ts = jnp.asarray(ts, dtype=float)
+    known_ts = host_values(ts)
+    saved_times = None if known_ts is None else _Times(tuple(map(float, known_ts[0])))
     if solver is None:
         solver = default_solver(rtol)
     if stepsize_controller is None:
@@ -305,7 +320,8 @@ def simulate(
         q0,
         qd0,
         correction,
-        jnp.asarray(ts, dtype=float),
+        None if saved_times is not None else ts,
+        saved_times,
         structure,
         specialise(method, structure),
         solver,

@@ -9,9 +9,13 @@ import jax
 import numpy as np
 
 
+def known(*trees) -> bool:
+    """Whether every leaf of `trees` is a concrete value (no tracer)."""
+    return not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(trees))
+
+
 def host_values(*arrays) -> tuple[np.ndarray, ...] | None:
     """The arrays as NumPy arrays when every one is concrete, else None."""
-    leaves = jax.tree.leaves(arrays)
-    if any(isinstance(x, jax.core.Tracer) for x in leaves):
+    if not known(*arrays):
         return None
     return tuple(np.asarray(a) for a in arrays)

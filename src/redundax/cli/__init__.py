@@ -28,7 +28,7 @@ from types import ModuleType
 import jax
 
 from . import analyze, optimize, plot, simulate, sweep
-from ._cache import HELP as _CACHE_HELP, enable_compilation_cache
+from ._cache import HELP as _CACHE_HELP, cacheable_programs, enable_compilation_cache
 from ._common import (
     EXIT_FAILURE as EXIT_FAILURE,
     EXIT_OK as EXIT_OK,
@@ -103,9 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    enable_compilation_cache()
+    cached = enable_compilation_cache() is not None
     try:
-        return COMMANDS[args.command].run(args)
+        with cacheable_programs(cached):
+            return COMMANDS[args.command].run(args)
     except (ValueError, OSError) as error:  # ConfigError is a ValueError
         report(error)
         return EXIT_USAGE

@@ -16,6 +16,7 @@ from .. import (
 )
 from .._parameters import Target, parameter_targets, unknown_parameter
 from ..io._checks import is_number, read_table, unknown_keys
+from ..io._errors import Problem, Where
 from ..io.config import Config, ConfigError, SimulationOptions, load_config
 from ._constants import (
     _ASSEMBLY_KEYS,
@@ -123,32 +124,42 @@ def _variable(
     entry: Any, where: str, known: Mapping[str, Target], problems: list[str]
 ) -> Variable | None:
     if not isinstance(entry, dict):
-        problems.append(f"{where}: expected a table, written [[optimize.variables]]")
+        problems.append(Problem(where, "expected a table, written [[optimize.variables]]"))
         return None
     problems += unknown_keys(entry, _VARIABLE_KEYS, where)
     name = entry.get("name")
     if not isinstance(name, str) or not name:
-        problems.append(f"{where}: missing key 'name' (how the variable is reported)")
+        problems.append(Problem(where, "missing key 'name' (how the variable is reported)"))
         return None
     where = f"{where} ({name!r})"
     addresses = entry.get("addresses")
     if not isinstance(addresses, dict) or not addresses:
         problems.append(
-            f"{where} key 'addresses': expected a table of parameter address = coefficient, "
-            'e.g. addresses = { "pairs.D.point_j.x" = -1.0, "pairs.E.point_j.x" = 1.0 }'
+            Problem(
+                Where(where, "addresses"),
+                "expected a table of parameter address = coefficient, "
+                'e.g. addresses = { "pairs.D.point_j.x" = -1.0, "pairs.E.point_j.x" = 1.0 }',
+            )
         )
         return None
     pairs = []
     for address, coefficient in addresses.items():
         if address not in known:
-            problems.append(f"{where} key 'addresses': " + unknown_parameter(address, list(known)))
+            problems.append(
+                Problem(Where(where, "addresses"), unknown_parameter(address, list(known)))
+            )
         elif not is_number(coefficient) or coefficient == 0:
             problems.append(
-                f"{where} key 'addresses': the coefficient of {address!r} must be a non-zero "
-                f"number, got {coefficient!r}"
+                Problem(
+                    Where(where, "addresses"),
+                    f"the coefficient of {address!r} must be a non-zero number, "
+                    f"got {coefficient!r}",
+                )
             )
         elif known[address].leaf == ("initial",):
-            problems.append(f"{where} key 'addresses': {address!r} is not a design parameter")
+            problems.append(
+                Problem(Where(where, "addresses"), f"{address!r} is not a design parameter")
+            )
         else:
             pairs.append((address, float(coefficient)))
     if len(pairs) != len(addresses):
@@ -158,34 +169,41 @@ def _variable(
     for key in ("initial", "lower", "upper", "scale"):
         value = entry.get(key)
         if value is not None and not is_number(value):
-            problems.append(f"{where} key {key!r}: expected a number, got {value!r}")
+            problems.append(Problem(Where(where, key), f"expected a number, got {value!r}"))
             return None
     lower = float(entry.get("lower", -math.inf))
     upper = float(entry.get("upper", math.inf))
     initial = float(initial)
     if not lower <= initial <= upper:
         problems.append(
-            f"{where}: the initial value {initial:g} is outside [lower, upper] = "
-            f"[{lower:g}, {upper:g}]"
+            Problem(
+                where,
+                f"the initial value {initial:g} is outside [lower, upper] = [{lower:g}, {upper:g}]",
+            )
         )
     scale = entry.get("scale")
     if scale is None:
         scale = 0.1 * abs(initial) if initial != 0 else 1.0
     if not float(scale) > 0:
-        problems.append(f"{where} key 'scale': expected a positive number, got {scale!r}")
+        problems.append(
+            Problem(Where(where, "scale"), f"expected a positive number, got {scale!r}")
+        )
     unit = entry.get("unit", known[first].unit)
     return Variable(name, str(unit), tuple(pairs), initial, lower, upper, float(scale))
 
 
 def _term(entry: Any, where: str, config: Config, problems: list[str]) -> Term | None:
     if not isinstance(entry, dict):
-        problems.append(f"{where}: expected a table, written [[optimize.objective]]")
+        problems.append(Problem(where, "expected a table, written [[optimize.objective]]"))
         return None
     problems += unknown_keys(entry, _TERM_KEYS, where)
     kind = entry.get("type")
     if kind not in OBJECTIVES:
         problems.append(
-            f"{where} key 'type': expected one of {', '.join(map(repr, OBJECTIVES))}, got {kind!r}"
+            Problem(
+                Where(where, "type"),
+                f"expected one of {', '.join(map(repr, OBJECTIVES))}, got {kind!r}",
+            )
         )
         return None
     pair = entry.get("pair")
@@ -194,23 +212,30 @@ def _term(entry: Any, where: str, config: Config, problems: list[str]) -> Term |
         close = difflib.get_close_matches(str(pair), names, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         problems.append(
-            f"{where} key 'pair': no pair named {pair!r}{hint}; pairs: {', '.join(names)}"
+            Problem(
+                Where(where, "pair"), f"no pair named {pair!r}{hint}; pairs: {', '.join(names)}"
+            )
         )
         return None
     component = entry.get("component")
     labels = config.model.pair(pair).components
     if component is not None and component not in labels:
         problems.append(
-            f"{where} key 'component': pair {pair!r} has no component {component!r}; "
-            f"its components: {', '.join(map(repr, labels)) or '(none)'}"
+            Problem(
+                Where(where, "component"),
+                f"pair {pair!r} has no component {component!r}; "
+                f"its components: {', '.join(map(repr, labels)) or '(none)'}",
+            )
         )
         return None
     order, weight = entry.get("order", 16.0), entry.get("weight", 1.0)
     if not (is_number(order) and order >= 2):
-        problems.append(f"{where} key 'order': expected a number ≥ 2, got {order!r}")
+        problems.append(Problem(Where(where, "order"), f"expected a number ≥ 2, got {order!r}"))
         return None
     if not (is_number(weight) and weight > 0):
-        problems.append(f"{where} key 'weight': expected a positive number, got {weight!r}")
+        problems.append(
+            Problem(Where(where, "weight"), f"expected a positive number, got {weight!r}")
+        )
         return None
     return Term(kind, pair, component, float(order), float(weight))
 
@@ -238,10 +263,12 @@ def _not_unique(config: Config, terms: Sequence[Term]) -> list[str]:
                 else "; choose a pair the analysis reports unique"
             )
             out.append(
-                f"objective[{k}] key 'pair': the reaction of {term.label.split(' ', 1)[1]} is "
-                f"not unique (degree of redundancy {report.redundancy}): a rigid model does "
-                f"not determine it, so no design can be judged by it{hint} "
-                "(`redundax analyze` lists them)"
+                Problem(
+                    Where(f"objective[{k}]", "pair"),
+                    f"the reaction of {term.label.split(' ', 1)[1]} is not unique (degree of "
+                    f"redundancy {report.redundancy}): a rigid model does not determine it, so "
+                    f"no design can be judged by it{hint} (`redundax analyze` lists them)",
+                )
             )
     return out
 
@@ -262,7 +289,8 @@ def load_design(path: str | Path) -> Design:
     mechanism = table.get("mechanism")
     if not isinstance(mechanism, str):
         raise ConfigError(
-            path, [*problems, "optimize: missing key 'mechanism' (the mechanism's TOML file)"]
+            path,
+            [*problems, Problem("optimize", "missing key 'mechanism' (the mechanism's TOML file)")],
         )
     config = load_config(path.parent / mechanism)
     known = parameter_targets(config.model, config.state)
@@ -270,15 +298,17 @@ def load_design(path: str | Path) -> Design:
     def number(key, default, ok, expected):
         value = table.get(key, default)
         if not (is_number(value) and ok(value)):
-            problems.append(f"optimize key {key!r}: expected {expected}, got {value!r}")
+            problems.append(Problem(Where("optimize", key), f"expected {expected}, got {value!r}"))
             return default
         return value
 
     optimizer = table.get("optimizer", "adam")
     if optimizer not in OPTIMIZERS:
         problems.append(
-            f"optimize key 'optimizer': expected one of {', '.join(map(repr, OPTIMIZERS))}, "
-            f"got {optimizer!r}"
+            Problem(
+                Where("optimize", "optimizer"),
+                f"expected one of {', '.join(map(repr, OPTIMIZERS))}, got {optimizer!r}",
+            )
         )
     learning_rate = number("learning_rate", 0.1, lambda v: v > 0, "a positive number")
     steps = number("steps", 20, lambda v: isinstance(v, int) and v >= 1, "a positive integer")
@@ -298,8 +328,11 @@ def load_design(path: str | Path) -> Design:
     variables = table.get("variables")
     if not isinstance(variables, list) or not variables:
         problems.append(
-            "optimize: no design variables; add [[optimize.variables]] entries "
-            "(name, addresses, and optionally initial, lower, upper, scale)"
+            Problem(
+                "optimize",
+                "no design variables; add [[optimize.variables]] entries "
+                "(name, addresses, and optionally initial, lower, upper, scale)",
+            )
         )
         variables = []
     parsed_variables = [
@@ -307,15 +340,18 @@ def load_design(path: str | Path) -> Design:
     ]
     names = [v.name for v in parsed_variables if v is not None]
     problems += [
-        f"variables: the name {n!r} is used twice"
+        Problem("variables", f"the name {n!r} is used twice")
         for n in sorted({n for n in names if names.count(n) > 1})
     ]
     terms = table.get("objective")
     if not isinstance(terms, list) or not terms:
         problems.append(
-            "optimize: no objective; add [[optimize.objective]] entries "
-            '(type = "peak-reaction" or "reaction-impulse", pair, and optionally '
-            "component, order, weight)"
+            Problem(
+                "optimize",
+                "no objective; add [[optimize.objective]] entries "
+                '(type = "peak-reaction" or "reaction-impulse", pair, and optionally '
+                "component, order, weight)",
+            )
         )
         terms = []
     parsed_terms = [_term(e, f"objective[{k}]", config, problems) for k, e in enumerate(terms)]
@@ -323,17 +359,24 @@ def load_design(path: str | Path) -> Design:
     if "assembly" in table:
         entry = table["assembly"]
         if not isinstance(entry, dict):
-            problems.append("optimize key 'assembly': expected a table [optimize.assembly]")
+            problems.append(
+                Problem(Where("optimize", "assembly"), "expected a table [optimize.assembly]")
+            )
         else:
             problems += unknown_keys(entry, _ASSEMBLY_KEYS, "assembly")
             ratio, weight = entry.get("min_singular_ratio"), entry.get("weight", 10.0)
             if not (is_number(ratio) and 0 < ratio < 1):
                 problems.append(
-                    f"assembly key 'min_singular_ratio': expected a number in (0, 1), got {ratio!r}"
+                    Problem(
+                        Where("assembly", "min_singular_ratio"),
+                        f"expected a number in (0, 1), got {ratio!r}",
+                    )
                 )
             elif not (is_number(weight) and weight > 0):
                 problems.append(
-                    f"assembly key 'weight': expected a positive number, got {weight!r}"
+                    Problem(
+                        Where("assembly", "weight"), f"expected a positive number, got {weight!r}"
+                    )
                 )
             else:
                 assembly = Assembly(float(ratio), float(weight))

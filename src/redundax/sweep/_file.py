@@ -194,36 +194,41 @@ _SWEEP_KEYS = (
 )  # fmt: skip
 _PARAMETER_KEYS = ("name", "values", "range", "count")
 _SAMPLES = ("grid", "random")
+_MISSING_MECHANISM = Problem("sweep", "missing key 'mechanism' (the mechanism's TOML file)")
 _INITIAL = ("keep", "project")
 
 
 def _parse_parameter(entry: Any, where: str, problems: list[str]) -> Parameter | None:
     if not isinstance(entry, dict):
-        problems.append(f"{where}: expected a table, written [[sweep.parameters]]")
+        problems.append(Problem(where, "expected a table, written [[sweep.parameters]]"))
         return None
     problems += unknown_keys(entry, _PARAMETER_KEYS, where)
     name = entry.get("name")
     if not isinstance(name, str):
         problems.append(
-            f"{where}: missing key 'name' (a parameter address)"
+            Problem(where, "missing key 'name' (a parameter address)")
             if name is None
-            else f"{where} key 'name': expected a string, got {name!r}"
+            else Problem(Where(where, "name"), f"expected a string, got {name!r}")
         )
         return None
     where = f"{where} ({name!r})"
     values = entry.get("values")
     if values is not None and not (isinstance(values, list) and all(map(is_number, values))):
-        problems.append(f"{where} key 'values': expected an array of numbers, got {values!r}")
+        problems.append(
+            Problem(Where(where, "values"), f"expected an array of numbers, got {values!r}")
+        )
         return None
     bounds = entry.get("range")
     if bounds is not None and not (
         isinstance(bounds, list) and len(bounds) == 2 and all(map(is_number, bounds))
     ):
-        problems.append(f"{where} key 'range': expected [low, high], two numbers, got {bounds!r}")
+        problems.append(
+            Problem(Where(where, "range"), f"expected [low, high], two numbers, got {bounds!r}")
+        )
         return None
     count = entry.get("count")
     if count is not None and not is_integer(count):
-        problems.append(f"{where} key 'count': expected an integer, got {count!r}")
+        problems.append(Problem(Where(where, "count"), f"expected an integer, got {count!r}"))
         return None
     return Parameter(
         name=name,
@@ -249,7 +254,7 @@ def sweep_mechanism(path: str | Path) -> Path:
     path = Path(path)
     mechanism = _sweep_table(path).get("mechanism")
     if not isinstance(mechanism, str):
-        raise ConfigError(path, ["sweep: missing key 'mechanism' (the mechanism's TOML file)"])
+        raise ConfigError(path, [_MISSING_MECHANISM])
     return path.parent / mechanism
 
 
@@ -268,14 +273,14 @@ def load_sweep(path: str | Path) -> Sweep:
     problems = unknown_keys(table, _SWEEP_KEYS, "sweep")
     mechanism = table.get("mechanism")
     if not isinstance(mechanism, str):
-        raise ConfigError(
-            path, [*problems, "sweep: missing key 'mechanism' (the mechanism's TOML file)"]
-        )
+        raise ConfigError(path, [*problems, _MISSING_MECHANISM])
     config = load_config(path.parent / mechanism)
 
     def check(key: str, ok: Callable[[Any], bool], expected: str) -> None:
         if key in table and not ok(table[key]):
-            problems.append(f"sweep key {key!r}: expected {expected}, got {table[key]!r}")
+            problems.append(
+                Problem(Where("sweep", key), f"expected {expected}, got {table[key]!r}")
+            )
 
     check("sample", lambda v: v in _SAMPLES, f"one of {', '.join(map(repr, _SAMPLES))}")
     check("initial", lambda v: v in _INITIAL, f"one of {', '.join(map(repr, _INITIAL))}")
@@ -288,14 +293,18 @@ def load_sweep(path: str | Path) -> Sweep:
     check("max_steps", lambda v: is_integer(v) and v > 0, "a positive integer")
     entries = table.get("parameters", [])
     if not isinstance(entries, list):
-        problems.append("sweep key 'parameters': expected [[sweep.parameters]] entries")
+        problems.append(
+            Problem(Where("sweep", "parameters"), "expected [[sweep.parameters]] entries")
+        )
         entries = []
     parsed = [_parse_parameter(e, f"parameters[{k}]", problems) for k, e in enumerate(entries)]
     sample_kind = table.get("sample", "grid")
     if sample_kind == "random" and "samples" not in table:
-        problems.append("sweep: sample = \"random\" needs 'samples' (the number of variants)")
+        problems.append(
+            Problem("sweep", "sample = \"random\" needs 'samples' (the number of variants)")
+        )
     if sample_kind == "grid" and "samples" in table:
-        problems.append("sweep key 'samples': only for sample = \"random\"")
+        problems.append(Problem(Where("sweep", "samples"), 'only for sample = "random"'))
     if problems:
         raise ConfigError(path, problems)
     sample = (
