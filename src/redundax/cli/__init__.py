@@ -103,9 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    cached = enable_compilation_cache() is not None
+    args.cache = enable_compilation_cache()
     try:
-        with cacheable_programs(cached):
+        with cacheable_programs(args.cache is not None):
             return COMMANDS[args.command].run(args)
     except (ValueError, OSError) as error:  # ConfigError is a ValueError
         report(error)

@@ -80,11 +80,12 @@ def enable_compilation_cache() -> Path | None:
 def _quiet_cache_loads() -> None:
     """Only fatal messages of JAX's C++ runtime on stderr.
 
-    jaxlib 0.9 and 0.10 log two ERROR lines for every program loaded from the cache
-    on x86 CPUs whose LLVM tuning flags (`+prefer-no-gather`, `+prefer-no-scatter`)
-    the loader takes for missing CPU features (jax-ml/jax#38445, openxla/xla#44565),
-    and load it all the same: a second `redundax analyze` would print some fifty
-    such lines before its own output, and an error would no longer be one line.
+    jaxlib 0.9 and 0.10 log an ERROR line (and a warning) for every program loaded
+    from the cache on x86 CPUs whose LLVM tuning flags (`+prefer-no-gather`,
+    `+prefer-no-scatter`) the loader takes for missing CPU features
+    (jax-ml/jax#38445, openxla/xla#44565), and load it all the same: a second
+    `redundax analyze` would print some fifty such lines before its own output, and
+    an error would no longer be one line.
     """
     try:
         from jaxlib import utils

@@ -3,9 +3,10 @@
 import argparse
 import json
 
-from .. import Model, analyze_solvability
+from .. import Model, SolvabilityReport, analyze_solvability
 from ..io.config import load_config
 from ._common import EXIT_OK, config_argument, positive_float
+from ._programs import cached_call
 
 SUMMARY = "rank, degree of redundancy and reaction uniqueness of a mechanism"
 DESCRIPTION = (
@@ -55,10 +56,21 @@ def _component_legend(model: Model) -> list[str]:
     ]
 
 
+def _analysis(model: Model, q, t, rtol: float | None) -> SolvabilityReport:
+    return analyze_solvability(model, q, t, rtol=rtol)
+
+
 def run(args: argparse.Namespace) -> int:
     """The handler of `redundax analyze`: returns the exit status."""
     config = load_config(args.config)
-    report = analyze_solvability(config.model, config.state.q, config.state.t, rtol=args.rtol)
+    report = cached_call(
+        getattr(args, "cache", None),
+        _analysis,
+        config.model,
+        config.state.q,
+        config.state.t,
+        args.rtol,
+    )
     if args.json:
         print(json.dumps({**report.to_dict(), "dim": config.dim}))
     else:

@@ -13,12 +13,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import (
+    AbstractNullSpaceMethod,
     Elimination,
+    Model,
+    State,
+    Structure,
     Trajectory,
+    decide,
     marker_positions,
     reaction_history,
     simulate,
 )
+from ..methods import specialise
 from ..io.config import Config, SimulationOptions, load_config
 from ..io.results import check_output, component_labels, write_run
 from ._common import (
@@ -29,6 +35,7 @@ from ._common import (
     progress as _progress,
     report as _report,
 )
+from ._programs import cached_call
 
 SUMMARY = "forward dynamics: motion, constraint drift, energy, reactions over time"
 DESCRIPTION = (
@@ -198,6 +205,19 @@ def _print_summary(summary: dict[str, Any], elapsed: float) -> None:
         print(f"wrote {s['out']}")
 
 
+def _decision(model: Model, state: State, initial_projection) -> Structure:
+    """The Structure of the run: decided at the initial state, projected first when
+    the configuration says so (as `redundax.simulate` does)."""
+    q, qd = state.q, state.qd
+    if initial_projection is not None:
+        q, qd = initial_projection(model, q, qd, state.t)
+    return decide(model, q, state.t)
+
+
+def _simulation(model: Model, state: State, t_final: float, keywords: dict) -> Trajectory:
+    return simulate(model, state, t_final, **keywords)
+
+
 def _simulate(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     options = config.simulation
@@ -217,23 +237,32 @@ def _simulate(args: argparse.Namespace) -> int:
         f"simulating {config.name} to t = {options.t_final:g} s "
         f"(method {options.choices['method']}; the first run of a mechanism compiles)..."
     )
-    trajectory = simulate(
-        config.model,
-        config.state,
-        options.t_final,
-        method=options.method,
-        solver=options.solver,
-        rtol=options.rtol,
-        atol=options.atol,
-        stabilisation=options.stabilisation,
-        projection=options.projection,
-        initial_projection=options.initial_projection,
-        consistency_tol=config.consistency_tolerance,
-        n_save=options.n_save,
-        max_steps=options.max_steps,
-        throw=False,
-        progress_meter=_StderrProgressBar() if sys.stderr.isatty() else diffrax.NoProgressMeter(),
+    cache = getattr(args, "cache", None)
+    # The decisions on the host, once, from the (projected) initial state; the
+    # initial state was checked for consistency when the file was read.
+    structure = cached_call(
+        cache, _decision, config.model, config.state, options.initial_projection
     )
+    if isinstance(options.method, AbstractNullSpaceMethod) and config.model.n_constraints:
+        structure.raise_if_singular()
+    keywords = options.keywords(
+        structure=structure,
+        method=specialise(options.method, structure),
+        consistency_tol=config.consistency_tolerance,
+        throw=False,
+    )
+    if sys.stderr.isatty():  # a progress bar: host callbacks, never cached
+        trajectory = simulate(
+            config.model,
+            config.state,
+            options.t_final,
+            **keywords,
+            progress_meter=_StderrProgressBar(),
+        )
+    else:
+        trajectory = cached_call(
+            cache, _simulation, config.model, config.state, options.t_final, keywords
+        )
     if trajectory.result != diffrax.RESULTS.successful:
         reason = diffrax.RESULTS[trajectory.result]
         _report(

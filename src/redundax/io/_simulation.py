@@ -51,6 +51,29 @@ class SimulationOptions:
     choices: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict(SIMULATION_CHOICES))
     raw: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
+    def keywords(self, **overrides: Any) -> dict[str, Any]:
+        """The keyword arguments of [`redundax.simulate`][] these options stand for
+        (everything but `t_final`, its third positional argument), with `overrides`
+        replacing any of them: the one mapping from a configuration's
+        `[simulation]` table to a simulation, used by `redundax simulate`, sweeps
+        and design studies alike."""
+        keywords = {
+            "method": self.method,
+            "solver": self.solver,
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "stabilisation": self.stabilisation,
+            "projection": self.projection,
+            "initial_projection": self.initial_projection,
+            "n_save": self.n_save,
+            "max_steps": self.max_steps,
+        }
+        unknown = set(overrides) - set(keywords) - {"structure", "throw", "progress_meter",
+                                                    "consistency_tol", "ts"}
+        if unknown:
+            raise TypeError(f"SimulationOptions.keywords: unknown {', '.join(sorted(unknown))}")
+        return {**keywords, **overrides}
+
 
 SIMULATION_CHOICES: Final = {
     "solver": "tsit5",

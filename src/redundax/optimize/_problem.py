@@ -108,17 +108,7 @@ class DesignProblem:
             model,
             state,
             options.t_final,
-            structure=self.structure,
-            method=self.method,
-            solver=options.solver,
-            rtol=options.rtol,
-            atol=options.atol,
-            stabilisation=options.stabilisation,
-            projection=options.projection,
-            initial_projection=options.initial_projection,
-            n_save=options.n_save,
-            max_steps=options.max_steps,
-            throw=False,
+            **options.keywords(structure=self.structure, method=self.method, throw=False),
         )
         values, peaks, magnitudes = [], [], []
         for term in design.objective:

@@ -128,16 +128,12 @@ class Evaluator:
                     model,
                     State(t, q, qd),
                     options.t_final,
-                    structure=decide(model, q, t),
-                    method=method,
-                    solver=options.solver,
-                    rtol=options.rtol,
-                    atol=options.atol,
-                    stabilisation=options.stabilisation,
-                    projection=options.projection,
-                    n_save=options.n_save,
-                    max_steps=options.max_steps,
-                    throw=False,
+                    **options.keywords(
+                        structure=decide(model, q, t),
+                        method=method,
+                        initial_projection=None,  # projected above, if asked for
+                        throw=False,
+                    ),
                 )
                 # A failed integration leaves non-finite saved states after the
                 # failure: everything below is taken over the states reached.
