@@ -16,9 +16,9 @@ import pytest
 
 import redundax as rx
 from helpers import TOL_FD_SOLVE
-from redundax import models
 from redundax import (
     final_marker_position,
+    models,
     pair_reaction,
     peak_reaction,
     reaction_impulse,
@@ -145,7 +145,12 @@ def test_unique_reaction_gradient_is_method_independent_and_matches_fd(robot):
 
         def wrench(theta, method=method):
             r = pair_reaction(
-                _robot_params(model, theta), s.q, s.qd, s.t, pair="D", method=method,
+                _robot_params(model, theta),
+                s.q,
+                s.qd,
+                s.t,
+                pair="D",
+                method=method,
                 structure=structure,
             )
             return r.wrench, (r.wrench, r.unique)

@@ -5,7 +5,6 @@ against NumPy oracles, and the same numbers eagerly and under `jax.jit`."""
 import json
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -169,9 +168,7 @@ def test_eager_and_jitted_simulate_agree_for_every_method(mechanism, request):
     t1 = 0.3
     for name, method in _five_methods(model, state.q).items():
         eager = rx.simulate(model, state, t1, method=method, **options)
-        jitted = jax.jit(lambda m, s: rx.simulate(m, s, t1, method=method, **options))(
-            model, state
-        )
+        jitted = jax.jit(lambda m, s: rx.simulate(m, s, t1, method=method, **options))(model, state)
         assert int(eager.structure.rank) == int(jitted.structure.rank), name
         np.testing.assert_allclose(eager.q, jitted.q, rtol=0, atol=TOL_EAGER_JIT, err_msg=name)
         np.testing.assert_allclose(eager.qd, jitted.qd, rtol=0, atol=TOL_EAGER_JIT, err_msg=name)
@@ -195,8 +192,9 @@ def test_simulate_and_reactions_read_the_structure(robot):
         rx.pair_reaction(model, state.q, state.qd, pair="B", structure=structure)
     with pytest.raises(ValueError, match="component 'force x'"):
         # Unique at q⁰ only: the structure does not claim it for a motion.
-        rx.pair_reaction(model, state.q, state.qd, pair="B", component="force x",
-                         structure=structure)
+        rx.pair_reaction(
+            model, state.q, state.qd, pair="B", component="force x", structure=structure
+        )
 
 
 def test_one_verdict_computation_in_simulate_out(tmp_path, monkeypatch, capsys):

@@ -33,6 +33,15 @@ from ._compliant_stepping import (
     simulate_gonzalez as simulate_gonzalez,
 )
 from ._equations import Terms as Terms, dynamics_terms as dynamics_terms
+from ._model import Model as Model, Pair as Pair, State as State
+from ._motion import (
+    AbstractMotion as AbstractMotion,
+    Constant as Constant,
+    Function as Function,
+    Polynomial as Polynomial,
+    SmoothSteps as SmoothSteps,
+)
+from ._qr import PivotedQR as PivotedQR, pivoted_qr as pivoted_qr
 from ._rank_history import (
     RankHistory as RankHistory,
     check_regular as check_regular,
@@ -49,39 +58,6 @@ from ._reaction_quantities import (
     peak_reaction as peak_reaction,
     reaction_impulse as reaction_impulse,
 )
-from ._solve import solve_dynamics as solve_dynamics, solve_terms as solve_terms
-from ._structure import (
-    DECISION_RTOL as DECISION_RTOL,
-    UNIQUENESS_RTOL as UNIQUENESS_RTOL,
-    Structure as Structure,
-    Topology as Topology,
-    decide as decide,
-)
-from .methods import (
-    AbstractNullSpaceMethod as AbstractNullSpaceMethod,
-    AbstractRedundancyMethod as AbstractRedundancyMethod,
-    AugmentedLagrangian as AugmentedLagrangian,
-    Compliant as Compliant,
-    Elimination as Elimination,
-    NullSpace as NullSpace,
-    Penalty as Penalty,
-    WeightedMinimumNorm as WeightedMinimumNorm,
-    eliminate as eliminate,
-    joint_stiffness as joint_stiffness,
-    minimum_norm_multipliers as minimum_norm_multipliers,
-    null_space_acceleration as null_space_acceleration,
-    schur_acceleration as schur_acceleration,
-    weighted_multipliers as weighted_multipliers,
-)
-from ._model import Model as Model, Pair as Pair, State as State
-from ._motion import (
-    AbstractMotion as AbstractMotion,
-    Constant as Constant,
-    Function as Function,
-    Polynomial as Polynomial,
-    SmoothSteps as SmoothSteps,
-)
-from ._qr import PivotedQR as PivotedQR, pivoted_qr as pivoted_qr
 from ._reactions import (
     Reactions as Reactions,
     reaction_history as reaction_history,
@@ -104,6 +80,7 @@ from ._solvability import (
     solvability_by_svd as solvability_by_svd,
     solvability_report as solvability_report,
 )
+from ._solve import solve_dynamics as solve_dynamics, solve_terms as solve_terms
 from ._spatial_spec import (
     Cylindrical as Cylindrical,
     Prismatic3D as Prismatic3D,
@@ -130,6 +107,29 @@ from ._spec import (
     Weld as Weld,
 )
 from ._stabilisation import Baumgarte as Baumgarte, Projection as Projection
+from ._structure import (
+    DECISION_RTOL as DECISION_RTOL,
+    UNIQUENESS_RTOL as UNIQUENESS_RTOL,
+    Structure as Structure,
+    Topology as Topology,
+    decide as decide,
+)
+from .methods import (
+    AbstractNullSpaceMethod as AbstractNullSpaceMethod,
+    AbstractRedundancyMethod as AbstractRedundancyMethod,
+    AugmentedLagrangian as AugmentedLagrangian,
+    Compliant as Compliant,
+    Elimination as Elimination,
+    NullSpace as NullSpace,
+    Penalty as Penalty,
+    WeightedMinimumNorm as WeightedMinimumNorm,
+    eliminate as eliminate,
+    joint_stiffness as joint_stiffness,
+    minimum_norm_multipliers as minimum_norm_multipliers,
+    null_space_acceleration as null_space_acceleration,
+    schur_acceleration as schur_acceleration,
+    weighted_multipliers as weighted_multipliers,
+)
 
 __version__ = "0.1.0"
 from . import models as models

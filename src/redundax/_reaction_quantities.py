@@ -175,9 +175,7 @@ def _host_message(model: Model, structure: Structure, pair: str, component) -> s
     )
     p = model.n_constraints - int(structure.rank)
     unique = np.asarray(structure.stable_unique)
-    others = [
-        n for n, u in zip(model.pair_names, unique, strict=False) if not u and n != pair
-    ]
+    others = [n for n, u in zip(model.pair_names, unique, strict=False) if not u and n != pair]
     text = (
         f"{what} is not unique: a rigid model does not determine it (degree of "
         f"redundancy p = {p}; a self-stress of the redundant constraints loads this pair, "
@@ -321,9 +319,7 @@ def pair_reaction_history(
     if guarded:
         outputs = _guard(outputs, model, structure, pair, component)
     wrench, comps = outputs
-    unique = jnp.broadcast_to(
-        _verdict(structure, model, pair, component), trajectory.ts.shape
-    )
+    unique = jnp.broadcast_to(_verdict(structure, model, pair, component), trajectory.ts.shape)
     return PairReaction(
         name=pair,
         labels=labels,

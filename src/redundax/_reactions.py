@@ -9,14 +9,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Bool, Float, Int
+from jaxtyping import Array, Bool, Float
 
 from ._model import Model
-from .joints import RigidBodyConstraint
 from ._solve import solve_terms
 from ._stabilisation import Baumgarte
 from ._structure import Structure, decide, membership
 from ._types import Scalar
+from .joints import RigidBodyConstraint
 from .methods import AbstractRedundancyMethod, NullSpace, specialise
 
 

@@ -19,23 +19,22 @@ from collections.abc import Mapping, Sequence
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from ._model import Model
-from ._qr import default_rtol, pivoted_qr
+from ._qr import default_rtol
 from ._structure import (
     UNIQUENESS_RTOL,
     Structure,
     Verdicts,
     groups_of,
     left_null_space,
-    membership,
     pair_verdicts,
     ranks_of_blocks,
     verdicts_at,
 )
 from ._types import Scalar
+
 
 class Solvability(eqx.Module):
     """Per-group verdicts computed from a constraint matrix alone."""

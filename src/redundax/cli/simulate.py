@@ -24,9 +24,9 @@ from .. import (
     reaction_history,
     simulate,
 )
-from ..methods import specialise
 from ..io.config import Config, SimulationOptions, load_config
 from ..io.results import check_output, component_labels, write_run
+from ..methods import specialise
 from ._common import (
     EXIT_FAILURE,
     EXIT_OK,

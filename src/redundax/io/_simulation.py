@@ -68,8 +68,11 @@ class SimulationOptions:
             "n_save": self.n_save,
             "max_steps": self.max_steps,
         }
-        unknown = set(overrides) - set(keywords) - {"structure", "throw", "progress_meter",
-                                                    "consistency_tol", "ts"}
+        unknown = (
+            set(overrides)
+            - set(keywords)
+            - {"structure", "throw", "progress_meter", "consistency_tol", "ts"}
+        )
         if unknown:
             raise TypeError(f"SimulationOptions.keywords: unknown {', '.join(sorted(unknown))}")
         return {**keywords, **overrides}

@@ -31,8 +31,8 @@ from .. import (
     simulate,
     velocity_residual,
 )
+from .._parameters import apply_parameters
 from ..methods import specialise
-from ._addresses import apply_parameters
 from ._constants import AXIS, PROJECTION_STEPS, SINGULAR_RTOL
 from ._file import Sweep
 
