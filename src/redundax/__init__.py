@@ -74,7 +74,6 @@ from ._solvability import (
     SolvabilityReport as SolvabilityReport,
     analyze_many as analyze_many,
     analyze_solvability as analyze_solvability,
-    membership as membership,
     solvability_by_qr as solvability_by_qr,
     solvability_by_rank as solvability_by_rank,
     solvability_by_svd as solvability_by_svd,
@@ -113,6 +112,7 @@ from ._structure import (
     Structure as Structure,
     Topology as Topology,
     decide as decide,
+    membership as membership,
 )
 from .methods import (
     AbstractNullSpaceMethod as AbstractNullSpaceMethod,

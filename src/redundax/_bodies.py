@@ -250,7 +250,7 @@ class SpatialBodies(AbstractBodies):
         return point(p, s)
 
     def rotation(self, p):
-        return _frame(p)
+        return axes(p)
 
     def angular_velocity(self, p, pd):
         return angular_velocity(p, pd)
@@ -273,7 +273,7 @@ class SpatialBodies(AbstractBodies):
         return jax.vmap(rigid_body_residual)(q.reshape(self.count, DOF)).reshape(-1)
 
 
-def _frame(p: Float[Array, " 12"]) -> Float[Array, "3 3"]:
+def axes(p: Float[Array, " 12"]) -> Float[Array, "3 3"]:
     """X = [u v w] from p = [r, u, v, w]."""
     return p[3:].reshape(3, 3).T
 
@@ -306,17 +306,17 @@ def natural_from_pose(
 
 def pose_from_natural(p: Float[Array, " 12"]) -> tuple[Float[Array, " 3"], Float[Array, "3 3"]]:
     """Inverse of [`natural_from_pose`][]: `(position, rotation)` with rotation X = [u v w]."""
-    return p[:3], _frame(p)
+    return p[:3], axes(p)
 
 
 def point(p: Float[Array, " 12"], rbar: Float[Array, " 3"]) -> Float[Array, " 3"]:
     """Global position r + X r̄ = C_r̄ p of the body point r̄ (body components) [m]."""
-    return p[:3] + _frame(p) @ rbar
+    return p[:3] + axes(p) @ rbar
 
 
 def direction(p: Float[Array, " 12"], a: Float[Array, " 3"]) -> Float[Array, " 3"]:
     """Global components X a of the body-fixed vector a."""
-    return _frame(p) @ a
+    return axes(p) @ a
 
 
 def angular_velocity(p: Float[Array, " 12"], pd: Float[Array, " 12"]) -> Float[Array, " 3"]:
@@ -325,7 +325,7 @@ def angular_velocity(p: Float[Array, " 12"], pd: Float[Array, " 12"]) -> Float[A
     On the rigid-body manifold Ẋ Xᵀ = [ω]× is skew; off it (or for a ṗ that
     violates the velocity constraints) the skew part ½ (Ẋ Xᵀ − X Ẋᵀ) is used.
     """
-    W = _frame(pd) @ _frame(p).T
+    W = axes(pd) @ axes(p).T
     W = 0.5 * (W - W.T)
     return jnp.stack([W[2, 1], W[0, 2], W[1, 0]])
 
@@ -335,5 +335,5 @@ def natural_velocity(
 ) -> Float[Array, " 12"]:
     """ṗ = [ṙ, ω × u, ω × v, ω × w] from the velocity of the frame origin [m/s] and
     the angular velocity ω [rad/s], both in global components."""
-    X = _frame(p)
+    X = axes(p)
     return jnp.concatenate([velocity, jnp.cross(omega[None, :], X.T).reshape(9)])

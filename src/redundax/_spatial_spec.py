@@ -290,7 +290,7 @@ TranslationalDriver3D = _joint(
 )
 
 
-def _check_universal(p, spec):
+def check_universal(p, spec):
     if spec.normal is None:
         p.add(f"pair {spec.name!r} field 'normal': required for a universal joint (pin of body j)")
         return

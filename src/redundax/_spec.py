@@ -21,9 +21,9 @@ from ._spatial_spec import (
     SPATIAL_SPECS,
     SpatialBody,
     Universal,
-    _check_universal,
     check_inertia,
     check_rotation,
+    check_universal,
 )
 from .joints import (
     CustomHolonomicConstraint,
@@ -558,7 +558,7 @@ class Mechanism:
                 p.add(f"pairs: unknown pair type {type(spec).__name__!r} ({spec!r})")
         for spec in self.pairs:
             if isinstance(spec, Universal):
-                _check_universal(p, spec)
+                check_universal(p, spec)
 
         hol, pf, pairs = [], [], []
         pair_names: set[str] = set()

@@ -113,7 +113,7 @@ def _motion(value: Any, where: Where, problems: list[str]) -> Any:
     return parse_typed(value, "motion", str(where), problems)
 
 
-def _increasing_knots(values: dict[str, Any], where: str, problems: list[str]) -> None:
+def increasing_knots(values: dict[str, Any], where: str, problems: list[str]) -> None:
     times, knots = values["times"], values["values"]
     if len(times) != len(knots):
         problems.append(
@@ -269,7 +269,7 @@ TYPES: Final[Mapping[str, Mapping[str, Kind]]] = {
             SmoothSteps,
             {"times": checks.numbers, "values": checks.numbers},
             ("times", "values"),
-            _increasing_knots,
+            increasing_knots,
         ),
     },
     "solver": {

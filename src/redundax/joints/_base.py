@@ -68,7 +68,7 @@ class AbstractPfaffian(eqx.Module):
         raise NotImplementedError
 
 
-def _origins(qb: Float[Array, "nbp dof"]) -> Float[Array, "nbp dim"]:
+def origins(qb: Float[Array, "nbp dof"]) -> Float[Array, "nbp dim"]:
     """Body-frame origins: [x, y] of planar bodies (3 coordinates), r of spatial
     bodies in natural coordinates (12)."""
     return qb[:, : 2 if qb.shape[1] == 3 else 3]

@@ -11,7 +11,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Int
 
-from ._base import AbstractHolonomic, AbstractPfaffian, _origins
+from ._base import AbstractHolonomic, AbstractPfaffian, origins
 
 
 class CustomHolonomicConstraint(AbstractHolonomic):
@@ -26,7 +26,7 @@ class CustomHolonomicConstraint(AbstractHolonomic):
         return jnp.asarray(self.fn(self.params, qb, t), dtype=float).reshape(self.rows.shape)
 
     def anchor(self, qb):
-        return _origins(qb)
+        return origins(qb)
 
 
 class CustomPfaffianConstraint(AbstractPfaffian):
@@ -41,4 +41,4 @@ class CustomPfaffianConstraint(AbstractPfaffian):
         return jnp.asarray(self.fn(self.params, qb, qdb), dtype=float).reshape(self.rows.shape)
 
     def anchor(self, qb):
-        return _origins(qb)
+        return origins(qb)

@@ -10,7 +10,7 @@ from jaxtyping import Array, Float, Int
 
 from .._math import OMEGA, rot2
 from .._motion import AbstractMotion
-from ._base import AbstractHolonomic, AbstractPfaffian, _origins
+from ._base import AbstractHolonomic, AbstractPfaffian, origins
 
 
 def _point(q: Float[Array, " 3"], s: Float[Array, " 2"]) -> Float[Array, " 2"]:
@@ -105,7 +105,7 @@ class RevoluteDriverConstraint(AbstractHolonomic):
         return (qb[0, 2] - qb[1, 2] - self.motion(t))[None]
 
     def anchor(self, qb):
-        return _origins(qb)
+        return origins(qb)
 
 
 class KnifeEdgeConstraint(AbstractPfaffian):

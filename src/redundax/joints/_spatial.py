@@ -17,7 +17,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from .._bodies import _frame, point, rigid_body_residual
+from .._bodies import axes, point, rigid_body_residual
 from .._motion import AbstractMotion
 from .._types import Scalar
 from ._base import AbstractHolonomic
@@ -54,7 +54,7 @@ def _separation(member, qb) -> Float[Array, " 3"]:
 
 def _axes(p, frame) -> Float[Array, "3 3"]:
     """The joint axes as columns, global components."""
-    return _frame(p) @ frame.T
+    return axes(p) @ frame.T
 
 
 def _anchors(member, qb) -> Float[Array, "2 3"]:
