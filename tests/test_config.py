@@ -389,9 +389,10 @@ def test_consistency_tolerance_is_read_from_the_file(tmp_path):
 
 
 def test_errors_of_mechanism_build_name_the_file(tmp_path, monkeypatch):
-    # Whatever Mechanism.build still rejects is reported with the file name prefixed.
+    # Whatever Mechanism.build still rejects is reported with the file name prefixed,
+    # one problem each, read from the error's parts (not parsed from its text).
     def build(self):
-        raise ValueError("invalid mechanism (1 problem(s)):\n  - pair 'O': something wrong")
+        raise rx.ModelError("invalid mechanism: anything", ["pair 'O': something wrong"])
 
     monkeypatch.setattr(rx.Mechanism, "build", build)
     err = _error(tmp_path, FOUR_BAR_TEXT)

@@ -33,6 +33,7 @@ from ._compliant_stepping import (
     simulate_gonzalez as simulate_gonzalez,
 )
 from ._equations import Terms as Terms, dynamics_terms as dynamics_terms
+from ._errors import ModelError as ModelError
 from ._model import Model as Model, Pair as Pair, State as State
 from ._motion import (
     AbstractMotion as AbstractMotion,

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from ._errors import ModelError
 from ._model import Model
 from ._types import Scalar
 from .joints import AbstractHolonomic, AbstractPfaffian
@@ -304,14 +305,16 @@ def raise_if_inconsistent(model: Model, phi, vel, tol: float = CONSISTENCY_TOL) 
         v_err = float(np.max(np.abs(vel[rows])))
         if not (p_err <= tol and v_err <= tol):
             problems.append(
-                f"  - {owner}: position residual {p_err:.3g}, velocity residual "
+                f"{owner}: position residual {p_err:.3g}, velocity residual "
                 f"{v_err:.3g} (tolerance {tol:g})"
             )
     if problems:
-        raise ValueError(
+        raise ModelError(
             "inconsistent initial configuration: the state violates the constraints of "
             f"{len(problems)} pair(s) or bodies:\n"
-            + "\n".join(problems)
+            + "\n".join(f"  - {p}" for p in problems)
             + "\nfix the bodies' positions/angles/velocities, or project the state onto the "
-            "constraints first"
+            "constraints first",
+            problems,
+            "check_consistency",
         )

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._bodies import PlanarBodies, SpatialBodies, natural_from_pose, natural_velocity
+from ._errors import ModelError
 from ._model import Loads, Markers, Model, Pair, State
 from ._motion import AbstractMotion, Constant
 from ._spatial_spec import (
@@ -78,7 +79,7 @@ class _Problems:
     def raise_if_any(self, what: str) -> None:
         if self.items:
             lines = "\n".join(f"  - {p}" for p in self.items)
-            raise ValueError(f"invalid {what} ({len(self.items)} problem(s)):\n{lines}")
+            raise ModelError(f"invalid {what} ({len(self.items)} problem(s)):\n{lines}", self.items)
 
 
 @dataclasses.dataclass(frozen=True)

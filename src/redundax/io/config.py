@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .._assembly import CONSISTENCY_TOL, check_consistency
+from .._errors import ModelError
 from .._model import Model, State
 from .._motion import Constant
 from .._spatial_spec import RevoluteDriver3D, TranslationalDriver3D
@@ -152,10 +153,9 @@ def _check_names(
                 )
 
 
-def _bullets(message: str) -> list[str]:
-    """The `- item` lines of a library error, or its whole text when it has none."""
-    items = [line.strip()[2:] for line in message.splitlines() if line.strip().startswith("- ")]
-    return items or [message]
+def _problems(error: ValueError) -> list[str]:
+    """The problems a library check found (its `ModelError.problems`)."""
+    return list(error.problems) if isinstance(error, ModelError) else [str(error)]
 
 
 # --------------------------------------------------------------------------- loading
@@ -285,7 +285,7 @@ def load_config(path: str | os.PathLike) -> Config:
         model = mechanism.build()
         state = mechanism.initial_state()
     except ValueError as err:
-        raise ConfigError(path, _bullets(str(err))) from None
+        raise ConfigError(path, _problems(err)) from None
 
     tol = options.get("consistency_tolerance", CONSISTENCY_TOL)
     if simulation["initial_projection"] is None:
@@ -294,7 +294,7 @@ def load_config(path: str | os.PathLike) -> Config:
         except ValueError as err:
             raise ConfigError(
                 path,
-                [f"inconsistent initial configuration: {item}" for item in _bullets(str(err))],
+                [f"inconsistent initial configuration: {item}" for item in _problems(err)],
                 hint="fix the bodies' position/angle/velocity so that every pair is assembled, "
                 'loosen [mechanism] consistency_tolerance, or set [simulation] initial = "project"',
             ) from None
@@ -304,9 +304,9 @@ def load_config(path: str | os.PathLike) -> Config:
         try:
             k = joint_stiffness(model, stiff.joint_stiffness, dict(stiff.pair_stiffness))
         except ValueError as err:
-            message = str(err).removeprefix("joint_stiffness: ")
             raise ConfigError(
-                path, [Problem(Where("simulation", "pair_stiffness"), message)]
+                path,
+                [Problem(Where("simulation", "pair_stiffness"), m) for m in _problems(err)],
             ) from None
         simulation["method"] = Compliant(k)
 
@@ -316,8 +316,9 @@ def load_config(path: str | os.PathLike) -> Config:
         try:
             simulation["method"] = eliminate(model, state.q, state.t, rows=rows.rows)
         except ValueError as err:
-            message = str(err).removeprefix("eliminate: ")
-            raise ConfigError(path, [Problem(Where("simulation", key), message)]) from None
+            raise ConfigError(
+                path, [Problem(Where("simulation", key), m) for m in _problems(err)]
+            ) from None
 
     return Config(
         path=path,

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from .._errors import ModelError
 from .._model import Model
 from ._base import AbstractNullSpaceMethod
 from ._kernels import weighted_multipliers
@@ -40,6 +41,10 @@ class Compliant(AbstractNullSpaceMethod):
         )
 
 
+def _error(problem: str) -> ModelError:
+    return ModelError(f"joint_stiffness: {problem}", [problem], "joint_stiffness")
+
+
 def joint_stiffness(
     model: Model,
     default: float | tuple[float, float] = 1.0,
@@ -69,18 +74,18 @@ def joint_stiffness(
         try:
             rows = model.pair(name).rows
         except KeyError as e:
-            raise ValueError(f"joint_stiffness: {e.args[0]}") from None
+            raise _error(e.args[0]) from None
         v = (
             np.broadcast_to(np.asarray(value, dtype=float).reshape(-1), (len(rows),))
             if np.size(value) in (1, len(rows))
             else None
         )
         if v is None:
-            raise ValueError(
-                f"joint_stiffness: pair {name!r} has {len(rows)} rows, got {np.size(value)} "
+            raise _error(
+                f"pair {name!r} has {len(rows)} rows, got {np.size(value)} "
                 "stiffnesses (give one, or one per row)"
             )
         k[list(rows)] = v
     if np.any(k <= 0.0):
-        raise ValueError("joint_stiffness: stiffnesses must be positive")
+        raise _error("stiffnesses must be positive")
     return jnp.asarray(k)

@@ -6,6 +6,7 @@ import numpy as np
 from jaxtyping import ArrayLike, Float
 
 from .._assembly import constraint_matrix
+from .._errors import ModelError
 from .._model import Model
 from .._qr import DECISION_RTOL, pivoted_qr
 from .._structure import decide
@@ -53,6 +54,10 @@ def _self_stress_share(model: Model, qs: np.ndarray, ts: np.ndarray, rank: int) 
         norms = np.linalg.norm(np.linalg.svd(C)[0][:, rank:], axis=1)
         shares.append(norms / max(float(np.max(norms)), 1e-300))
     return np.min(shares, axis=0)
+
+
+def _error(problem: str) -> ModelError:
+    return ModelError(f"eliminate: {problem}", [problem], "eliminate")
 
 
 def eliminate(
@@ -107,18 +112,18 @@ def eliminate(
         drop = sorted(int(k) for k in order[:p])
         keep = tuple(k for k in range(nc) if k not in drop)
         if int(pivoted_qr(C[list(keep)].T, rtol).rank) != rank:
-            raise ValueError(
-                f"eliminate: could not choose {rank} independent rows at this configuration; "
+            raise _error(
+                f"could not choose {rank} independent rows at this configuration; "
                 "is it singular? Pass `rows` explicitly."
             )
         return Elimination(keep=keep, n_rows=nc)
     bad = [r for r in rows if not 1 <= int(r) <= nc]
     if bad:
-        raise ValueError(f"eliminate: rows {bad} out of range 1..{nc} (rows are 1-based)")
+        raise _error(f"rows {bad} out of range 1..{nc} (rows are 1-based)")
     inner = [int(r) for r in rows if int(r) - 1 in internal]
     if inner:
-        raise ValueError(
-            f"eliminate: rows {inner} are rigid-body rows of the spatial bodies (rows "
+        raise _error(
+            f"rows {inner} are rigid-body rows of the spatial bodies (rows "
             f"{internal[0] + 1}..{internal[-1] + 1}), not rows of a kinematic pair; they "
             "cannot be eliminated"
         )
@@ -127,8 +132,8 @@ def eliminate(
     if len(keep) != rank or int(pivoted_qr(C[list(keep)].T, rtol).rank) != rank:
         names = {k: p.name for p in model.pairs for k in p.rows}
         desc = ", ".join(f"{k + 1} (pair {names[k]!r})" for k in drop)
-        raise ValueError(
-            f"eliminate: dropping rows {desc} changes the motion: rank C = {rank} and "
+        raise _error(
+            f"dropping rows {desc} changes the motion: rank C = {rank} and "
             f"degree of redundancy {nc - rank}, but the kept rows have rank "
             f"{int(pivoted_qr(C[list(keep)].T, rtol).rank)} with {len(keep)} rows. Drop exactly "
             f"{nc - rank} rows that are dependent on the others (see the solvability report)."
