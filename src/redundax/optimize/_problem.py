@@ -20,7 +20,7 @@ from .. import (
 from .._rank_history import singular_values_along
 from .._reaction_quantities import first_moving_body
 from ..methods import specialise
-from ..sweep import apply_parameters, parameter_targets
+from .._parameters import apply_parameters, parameter_targets
 from ._file import Design
 
 
