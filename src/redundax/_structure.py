@@ -519,16 +519,14 @@ def _decide(model, q, t, names, kinds, rows, labels, rtol, utol) -> Structure:
     rank_h, rank_p = ranks_of_blocks(C, model.n_holonomic, rtol)
     s = jnp.linalg.svd(C, compute_uv=False) if C.shape[0] else jnp.ones(1)
     sigma_ratio = jnp.take(s, jnp.clip(rank - 1, 0, s.shape[0] - 1)) / jnp.maximum(s[0], 1e-300)
-    # The generic configuration next to q: its rank (regularity) and its verdicts
-    # with the rank decided at q (what persists along a motion).
+    # The generic configuration next to q: its rank (regularity) and its verdicts,
+    # each decided there. Where q itself is only nearly consistent (a state to be
+    # projected, or a geometry moved under finite differences) dependent rows look
+    # independent at q by about the defect; the nearby configuration is back on the
+    # manifold and sees the structure as it is.
     q1 = _nearby(model, q, t)
     C1 = constraint_matrix(model, q1, t)
-    if C.shape[0]:
-        s1 = jnp.linalg.svd(C1, compute_uv=False)
-        rank1 = jnp.sum(s1 > rtol_or_default(rtol, C.shape) * s1[0]).astype(rank.dtype)
-    else:
-        rank1 = rank
-    N1, _ = left_null_space(C1, rtol, rank)
+    N1, rank1 = left_null_space(C1, rtol)
     groups1 = group_verdicts(C1, N1, rows, utol)
     row_unique1, _ = row_verdicts(C1, N1, utol)
     return Structure(
