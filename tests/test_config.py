@@ -136,6 +136,7 @@ def test_every_key_of_the_type_table_is_a_field_of_its_object():
     assert set(TYPES["method"]) == {
         "null-space",
         "weighted-minimum-norm",
+        "block",
         "elimination",
         "augmented-lagrangian",
         "penalty",
@@ -502,8 +503,8 @@ SIMULATION_MISTAKES = {
     "unknown method": (
         'method = "nullspace"',
         r"simulation key 'method': unknown method 'nullspace' \(did you mean 'null-space'\? "
-        r"known: null-space, weighted-minimum-norm, elimination, augmented-lagrangian, penalty, "
-        r"compliant\)",
+        r"known: null-space, weighted-minimum-norm, block, elimination, augmented-lagrangian, "
+        r"penalty, compliant\)",
     ),
     "unknown solver": (
         'solver = "rk4"',

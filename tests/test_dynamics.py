@@ -113,7 +113,7 @@ def test_manoeuvre_turns_right_then_left(robot_runs):
 
 def test_projection_keeps_violation_at_round_off(robot):
     model, s = robot
-    traj = rx.simulate(model, s, 10.0, projection=rx.Projection(), n_save=201, **TIGHT)
+    traj = rx.simulate(model, s, 10.0, drift_control=rx.Projection(), n_save=201, **TIGHT)
     assert float(traj.position_violation.max()) < TOL_PROJECTED_VIOLATION
     assert float(traj.velocity_violation.max()) < TOL_PROJECTED_VIOLATION
 
@@ -123,9 +123,35 @@ def test_baumgarte_alone_bounds_violation(robot):
     traj = rx.simulate(model, s, 10.0, rtol=1e-8, atol=1e-10, n_save=201)
     assert float(traj.position_violation.max()) < TOL_BAUMGARTE_VIOLATION
     assert float(traj.velocity_violation.max()) < 10 * TOL_BAUMGARTE_VIOLATION
-    free = rx.simulate(model, s, 10.0, rtol=1e-8, atol=1e-10, n_save=201, stabilisation=None)
+    free = rx.simulate(
+        model, s, 10.0, rtol=1e-8, atol=1e-10, n_save=201, drift_control=rx.NoDriftControl()
+    )
     # Without drift control the violation is larger: the bound is Baumgarte's doing.
     assert float(free.position_violation.max()) > float(traj.position_violation.max())
+    # Reactions along a run solve with the run's own Γ (here without Baumgarte
+    # terms), not with simulate's default drift control.
+    own = rx.reaction_history(model, free)
+    plain = rx.reaction_history(model, free, stabilisation=None)
+    baumgarte = rx.reaction_history(model, free, stabilisation=rx.Baumgarte())
+    np.testing.assert_allclose(own.qdd, plain.qdd, rtol=0, atol=1e-12)
+    assert float(np.max(np.abs(baumgarte.qdd - plain.qdd))) > 1e-9
+
+
+def test_former_drift_keywords_map_onto_drift_control_objects(robot):
+    model, s = robot
+    kw = dict(rtol=1e-8, atol=1e-10, n_save=6)
+    new = rx.simulate(model, s, 0.5, drift_control=rx.Projection(baumgarte=None), **kw)
+    assert new.drift_control == rx.Projection(baumgarte=None)
+    with pytest.warns(DeprecationWarning, match="drift_control"):
+        old = rx.simulate(model, s, 0.5, stabilisation=None, projection=rx.Projection(), **kw)
+    np.testing.assert_array_equal(old.q, new.q)
+    assert rx.drift_control_of(rx.Baumgarte(), None) == rx.Baumgarte()
+    assert rx.drift_control_of(None, None) == rx.NoDriftControl()
+    assert rx.drift_control_of(rx.Baumgarte(1.0, 2.0), rx.Projection()) == rx.Projection(
+        baumgarte=rx.Baumgarte(1.0, 2.0)
+    )
+    with pytest.raises(TypeError, match="'drift_control'"):
+        rx.simulate(model, s, 0.5, drift_control=None)
 
 
 def test_redundant_parallelogram_conserves_energy():

@@ -186,7 +186,15 @@ def test_simulate_and_reactions_read_the_structure(robot):
     history = rx.reaction_history(model, traj)
     np.testing.assert_array_equal(history.unique[-1], structure.stable_unique)
     np.testing.assert_array_equal(history.component_unique[-1], structure.stable_row_unique)
-    one = rx.reactions(model, traj.q[1], traj.qd[1], traj.ts[1], structure=structure)
+    # The same Γ as the history's (the run's drift control): the same numbers.
+    one = rx.reactions(
+        model,
+        traj.q[1],
+        traj.qd[1],
+        traj.ts[1],
+        structure=structure,
+        stabilisation=traj.drift_control,
+    )
     np.testing.assert_allclose(one.multipliers, history.multipliers[1], atol=1e-12)
     with pytest.raises(ValueError, match="reaction of pair 'B' is not unique"):
         rx.pair_reaction(model, state.q, state.qd, pair="B", structure=structure)

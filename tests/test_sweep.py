@@ -247,11 +247,10 @@ def test_killed_sweep_resumes_to_the_same_file(resumable, tmp_path):
         sw.run_sweep(sw.load_sweep({str(path)!r}), {str(out)!r}, on_chunk=kill_after_first)
         """
     )
-    env = {
-        **os.environ,
-        "JAX_PLATFORMS": "cpu",
-        "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
-    }
+    # Two devices, and this process's own XLA flags (tests/run_files.py sets an LLVM
+    # level): code generated with other flags may round differently, not the same bytes.
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": flags.strip()}
     proc = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
     )

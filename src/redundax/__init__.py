@@ -11,6 +11,7 @@ from ._assembly import (
     body_velocities as body_velocities,
     check_consistency as check_consistency,
     constraint_matrix as constraint_matrix,
+    constraint_rows as constraint_rows,
     generalized_forces as generalized_forces,
     holonomic_jacobian as holonomic_jacobian,
     kinetic_energy as kinetic_energy,
@@ -22,6 +23,7 @@ from ._assembly import (
     velocity_bias as velocity_bias,
     velocity_residual as velocity_residual,
 )
+from ._block_pattern import BlockPattern as BlockPattern, block_pattern as block_pattern
 from ._bodies import (
     AbstractBodies as AbstractBodies,
     PlanarBodies as PlanarBodies,
@@ -32,7 +34,20 @@ from ._compliant_stepping import (
     GonzalezTrajectory as GonzalezTrajectory,
     simulate_gonzalez as simulate_gonzalez,
 )
-from ._equations import Terms as Terms, dynamics_terms as dynamics_terms
+from ._drift_control import (
+    AS_SIMULATED as AS_SIMULATED,
+    AbstractDriftControl as AbstractDriftControl,
+    Baumgarte as Baumgarte,
+    NoDriftControl as NoDriftControl,
+    Projection as Projection,
+    drift_control_of as drift_control_of,
+)
+from ._equations import (
+    LocalTerms as LocalTerms,
+    Terms as Terms,
+    dynamics_terms as dynamics_terms,
+    local_terms as local_terms,
+)
 from ._errors import ModelError as ModelError
 from ._model import Model as Model, Pair as Pair, State as State
 from ._motion import (
@@ -106,7 +121,6 @@ from ._spec import (
     TranslationalDriver as TranslationalDriver,
     Weld as Weld,
 )
-from ._stabilisation import Baumgarte as Baumgarte, Projection as Projection
 from ._structure import (
     DECISION_RTOL as DECISION_RTOL,
     UNIQUENESS_RTOL as UNIQUENESS_RTOL,
@@ -114,11 +128,13 @@ from ._structure import (
     Topology as Topology,
     decide as decide,
     membership as membership,
+    topology as topology,
 )
 from .methods import (
     AbstractNullSpaceMethod as AbstractNullSpaceMethod,
     AbstractRedundancyMethod as AbstractRedundancyMethod,
     AugmentedLagrangian as AugmentedLagrangian,
+    BlockSparse as BlockSparse,
     Compliant as Compliant,
     Elimination as Elimination,
     NullSpace as NullSpace,

@@ -8,7 +8,7 @@ scattered into the global arrays by the members' `rows` and `bodies` indices.
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, Int
 
 from ._errors import ModelError
 from ._model import Model
@@ -318,3 +318,39 @@ def raise_if_inconsistent(model: Model, phi, vel, tol: float = CONSISTENCY_TOL) 
             problems,
             "check_consistency",
         )
+
+
+def constraint_rows(
+    model: Model, q: Float[Array, " nq"], t: Scalar = 0.0
+) -> tuple[Float[Array, "nc P dof"], Int[Array, "nc P"]]:
+    """C row by row in local form, without the dense (m + h) × nq matrix: `R[r, j]`
+    is the derivative of row r (Φ_q or Ψ) in the coordinates of body `B[r, j]`, for
+    the P bodies of the row's pair (P: the most bodies of any pair; unused slots
+    and the ground have index `nb` and may hold anything). The same autodiff as
+    [`constraint_matrix`][], O(nc) memory: C[r, B[r, j]] = R[r, j]."""
+    Q = _coords(model, q)
+    nb, dof = model.bodies.count, model.bodies.dof
+    parts = [
+        (0, g, jax.vmap(jax.jacfwd(_residual, argnums=1), in_axes=(0, 0, None))(g, Q[g.bodies], t))
+        for g in model.holonomic
+    ] + [
+        (
+            model.n_holonomic,
+            g,
+            jax.vmap(jax.jacfwd(_velocity_residual, argnums=2))(
+                g, Q[g.bodies], jnp.zeros_like(Q[g.bodies])
+            ),
+        )
+        for g in model.pfaffian
+    ]
+    P = max((g.bodies.shape[-1] for _, g, _ in parts), default=1)
+    nc = model.n_constraints
+    R = jnp.zeros((nc, P, dof))
+    B = jnp.full((nc, P), nb, dtype=int)
+    for offset, g, J in parts:
+        k, size, nbp = J.shape[0], J.shape[1], J.shape[2]
+        J = jnp.pad(J, ((0, 0), (0, 0), (0, P - nbp), (0, 0)))
+        bodies = jnp.pad(g.bodies, ((0, 0), (0, P - nbp)), constant_values=nb)
+        R = R.at[g.rows + offset].set(J)
+        B = B.at[g.rows + offset].set(jnp.broadcast_to(bodies[:, None, :], (k, size, P)))
+    return R, B

@@ -51,9 +51,9 @@ from ._assembly import (
     potential_energy,
     velocity_bias,
 )
+from ._drift_control import weighted_pinv_step
 from ._model import Model, State
 from ._qr import DECISION_RTOL, independent_rows, pivoted_qr
-from ._stabilisation import weighted_pinv_step
 from ._validation import host_values, known
 
 

@@ -3,11 +3,13 @@ and their solution by a method of handling redundant constraints given the
 mechanism's [`Structure`][]."""
 
 import equinox as eqx
-from jaxtyping import Array, Float
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
 
 from ._assembly import (
     acceleration_rhs,
     constraint_matrix,
+    constraint_rows,
     generalized_forces,
     mass_matrix,
     position_residual,
@@ -46,6 +48,42 @@ def dynamics_terms(
         F=generalized_forces(model, q, qd, t),
         velocity_error=C @ qd + b,
         block=model.bodies.dof,
+    )
+
+
+class LocalTerms(eqx.Module):
+    """The terms of the equations of motion at (q, q̇, t) without any dense matrix
+    (O(n) memory and work, for the block-sparse solver): C row by row in local form
+    (`R`, `B` of [`redundax.constraint_rows`][]), M's body blocks, and the vectors
+    of [`Terms`][]."""
+
+    R: Float[Array, "nc P dof"]
+    B: Int[Array, "nc P"]
+    mass_blocks: Float[Array, "nb dof dof"]
+    b: Float[Array, " nc"]
+    gamma: Float[Array, " nc"]
+    phi: Float[Array, " m"]
+    F: Float[Array, " nq"]
+    velocity_error: Float[Array, " nc"]
+
+
+def local_terms(
+    model: Model, q: Float[Array, " nq"], qd: Float[Array, " nq"], t: Scalar
+) -> LocalTerms:
+    """[`LocalTerms`][] at (q, q̇, t), all by autodiff of the pairs' local residuals."""
+    R, B = constraint_rows(model, q, t)
+    dof = model.bodies.dof
+    QD = jnp.concatenate([qd.reshape(-1, dof), jnp.zeros((1, dof))])
+    b = velocity_bias(model, q, t)
+    return LocalTerms(
+        R=R,
+        B=B,
+        mass_blocks=model.bodies.mass_blocks(),
+        b=b,
+        gamma=acceleration_rhs(model, q, qd, t),
+        phi=position_residual(model, q, t),
+        F=generalized_forces(model, q, qd, t),
+        velocity_error=jnp.einsum("rjk,rjk->r", R, QD[B]) + b,
     )
 
 

@@ -20,11 +20,11 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from ._assembly import marker_positions
+from ._drift_control import AS_SIMULATED, as_simulated
 from ._model import Model
 from ._reactions import pair_wrenches
 from ._simulate import Trajectory
 from ._solve import solve_terms
-from ._stabilisation import Baumgarte
 from ._structure import Structure, decide
 from ._types import Scalar
 from ._validation import host_values
@@ -294,17 +294,18 @@ def pair_reaction_history(
     pair: str,
     component: str | None = None,
     method: AbstractRedundancyMethod | None = None,
-    stabilisation=Baumgarte(),
+    stabilisation=AS_SIMULATED,
     structure: Structure | None = None,
 ) -> PairReaction:
     """[`pair_reaction`][] at every saved state of `trajectory` (one compilation,
     differentiable through the simulation that made `trajectory`).
 
     The rank and the verdict come from `structure`, by default the one the
-    trajectory was simulated with (`trajectory.structure`); `stabilisation` should
-    be the one the trajectory was simulated with (`simulate`'s default is
-    `Baumgarte()`), so that q̈ matches the motion. With `method=None` the call
-    raises, as `pair_reaction` does, if the reaction is not unique.
+    trajectory was simulated with (`trajectory.structure`); Γ comes from
+    `stabilisation`, by default the drift control the trajectory was simulated
+    with (`trajectory.drift_control`), so that q̈ matches the motion. With
+    `method=None` the call raises, as `pair_reaction` does, if the reaction is not
+    unique.
 
     **Returns:** a [`PairReaction`][] whose array fields carry a leading time axis.
     """
@@ -313,6 +314,7 @@ def pair_reaction_history(
         structure = trajectory.structure
     guarded = method is None
     method = specialise(NullSpace() if method is None else method, structure)
+    stabilisation = as_simulated(stabilisation, trajectory)
     outputs = _along(
         model, trajectory.ts, trajectory.q, trajectory.qd, rows, structure, method, stabilisation
     )
@@ -354,7 +356,7 @@ def peak_reaction(
     component: str | None = None,
     order: float = PEAK_ORDER,
     method: AbstractRedundancyMethod | None = None,
-    stabilisation=Baumgarte(),
+    stabilisation=AS_SIMULATED,
     structure: Structure | None = None,
 ) -> PeakReaction:
     """Peak magnitude of a pair's reaction over a simulated manoeuvre, smooth
@@ -427,7 +429,7 @@ def reaction_impulse(
     pair: str,
     component: str | None = None,
     method: AbstractRedundancyMethod | None = None,
-    stabilisation=Baumgarte(),
+    stabilisation=AS_SIMULATED,
     structure: Structure | None = None,
 ) -> ReactionImpulse:
     """Time integral of a pair's reaction over a simulated manoeuvre (trapezoid

@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
+from ._drift_control import AS_SIMULATED, as_simulated
 from ._model import Model
 from ._solve import solve_terms
-from ._stabilisation import Baumgarte
 from ._structure import Structure, decide, membership
 from ._types import Scalar
 from .joints import RigidBodyConstraint
@@ -142,8 +142,8 @@ def reactions(
       default: [`decide`][] at (q, t). Along a motion pass the one it was simulated
       with (`trajectory.structure`).
     - `method`: how redundant constraints are handled (default minimum norm).
-    - `stabilisation`: the drift-control term used in the simulation, if any, so
-      that the reactions match the simulated accelerations.
+    - `stabilisation`: the drift control used in the simulation (its Γ), if any,
+      so that the reactions match the simulated accelerations.
 
     **Returns:** a [`Reactions`][]. Works under `jax.jit`, `jax.vmap`, `jax.grad`.
 
@@ -196,19 +196,20 @@ def reaction_history(
     *,
     structure: Structure | None = None,
     method: AbstractRedundancyMethod = NullSpace(),
-    stabilisation=Baumgarte(),
+    stabilisation=AS_SIMULATED,
 ) -> Reactions:
     """[`reactions`][] at every saved state of `trajectory` (one compilation).
 
     The rank and the verdicts come from `structure`, by default the one the
     trajectory was simulated with (`trajectory.structure`, decided at its initial
-    state): never decided again along the motion. `stabilisation` should be the one
-    the trajectory was simulated with (`simulate`'s default is `Baumgarte()`), so
-    that q̈ matches the motion.
+    state): never decided again along the motion. Γ comes from `stabilisation`, by
+    default the drift control the trajectory was simulated with
+    (`trajectory.drift_control`), so that q̈ matches the motion.
 
     **Returns:** a [`Reactions`][] whose array fields carry a leading time axis
     (the verdicts too, constant along it).
     """
     if structure is None:
         structure = trajectory.structure
+    stabilisation = as_simulated(stabilisation, trajectory)
     return _history(model, trajectory, structure, specialise(method, structure), stabilisation)

@@ -1,6 +1,7 @@
 """Forward dynamics with Diffrax: `simulate(model, state0, t1, ...) -> Trajectory`."""
 
 import dataclasses
+import warnings
 
 import diffrax
 import equinox as eqx
@@ -15,9 +16,8 @@ from ._assembly import (
     raise_if_inconsistent,
     velocity_residual,
 )
-from ._equations import dynamics_terms, stabilised_gamma
+from ._drift_control import AbstractDriftControl, Baumgarte, Projection, drift_control_of
 from ._model import Model, State
-from ._stabilisation import Baumgarte, Projection
 from ._structure import Structure, decide
 from ._validation import host_values
 from .methods import AbstractNullSpaceMethod, AbstractRedundancyMethod, NullSpace, specialise
@@ -36,6 +36,8 @@ class Trajectory(eqx.Module):
     - `structure`: the mechanism's [`Structure`][] the motion was computed with
       (decided at the initial state unless given): reactions along the motion read
       their rank and verdicts from it.
+    - `drift_control`: the drift control the motion was computed with: reactions
+      along the motion solve with its Γ.
     """
 
     ts: Float[Array, " T"]
@@ -50,6 +52,7 @@ class Trajectory(eqx.Module):
     num_rejected_steps: Int[Array, ""]
     result: diffrax.RESULTS
     structure: Structure
+    drift_control: AbstractDriftControl = Baumgarte()
 
     def state(self, k: int) -> State:
         """The saved state number `k`."""
@@ -57,10 +60,10 @@ class Trajectory(eqx.Module):
 
 
 def _vector_field(t, y, args):
-    model, structure, method, stabilisation = args
+    model, structure, method, drift_control = args
     q, qd = y
-    terms = dynamics_terms(model, q, qd, t)
-    return qd, method.acceleration(terms, stabilised_gamma(terms, stabilisation), structure)
+    terms = method.terms(model, q, qd, t)
+    return qd, method.acceleration(terms, drift_control.gamma(terms), structure)
 
 
 def _diagnostics(model: Model, ts, q, qd):
@@ -101,8 +104,7 @@ def _simulate(
     method,
     solver,
     controller,
-    stabilisation,
-    projection,
+    drift_control,
     max_steps,
     throw,
     progress_meter,
@@ -113,8 +115,8 @@ def _simulate(
         # host callback (so the persistent compilation cache can keep it).
         ts = jnp.asarray(saved_times.values)
     term = diffrax.ODETerm(_vector_field)
-    args = (model, structure, method, stabilisation)
-    if projection is None:
+    args = (model, structure, method, drift_control)
+    if not drift_control.projects:
         sol = diffrax.diffeqsolve(
             term,
             solver,
@@ -154,7 +156,7 @@ def _simulate(
                 throw=throw,
             )
             qe, qde = jax.tree.map(lambda x: x[-1], sol.ys)
-            y = projection(model, qe, qde, span[1], ranks)
+            y = drift_control.project(model, qe, qde, span[1], ranks)
             res = diffrax.RESULTS.where(res == diffrax.RESULTS.successful, sol.result, res)
             carry = (
                 y,
@@ -187,7 +189,11 @@ def _simulate(
         num_rejected_steps=jnp.asarray(stats[2]),
         result=result,
         structure=structure,
+        drift_control=drift_control,
     )
+
+
+_UNSET = object()
 
 
 class _Times(eqx.Module):
@@ -239,8 +245,7 @@ def simulate(
     stepsize_controller: diffrax.AbstractStepSizeController | None = None,
     rtol: float = 1e-8,
     atol: float = 1e-10,
-    stabilisation: Baumgarte | None = Baumgarte(),
-    projection: Projection | None = None,
+    drift_control: AbstractDriftControl = Baumgarte(),
     initial_projection: Projection | None = None,
     consistency_tol: float = 1e-8,
     n_save: int = 201,
@@ -248,6 +253,8 @@ def simulate(
     max_steps: int = 100_000,
     throw: bool = True,
     progress_meter: diffrax.AbstractProgressMeter = diffrax.NoProgressMeter(),
+    stabilisation=_UNSET,
+    projection=_UNSET,
 ) -> Trajectory:
     """Integrate the equations of motion from `state0` to `t1`.
 
@@ -267,17 +274,21 @@ def simulate(
       onto the knots of the prescribed motions.
     - `rtol`, `atol`: tolerances of the default controller (and the default
       solver's choice).
-    - `stabilisation`: Baumgarte terms in Γ (default α = β = 10 /s), or None.
-    - `projection`: a [`Projection`][] applied at every saved time (positions then
-      velocities onto the constraint manifold, with the structure's ranks), or None.
+    - `drift_control`: how the state is kept on the constraint manifold:
+      [`Baumgarte`][]`()` terms in Γ (the default, α = β = 10 /s);
+      [`Projection`][]`()` at every saved time (positions then velocities, with
+      the structure's ranks) with Baumgarte terms between saves;
+      `Projection(baumgarte=None)`; or [`NoDriftControl`][]`()`.
     - `initial_projection`: project `state0` first (the correction is reported in
       `Trajectory.initial_correction`); if None, an inconsistent `state0` is refused.
     - `consistency_tol`: the largest constraint residual accepted in `state0`.
     - `n_save` / `ts`: save times (default: `n_save` equally spaced in [t0, t1]).
     - `max_steps`, `throw`: as in `diffrax.diffeqsolve`.
     - `progress_meter`: a Diffrax progress meter (e.g. `diffrax.TextProgressMeter()`),
-      used when `projection` is None (with a projection the solve runs save interval
-      by save interval).
+      used when the drift control does not project (with a projection the solve
+      runs save interval by save interval).
+    - `stabilisation`, `projection`: deprecated (a `DeprecationWarning`); the
+      drift control they stand for is built by [`drift_control_of`][].
 
     **Returns:** a [`Trajectory`][] (with the `structure` it used).
 
@@ -295,6 +306,23 @@ def simulate(
         traj.position_violation.max()
         ```
     """
+    if stabilisation is not _UNSET or projection is not _UNSET:
+        warnings.warn(
+            "simulate(stabilisation=..., projection=...) is deprecated: pass "
+            "drift_control=rx.drift_control_of(stabilisation, projection), e.g. "
+            "drift_control=rx.Projection() or rx.NoDriftControl()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        drift_control = drift_control_of(
+            Baumgarte() if stabilisation is _UNSET else stabilisation,
+            None if projection is _UNSET else projection,
+        )
+    if not isinstance(drift_control, AbstractDriftControl):
+        raise TypeError(
+            f"simulate field 'drift_control': expected a drift control (rx.Baumgarte(), "
+            f"rx.Projection(), rx.NoDriftControl()), got {drift_control!r}"
+        )
     q0, qd0, correction, phi, vel = _initial_state(model, state0, initial_projection)
     if initial_projection is None:
         residuals = host_values(phi, vel)
@@ -326,8 +354,7 @@ def simulate(
         specialise(method, structure),
         solver,
         stepsize_controller,
-        stabilisation,
-        projection,
+        drift_control,
         max_steps,
         throw,
         progress_meter,

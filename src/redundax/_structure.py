@@ -49,6 +49,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from ._assembly import constraint_matrix, mass_matrix, position_residual
+from ._block_pattern import BlockPattern, block_pattern
 from ._model import Model
 from ._qr import DECISION_RTOL as DECISION_RTOL, default_rtol, pivoted_qr
 from ._types import Scalar
@@ -292,6 +293,8 @@ class Structure(eqx.Module):
     - `names`, `kinds`, `rows`, `labels`: the pairs (then any user groups), their
       rows of C (0-based) and the labels of their reaction components.
     - `topology`: the body graph, spanning tree and loops ([`Topology`][]).
+    - `blocks`: the block-sparse pattern of C M⁻¹ Cᵀ and its elimination order
+      ([`BlockPattern`][]), ordered by the topology.
     - `rank`, `rank_holonomic`, `rank_pfaffian`: rank of C, Φ_q and Ψ.
     - `independent`: per row of C, whether it belongs to the maximal independent set
       chosen by the pivoted QR of Cᵀ (rigid-body rows first); the others are the
@@ -320,6 +323,7 @@ class Structure(eqx.Module):
     rows: tuple[tuple[int, ...], ...] = eqx.field(static=True)
     labels: tuple[tuple[str, ...], ...] = eqx.field(static=True)
     topology: Topology
+    blocks: BlockPattern
     rank: Int[Array, ""]
     rank_holonomic: Int[Array, ""]
     rank_pfaffian: Int[Array, ""]
@@ -529,6 +533,7 @@ def _decide(model, q, t, names, kinds, rows, labels, rtol, utol) -> Structure:
     N1, rank1 = left_null_space(C1, rtol)
     groups1 = group_verdicts(C1, N1, rows, utol)
     row_unique1, _ = row_verdicts(C1, N1, utol)
+    topo = topology(model)
     return Structure(
         n=model.n_coordinates,
         m=model.n_holonomic,
@@ -537,7 +542,8 @@ def _decide(model, q, t, names, kinds, rows, labels, rtol, utol) -> Structure:
         kinds=kinds,
         rows=rows,
         labels=labels,
-        topology=topology(model),
+        topology=topo,
+        blocks=block_pattern(model, topo),
         rank=rank,
         rank_holonomic=rank_h,
         rank_pfaffian=rank_p,

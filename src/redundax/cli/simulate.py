@@ -297,7 +297,6 @@ def _simulate(args: argparse.Namespace) -> int:
             config.model,
             trajectory,
             method=options.method,
-            stabilisation=options.stabilisation,
         )
         write_run(
             out,

@@ -15,6 +15,7 @@ from typing import Any, Final
 import diffrax
 import numpy as np
 
+from .._drift_control import Baumgarte, Projection
 from .._motion import Constant, Polynomial, SmoothSteps
 from .._spatial_spec import (
     Cylindrical,
@@ -38,9 +39,9 @@ from .._spec import (
     TranslationalDriver,
     Weld,
 )
-from .._stabilisation import Baumgarte, Projection
 from ..methods import (
     AugmentedLagrangian,
+    BlockSparse,
     NullSpace,
     Penalty,
     WeightedMinimumNorm,
@@ -281,6 +282,7 @@ TYPES: Final[Mapping[str, Mapping[str, Kind]]] = {
     "method": {
         "null-space": Kind(NullSpace, {}, ()),
         "weighted-minimum-norm": Kind(WeightedMinimumNorm, {}, ()),
+        "block": Kind(BlockSparse, {"pivot_rtol": checks.positive}, ()),
         "elimination": Kind(
             EliminatedRows, {"eliminate": checks.rows}, (), names={"eliminate": "rows"}
         ),

@@ -7,7 +7,7 @@ from typing import Any, Final
 
 import diffrax
 
-from .._stabilisation import Baumgarte, Projection
+from .._drift_control import AbstractDriftControl, Baumgarte, Projection, drift_control_of
 from ..methods import AbstractRedundancyMethod, NullSpace
 from . import _checks as checks
 from ._errors import Problem, Where
@@ -51,6 +51,12 @@ class SimulationOptions:
     choices: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict(SIMULATION_CHOICES))
     raw: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
+    @property
+    def drift_control(self) -> AbstractDriftControl:
+        """The drift control `stabilisation` and `projection` stand for (see
+        [`redundax.drift_control_of`][])."""
+        return drift_control_of(self.stabilisation, self.projection)
+
     def keywords(self, **overrides: Any) -> dict[str, Any]:
         """The keyword arguments of [`redundax.simulate`][] these options stand for
         (everything but `t_final`, its third positional argument), with `overrides`
@@ -62,8 +68,7 @@ class SimulationOptions:
             "solver": self.solver,
             "rtol": self.rtol,
             "atol": self.atol,
-            "stabilisation": self.stabilisation,
-            "projection": self.projection,
+            "drift_control": self.drift_control,
             "initial_projection": self.initial_projection,
             "n_save": self.n_save,
             "max_steps": self.max_steps,

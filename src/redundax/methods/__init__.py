@@ -24,6 +24,12 @@ from ._kernels import (
     weighted_multipliers as weighted_multipliers,
 )
 from .augmented_lagrangian import AugmentedLagrangian as AugmentedLagrangian
+from .block import (
+    PIVOT_RTOL as PIVOT_RTOL,
+    BlockSolution as BlockSolution,
+    BlockSparse as BlockSparse,
+    block_solve as block_solve,
+)
 from .compliant import Compliant as Compliant, joint_stiffness as joint_stiffness
 from .elimination import Elimination as Elimination, eliminate as eliminate
 from .null_space import NullSpace as NullSpace

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._equations import Terms
+from .._equations import Terms, dynamics_terms
 from .._structure import Structure
 from .._validation import host_values
 from ._kernels import null_space_acceleration, schur_acceleration
@@ -22,6 +22,11 @@ class AbstractRedundancyMethod(eqx.Module):
     is well conditioned) comes from the mechanism's [`Structure`][], decided once by
     [`redundax.decide`][]: a method itself decides nothing at run time.
     """
+
+    def terms(self, model, q, qd, t) -> Terms:
+        """The terms of the equations of motion this method solves, at (q, q̇, t)
+        (default: the dense [`Terms`][]; a method that needs less assembles less)."""
+        return dynamics_terms(model, q, qd, t)
 
     @abc.abstractmethod
     def acceleration(

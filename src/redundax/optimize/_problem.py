@@ -17,10 +17,10 @@ from .. import (
     reaction_impulse,
     simulate,
 )
+from .._parameters import apply_parameters, parameter_targets
 from .._rank_history import singular_values_along
 from .._reaction_quantities import first_moving_body
 from ..methods import specialise
-from .._parameters import apply_parameters, parameter_targets
 from ._file import Design
 
 
@@ -119,7 +119,6 @@ class DesignProblem:
                     pair=term.pair,
                     component=term.component,
                     order=term.order,
-                    stabilisation=options.stabilisation,
                     structure=self.structure,
                 )
                 values.append(peak.value)
@@ -131,7 +130,6 @@ class DesignProblem:
                     trajectory,
                     pair=term.pair,
                     component=term.component,
-                    stabilisation=options.stabilisation,
                     structure=self.structure,
                 )
                 if term.component is None:

@@ -1,0 +1,176 @@
+"""Drift control, one object per strategy (as Diffrax has one object per step-size
+controller): Baumgarte terms in Γ, projection onto the constraint manifold
+(González et al. 2011, Eqs. 2–3; DESIGN.md §2), both, or neither.
+
+A drift control answers two questions `simulate` asks:
+
+- `gamma(terms)`: the right-hand side Γ of C q̈ = Γ the accelerations are solved
+  with (the constraints' own Γ, or Γ with stabilising terms added);
+- `project(model, q, qd, t, ranks)`: the state put back on the manifold at each
+  saved time, or None when the strategy does not project (`projects` says which,
+  statically, so that `simulate` chooses its integration loop while tracing).
+
+Reactions along a motion need the same Γ as the motion ([`reaction_history`][]
+reads `Trajectory.drift_control`).
+"""
+
+import dataclasses
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ._assembly import constraint_matrix, mass_matrix, position_residual, velocity_bias
+from ._model import Model
+from ._qr import DECISION_RTOL, pivoted_qr
+from ._types import Scalar
+
+
+class AbstractDriftControl(eqx.Module):
+    """How a simulation keeps its state on the constraint manifold.
+
+    Subclasses override `gamma` (terms added to Γ) and/or set `projects = True` and
+    override `project` (a correction at each saved time)."""
+
+    projects: ClassVar[bool] = False
+
+    def gamma(self, terms) -> Float[Array, " nc"]:
+        """Γ the accelerations are solved with, from the `Terms` of the equations
+        of motion (default: the constraints' own Γ)."""
+        return terms.gamma
+
+    def project(self, model: Model, q, qd, t, ranks=None):
+        """`(q, q̇)` put back on the manifold (default: unchanged)."""
+        return q, qd
+
+
+class NoDriftControl(AbstractDriftControl):
+    """No drift control: the constraints' own Γ and no projection. The residuals
+    then grow with the integration error (use for checks, not for long runs)."""
+
+
+class Baumgarte(AbstractDriftControl):
+    """Γ ← Γ − 2α (C q̇ + b) − β² [Φ; 0].
+
+    `alpha` [1/s] damps velocity drift (holonomic and Pfaffian rows), `beta` [1/s]
+    position drift (holonomic rows). α = β gives critical damping of the drift.
+    `simulate`'s default drift control is `Baumgarte()` (α = β = 10 /s).
+    """
+
+    alpha: float = 10.0
+    beta: float = 10.0
+
+    def gamma(self, terms) -> Float[Array, " nc"]:
+        """Stabilised Γ from the `Terms` of the equations of motion."""
+        velocity_error = terms.velocity_error
+        nc, m = velocity_error.shape[0], terms.phi.shape[0]
+        phi = jnp.concatenate([terms.phi, jnp.zeros(nc - m)])
+        return terms.gamma - 2.0 * self.alpha * velocity_error - self.beta**2 * phi
+
+
+def weighted_pinv_step(M, A, residual, rank):
+    """Δ = L⁻¹ (A L⁻¹)⁺ residual with M = Lᵀ L: the mass-weighted least-norm
+    correction (W = L⁻¹ (A L⁻¹)⁺ of González et al.).
+
+    Computed as M⁻¹ Aᵀ S⁺ residual with S = A M⁻¹ Aᵀ = (A L⁻¹)(A L⁻¹)ᵀ, whose
+    pseudoinverse keeps the `rank` largest eigenvalues (symmetric eigensolver of
+    the small Gram matrix: several times cheaper than an SVD of A L⁻¹): near the
+    manifold, dependent rows of A are independent only by tiny amounts, which
+    must not be inverted."""
+    MiAt = jnp.linalg.solve(M, A.T)
+    S = A @ MiAt
+    S = 0.5 * (S + S.T)
+    w, U = jnp.linalg.eigh(S)  # ascending
+    keep = jnp.arange(w.shape[0]) >= w.shape[0] - rank
+    w_inv = jnp.where(keep, 1.0 / jnp.where(keep, w, 1.0), 0.0)
+    return MiAt @ (U @ (w_inv * (U.T @ residual)))
+
+
+class Projection(AbstractDriftControl):
+    """Project q onto Φ(q, t) = 0 (fixed-point iteration q ← q − W Φ) and then q̇
+    onto C q̇ + b = 0 (q̇ ← q̇ − W (C q̇ + b), holonomic and Pfaffian rows), with
+    W = L⁻¹ (A L⁻¹)⁺, M = Lᵀ L (González et al. 2011, Eqs. 2–3).
+
+    As a drift control of `simulate` it projects at every saved time and adds
+    `baumgarte`'s terms to Γ between them (default `Baumgarte()`; None for the
+    projection alone). Called directly, `Projection()(model, q, qd, t)` projects
+    one state (e.g. `simulate(initial_projection=...)`).
+
+    `iterations` is a fixed count (so the projection is differentiable); the
+    ranks of Φ_q and C are taken at the configuration being projected unless
+    given (`simulate` passes the ranks of its structure).
+    """
+
+    projects: ClassVar[bool] = True
+    iterations: int = eqx.field(static=True, default=4)
+    baumgarte: Baumgarte | None = Baumgarte()
+
+    def gamma(self, terms) -> Float[Array, " nc"]:
+        return terms.gamma if self.baumgarte is None else self.baumgarte.gamma(terms)
+
+    def project(self, model: Model, q, qd, t, ranks=None):
+        return self(model, q, qd, t, ranks)
+
+    def positions(
+        self, model: Model, q: Float[Array, " nq"], t: Scalar, rank=None
+    ) -> Float[Array, " nq"]:
+        m = model.n_holonomic
+        if m == 0:
+            return q
+        M = mass_matrix(model, q)
+        if rank is None:
+            rank = pivoted_qr(constraint_matrix(model, q, t)[:m], DECISION_RTOL).rank
+
+        def step(_, q):
+            A = constraint_matrix(model, q, t)[:m]
+            return q - weighted_pinv_step(M, A, position_residual(model, q, t), rank)
+
+        return jax.lax.fori_loop(0, self.iterations, step, q)
+
+    def velocities(
+        self, model: Model, q: Float[Array, " nq"], qd: Float[Array, " nq"], t: Scalar, rank=None
+    ) -> Float[Array, " nq"]:
+        if model.n_constraints == 0:
+            return qd
+        C = constraint_matrix(model, q, t)
+        if rank is None:
+            rank = pivoted_qr(C, DECISION_RTOL).rank
+        residual = C @ qd + velocity_bias(model, q, t)
+        return qd - weighted_pinv_step(mass_matrix(model, q), C, residual, rank)
+
+    def __call__(self, model: Model, q, qd, t, ranks=None):
+        """Project positions, then velocities. `ranks` = (rank Φ_q, rank C) or None."""
+        rank_q, rank_c = (None, None) if ranks is None else ranks
+        q = self.positions(model, q, t, rank_q)
+        return q, self.velocities(model, q, qd, t, rank_c)
+
+
+def drift_control_of(
+    stabilisation: Baumgarte | None, projection: Projection | None
+) -> AbstractDriftControl:
+    """The drift control that Baumgarte terms `stabilisation` and a `projection` at
+    every saved time (each possibly None) stand for: the mapping of `simulate`'s
+    former `stabilisation=` / `projection=` keywords and of a configuration's
+    `stabilisation` / `projection` keys."""
+    if projection is not None:
+        return dataclasses.replace(projection, baumgarte=stabilisation)
+    return NoDriftControl() if stabilisation is None else stabilisation
+
+
+class _AsSimulated:
+    """The default `stabilisation` of the functions of a trajectory: the drift
+    control the trajectory was simulated with (`Trajectory.drift_control`)."""
+
+    def __repr__(self) -> str:
+        return "AS_SIMULATED"
+
+
+AS_SIMULATED = _AsSimulated()
+
+
+def as_simulated(stabilisation, trajectory):
+    """`trajectory.drift_control` where `stabilisation` is [`AS_SIMULATED`][], else
+    `stabilisation` (a drift control, or None for Γ itself)."""
+    return trajectory.drift_control if stabilisation is AS_SIMULATED else stabilisation

@@ -1,0 +1,286 @@
+"""Block-sparse solution of the equations of motion with constraint partitioning
+(Kraus, Winckler & Bock 2001, §6 and §8).
+
+M q̈ + Cᵀ μ = F, C q̈ = Γ is solved through the Schur complement over the
+constraint blocks, S μ = C M⁻¹ F − Γ with S = C M⁻¹ Cᵀ, q̈ = M⁻¹ (F − Cᵀ μ):
+
+1. M⁻¹ body by body (M is block diagonal in absolute and natural coordinates);
+2. S only in the blocks of its pattern (two constraint blocks couple only through
+   a common moving body), factorised S = L D Lᵀ block by block in the order the
+   [`BlockPattern`][redundax.BlockPattern] fixed on the host, with fill-in only
+   where its symbolic factorisation put it (none for chains, trees and loops
+   through the ground; along the loop for a loop off the ground). Every block is
+   padded to one size and every step to one number of coupled blocks, so the
+   factorisation is one `lax.scan` of small dense products (unrolled for small
+   mechanisms) in pure `jax.numpy`: no LAPACK call, so `vmap` turns it into wide
+   array arithmetic and `grad` flows through it, and the work grows linearly
+   with the number of blocks at fixed coupling;
+3. **constraint partitioning inside the factorisation**: within each diagonal
+   block the LDLᵀ pivots are monitored; a pivot at or below `pivot_rtol` times the
+   row's own S_jj (the row is, to that accuracy, a combination of rows eliminated
+   before it) drops the row: its multiplier is set to zero and it takes no
+   further part, which is eliminating that constraint (Kraus et al. §8), with no
+   restart. The rows kept are the *active set* (`BlockSolution.active`); it may
+   change from one state to the next.
+
+q̈ is the unique constrained acceleration (every exact method's); μ is one
+particular set of multipliers, zero on the dropped rows, and the reactions the
+[`Structure`][redundax.Structure] flags unique equal every other method's.
+"""
+
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from .._block_pattern import BlockPattern
+from .._equations import LocalTerms, Terms, local_terms
+from .._structure import Structure
+from ._base import AbstractRedundancyMethod
+
+PIVOT_RTOL = 1e-10
+"""A row of S is dropped when its LDLᵀ pivot is at or below this fraction of its
+S_jj: the row's part independent of the rows before it is below √1e-10 = 1e-5 of
+its size (in the M⁻¹ metric). Exactly dependent rows at a state that drifted by ε
+from the manifold have pivots of about ε² S_jj; independent rows close to a
+singular configuration keep theirs until 1e-5 from it."""
+
+UNROLL_STEPS = 64
+"""Mechanisms with at most this many blocks run the factorisation unrolled (no
+loop overhead); larger ones as a `lax.scan` (compile time independent of size)."""
+
+
+def _ldl(A, diag0, rtol):
+    """A = L D Lᵀ (L unit lower triangular), unrolled over the columns, dropping
+    column j (L[:, j] = e_j, kept[j] False) when its pivot is ≤ rtol · diag0[j].
+
+    **Returns:** (L, d, kept), d = 1 where dropped."""
+    n = A.shape[-1]
+    index = jnp.arange(n)
+    L = jnp.eye(n, dtype=A.dtype)
+    d = jnp.ones(n, dtype=A.dtype)
+    kept = []
+    for j in range(n):
+        v = A[:, j] - L[:, :j] @ (d[:j] * L[j, :j]) if j else A[:, j]
+        pivot = v[j]
+        keep = pivot > rtol * diag0[j]
+        safe = jnp.where(keep, pivot, 1.0)
+        column = jnp.where((index > j) & keep, v / safe, 0.0)
+        L = L.at[:, j].set(jnp.where(index == j, 1.0, column))
+        d = d.at[j].set(safe)
+        kept.append(keep)
+    return L, d, jnp.stack(kept)
+
+
+def _unit_lower_inverse(L):
+    """L⁻¹ for a unit lower triangular L (forward substitution, unrolled)."""
+    n = L.shape[-1]
+    inv = jnp.eye(n, dtype=L.dtype)
+    for i in range(1, n):
+        inv = inv.at[i].set(inv[i] - L[i, :i] @ inv[:i])
+    return inv
+
+
+def _spd_inverse(A):
+    """A⁻¹ of a small symmetric positive definite matrix (unrolled LDLᵀ)."""
+    L, d, _ = _ldl(A, jnp.zeros(A.shape[-1], dtype=A.dtype), 0.0)
+    Linv = _unit_lower_inverse(L)
+    return Linv.T @ (Linv / d[:, None])
+
+
+class _Plan(NamedTuple):
+    """The pattern as padded index arrays (NumPy, static): n steps of blocks of
+    `size` rows, each coupled to at most `width` later steps. Entry 0…n−1 are the
+    diagonal blocks, then one per (later step, step) pair; the last entry, row
+    `nc` and step `n` are sinks for the padding."""
+
+    rows: np.ndarray  # (n, size): rows of C by step, padded with nc
+    valid: np.ndarray  # (n, size)
+    later: np.ndarray  # (n, width): later steps, padded with n
+    off: np.ndarray  # (n, width): entry of (later step, step), padded with the sink
+    update: np.ndarray  # (n, width, width): entry updated by (a, b), a ≥ b; else sink
+    pairs: np.ndarray  # (E, 2): (i, k) steps of each non-sink entry
+    original: np.ndarray  # (E,): entry is non-zero in S (not fill-in)
+    n_entries: int
+
+
+def _plan(pattern: BlockPattern) -> _Plan:
+    n = pattern.n_blocks
+    size = max((len(r) for r in pattern.rows), default=1)
+    width = max(pattern.bandwidth, 1)
+    nc = pattern.n_rows
+    rows = np.full((n, size), nc, dtype=int)
+    for k, g in enumerate(pattern.order):
+        rows[k, : len(pattern.rows[g])] = pattern.rows[g]
+    entry = {(k, k): k for k in range(n)}
+    for k in range(n):
+        for i in pattern.later[k]:
+            entry[(i, k)] = len(entry)
+    sink = len(entry)
+    later = np.full((n, width), n, dtype=int)
+    off = np.full((n, width), sink, dtype=int)
+    update = np.full((n, width, width), sink, dtype=int)
+    for k in range(n):
+        for a, i in enumerate(pattern.later[k]):
+            later[k, a] = i
+            off[k, a] = entry[(i, k)]
+            for b, j in enumerate(pattern.later[k][: a + 1]):
+                update[k, a, b] = entry[(i, j)]  # later is ascending: i ≥ j
+    pairs = np.zeros((sink, 2), dtype=int)
+    for (i, k), e in entry.items():
+        pairs[e] = (i, k)
+    original = np.array([(int(i), int(k)) not in pattern.fill for i, k in pairs], dtype=bool)
+    return _Plan(rows, rows < nc, later, off, update, pairs, original, sink)
+
+
+class BlockSolution(NamedTuple):
+    """q̈, the multipliers μ (zero on dropped rows) and the active rows."""
+
+    qdd: Float[Array, " nq"]
+    multipliers: Float[Array, " nc"]
+    active: Bool[Array, " nc"]
+
+
+def _rows_of_dense(pattern: BlockPattern, C):
+    """(R, B) of a dense C: each row's derivative in its block's bodies' coordinates."""
+    nc, dof, nb = pattern.n_rows, pattern.dof, pattern.n_bodies
+    P = max((len(b) for b in pattern.bodies), default=1) or 1
+    B = np.full((nc, P), nb, dtype=int)
+    for rows, bodies in zip(pattern.rows, pattern.bodies, strict=True):
+        for r in rows:
+            B[r, : len(bodies)] = bodies
+    C3 = jnp.concatenate([C.reshape(nc, nb, dof), jnp.zeros((nc, 1, dof), C.dtype)], axis=1)
+    return C3[np.arange(nc)[:, None], B], jnp.asarray(B)
+
+
+@eqx.filter_jit
+def block_solve(
+    pattern: BlockPattern,
+    R: Float[Array, "nc P dof"],
+    B: Int[Array, "nc P"],
+    mass_blocks: Float[Array, "nb dof dof"],
+    F: Float[Array, " nq"],
+    gamma: Float[Array, " nc"],
+    rtol: float = PIVOT_RTOL,
+) -> BlockSolution:
+    """(q̈, μ, active rows) of M q̈ + Cᵀ μ = F, C q̈ = Γ by the block factorisation
+    (module docstring), C given row by row in local form (`R`, `B`: see
+    [`redundax.constraint_rows`][]) and M by its body blocks. Compiled once per
+    pattern (a called-eagerly solve is one program, not thousands of small ones)."""
+    plan = _plan(pattern)
+    n, size = plan.rows.shape
+    nc, dof, nb = pattern.n_rows, pattern.dof, pattern.n_bodies
+    dtype = R.dtype
+    # M⁻¹ per body, a zero block for the ground and unused slots (index nb).
+    Minv = jax.vmap(_spd_inverse)(mass_blocks)
+    Minv = jnp.concatenate([Minv, jnp.zeros((1, dof, dof), dtype)])
+    MiF = jnp.einsum("bkl,bl->bk", Minv[:nb], F.reshape(nb, dof))
+    if n == 0:  # no constraints
+        return BlockSolution(MiF.reshape(-1), jnp.zeros(0, dtype), jnp.zeros(0, bool))
+    MiF = jnp.concatenate([MiF, jnp.zeros((1, dof), dtype)])
+    # Blocks of C by step, padded: X (n, size, P, dof), their bodies (n, size, P).
+    Rx = jnp.concatenate([R, jnp.zeros((1, *R.shape[1:]), dtype)])
+    Bx = jnp.concatenate([B, jnp.full((1, B.shape[1]), nb, dtype=B.dtype)])
+    X, XB = Rx[plan.rows], Bx[plan.rows]
+    # r = C M⁻¹ F − Γ by step.
+    gx = jnp.concatenate([gamma, jnp.zeros(1, dtype)])
+    r = jnp.einsum("nspk,nspk->ns", X, MiF[XB]) - gx[plan.rows]
+    # The non-zero entries of S: S_ik[a, c] = Σ over common bodies of
+    # X_i[a, p] M⁻¹_b X_k[c, q]ᵀ (b = body of slot p of row a = of slot q of row c).
+    i, k = plan.pairs[:, 0], plan.pairs[:, 1]
+    MX = jnp.einsum("nspkl,nspl->nspk", Minv[XB], X)[i]
+    Xk, Bi, Bk = X[k], XB[i], XB[k]
+    common = (Bi[:, :, None, :, None] == Bk[:, None, :, None, :]) & (Bi[:, :, None, :, None] < nb)
+    S = jnp.einsum("eapk,ecqk,eacpq->eac", MX, Xk, common.astype(dtype))
+    S = jnp.where(plan.original[:, None, None], S, 0.0)
+    # Padding rows: a unit diagonal, decoupled (their rows of X are zero).
+    pad = jnp.asarray(~plan.valid)
+    diag = jnp.diagonal(S[:n], axis1=1, axis2=2)
+    S = S.at[:n].add(jax.vmap(jnp.diag)(jnp.where(pad, 1.0, 0.0)))
+    diag0 = jnp.where(pad, 1.0, diag)
+    entries = jnp.concatenate([S, jnp.zeros((1, size, size), dtype)])
+
+    later, off, update = jnp.asarray(plan.later), jnp.asarray(plan.off), jnp.asarray(plan.update)
+    coupled = jnp.asarray(plan.off < plan.n_entries)  # (n, width): not padding
+    unroll = n if n <= UNROLL_STEPS else 1
+
+    def block_row(E, step):
+        """The blocks (later step, step) of E, zero in the padding."""
+        return jnp.where(coupled[step][:, None, None], E[off[step]], 0.0)
+
+    def eliminate(E, step):
+        A = E[step]
+        L, d, keep = _ldl(A, diag0[step], rtol)
+        Linv = _unit_lower_inverse(L)
+        scale = jnp.where(keep, 1.0 / d, 0.0)
+        lower = jnp.einsum("wac,bc,b->wab", block_row(E, step), Linv, scale)  # L_ik
+        change = jnp.einsum("xac,c,ybc->xyab", lower, d * keep, lower)
+        E = E.at[update[step]].add(-change)
+        E = E.at[off[step]].set(lower)
+        return E, (Linv, d, keep)
+
+    E, (Linv, d, keep) = jax.lax.scan(eliminate, entries, jnp.arange(n), unroll=unroll)
+    keep = keep & jnp.asarray(plan.valid)
+
+    def forward(y, step):
+        yk = Linv[step] @ y[step]
+        y = y.at[step].set(yk)
+        y = y.at[later[step]].add(-jnp.einsum("wab,b->wa", block_row(E, step), yk))
+        return y, None
+
+    y0 = jnp.concatenate([r, jnp.zeros((1, size), dtype)])
+    y, _ = jax.lax.scan(forward, y0, jnp.arange(n), unroll=unroll)
+    z = jnp.where(keep, y[:n] / d, 0.0)
+
+    def backward(x, step):
+        v = z[step] - jnp.einsum("wab,wa->b", block_row(E, step), x[later[step]])
+        x = x.at[step].set(jnp.where(keep[step], Linv[step].T @ v, 0.0))
+        return x, None
+
+    x0 = jnp.zeros((n + 1, size), dtype)
+    x, _ = jax.lax.scan(backward, x0, jnp.arange(n)[::-1], unroll=unroll)
+    mu = jnp.zeros(nc + 1, dtype).at[plan.rows].set(x[:n])[:nc]
+    active = jnp.zeros(nc + 1, bool).at[plan.rows].set(keep)[:nc]
+    # q̈ = M⁻¹ (F − Cᵀ μ), Cᵀ μ body by body.
+    CtMu = jnp.zeros((nb + 1, dof), dtype).at[B].add(mu[:, None, None] * R)
+    qdd = MiF[:nb] - jnp.einsum("bkl,bl->bk", Minv[:nb], CtMu[:nb])
+    return BlockSolution(qdd.reshape(-1), mu, active)
+
+
+class BlockSparse(AbstractRedundancyMethod):
+    """The block-sparse solution with constraint partitioning (module docstring):
+    linear in the number of bodies for chains and trees, with fill-in along each
+    closed loop off the ground. q̈ equals the null-space method's; the
+    multipliers are those of the rows kept active (zero on the dropped, dependent
+    rows), so the reactions flagged unique are the same as every method's.
+
+    - `pivot_rtol`: the partitioning's pivot threshold (default `PIVOT_RTOL`).
+
+    In `simulate` it assembles only [`LocalTerms`][redundax.LocalTerms] (no dense
+    C or M: O(n) memory); given dense [`Terms`][] it reads C's blocks from them.
+    """
+
+    pivot_rtol: float = eqx.field(static=True, default=PIVOT_RTOL)
+
+    def terms(self, model, q, qd, t) -> LocalTerms:
+        return local_terms(model, q, qd, t)
+
+    def solve(self, terms: Terms | LocalTerms, gamma, structure: Structure) -> BlockSolution:
+        """q̈, μ and the active rows at the state of `terms`."""
+        pattern = structure.blocks
+        if isinstance(terms, LocalTerms):
+            R, B, blocks = terms.R, terms.B, terms.mass_blocks
+        else:
+            R, B = _rows_of_dense(pattern, terms.C)
+            nb, dof = pattern.n_bodies, pattern.dof
+            blocks = terms.M.reshape(nb, dof, nb, dof)[np.arange(nb), :, np.arange(nb), :]
+        return block_solve(pattern, R, B, blocks, terms.F, gamma, self.pivot_rtol)
+
+    def acceleration(self, terms, gamma, structure):
+        return self.solve(terms, gamma, structure).qdd
+
+    def multipliers(self, terms, gamma, qdd, structure):
+        return self.solve(terms, gamma, structure).multipliers

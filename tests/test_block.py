@@ -1,0 +1,193 @@
+"""The block-sparse solver with constraint partitioning (`rx.BlockSparse`, Kraus et
+al. 2001 §6 and §8) against the dense null-space method: the same q̈, the same
+unique reactions, at consistent states of planar and spatial mechanisms, chains
+and loops; eager ≡ jit, vmap ≡ loop, and gradients against central differences."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import redundax as rx
+from helpers import central_difference, planar_twin
+from redundax import models
+from redundax._equations import dynamics_terms
+
+# q̈ of two exact solvers of the same consistent equations: round-off of the
+# factorisations (both well conditioned at regular states), relative to max |q̈|.
+TOL_SAME_QDD = 1e-10
+# Unique reactions of two methods: round-off amplified by the multipliers' size.
+TOL_SAME_UNIQUE = 1e-8
+# A projected state: constraint residual below this [m, rad, m/s].
+TOL_CONSISTENT = 1e-10
+# Autodiff gradient vs central differences of a 1 s solve (FD error ~1e-9 relative).
+TOL_GRADIENT = 1e-5
+# eager vs jit of the same arithmetic (XLA may fuse differently).
+TOL_JIT = 1e-12
+
+MECHANISMS = {
+    "mobile robot": lambda: models.mobile_robot(),
+    "bricard": lambda: models.bricard(),
+    "parallelogram (p = 1)": lambda: models.parallelogram(3),
+    "spatial four-bar (p = 3)": lambda: planar_twin(models.four_bar()),
+    "A02 chain, 1 spatial loop": lambda: planar_twin(models.n_four_bar(1)),
+    "A02 chain, 7 spatial loops": lambda: planar_twin(models.n_four_bar(7)),
+}
+
+
+def consistent_states(model, state, count, seed, spread=0.05):
+    """States on the constraint manifold near `state`: a random step along the
+    manifold's tangent (the null space of Φ_q, by SVD) and random velocities,
+    projected (positions, then velocities)."""
+    rng = np.random.default_rng(seed)
+    project = eqx.filter_jit(rx.Projection(iterations=10))
+    m = model.n_holonomic
+    A = np.asarray(rx.constraint_matrix(model, state.q, state.t))[:m]
+    _, sv, Vt = np.linalg.svd(A)
+    tangent = Vt[int(np.sum(sv > 1e-8 * sv[0])) :].T
+    states = []
+    for _ in range(count):
+        q = state.q + spread * tangent @ rng.normal(size=tangent.shape[1])
+        qd = rng.normal(size=state.qd.shape)
+        q, qd = project(model, q, qd, state.t)
+        assert float(jnp.max(jnp.abs(rx.position_residual(model, q, state.t)))) < TOL_CONSISTENT
+        assert float(jnp.max(jnp.abs(rx.velocity_residual(model, q, qd, state.t)))) < TOL_CONSISTENT
+        states.append(rx.State(state.t, q, qd))
+    return states
+
+
+def _both(model, state, structure):
+    terms = dynamics_terms(model, state.q, state.qd, state.t)
+    dense = rx.NullSpace(schur=False).acceleration(terms, terms.gamma, structure)
+    block = rx.BlockSparse().solve(terms, terms.gamma, structure)
+    return dense, block, terms
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_block_solver_gives_the_null_space_acceleration(name):
+    mech = MECHANISMS[name]()
+    model, state = mech.build(), mech.initial_state()
+    for s in consistent_states(model, state, 3, seed=len(name)):
+        structure = rx.decide(model, s.q, s.t)
+        dense, block, terms = _both(model, s, structure)
+        scale = float(jnp.max(jnp.abs(dense)))
+        assert scale > 1e-3, "a state that does not move tests nothing"
+        assert float(jnp.max(jnp.abs(block.qdd - dense))) < TOL_SAME_QDD * scale, name
+        # The partitioning drops exactly the redundant rows, and the kept
+        # multipliers satisfy M q̈ + Cᵀ μ = F.
+        assert int(jnp.sum(~block.active)) == int(structure.redundancy), name
+        balance = terms.M @ block.qdd + terms.C.T @ block.multipliers - terms.F
+        assert float(jnp.max(jnp.abs(balance))) < TOL_SAME_QDD * float(
+            jnp.max(jnp.abs(terms.F)) + scale
+        )
+
+
+@pytest.mark.parametrize("name", ["mobile robot", "bricard", "spatial four-bar (p = 3)"])
+def test_block_solver_gives_the_same_unique_reactions(name):
+    mech = MECHANISMS[name]()
+    model, state = mech.build(), mech.initial_state()
+    (s,) = consistent_states(model, state, 1, seed=7)
+    structure = rx.decide(model, s.q, s.t)
+    dense = rx.reactions(model, s.q, s.qd, s.t, structure=structure)
+    block = rx.reactions(model, s.q, s.qd, s.t, structure=structure, method=rx.BlockSparse())
+    unique = np.asarray(structure.stable_unique[: len(model.pairs)])
+    scale = float(jnp.max(jnp.abs(dense.wrench)))
+    np.testing.assert_allclose(
+        block.wrench[unique], dense.wrench[unique], rtol=0, atol=TOL_SAME_UNIQUE * scale
+    )
+    if name == "bricard":  # nothing unique: the partitioning's choice differs from min-norm
+        assert not unique.any()
+        assert float(jnp.max(jnp.abs(block.wrench - dense.wrench))) > 1e-3 * scale
+
+
+def test_block_pattern_of_chains_and_loops():
+    # A chain of bodies (the slider-crank's crank and rod, a tree): no fill-in.
+    def pattern_of(mech):
+        model = mech.build()
+        return rx.block_pattern(model, rx.topology(model))
+
+    assert not pattern_of(models.slider_crank()).fill
+    # The A02 chain's loops all pass through the ground, which is not a block: the
+    # blocks of each loop form a path and nothing fills in, so the work per body
+    # (the largest coupling) stays the same as the chain grows, planar or spatial.
+    for build in (models.n_four_bar, lambda n: planar_twin(models.n_four_bar(n))):
+        shapes = []
+        for n in (2, 4, 8, 16):
+            pattern = pattern_of(build(n))
+            shapes.append((len(pattern.fill), pattern.bandwidth))
+        assert shapes == [shapes[0]] * 4 and shapes[0][0] == 0, shapes
+    # A loop off the ground (the mobile robot's platform, steering bodies and
+    # wheels) fills in along itself: a few blocks, not the whole matrix.
+    pattern = pattern_of(models.mobile_robot())
+    assert 0 < len(pattern.fill) < pattern.n_blocks
+    # The blocks partition the rows of C (Bricard: its pairs and rigid-body rows).
+    pattern = pattern_of(models.bricard())
+    assert pattern.n_rows == models.bricard().build().n_constraints
+    assert sorted(r for rows in pattern.rows for r in rows) == list(range(pattern.n_rows))
+    assert sorted(pattern.order) == list(range(pattern.n_blocks))
+
+
+def test_block_solver_eager_jit_vmap_agree():
+    mech = models.mobile_robot()
+    model, state = mech.build(), mech.initial_state()
+    states = consistent_states(model, state, 4, seed=3)
+    structure = rx.decide(model, states[0].q, states[0].t)
+
+    def qdd(q, qd):
+        terms = dynamics_terms(model, q, qd, state.t)
+        return rx.BlockSparse().acceleration(terms, terms.gamma, structure)
+
+    eager = np.stack([qdd(s.q, s.qd) for s in states])
+    jitted = np.stack([jax.jit(qdd)(s.q, s.qd) for s in states])
+    q, qd = jnp.stack([s.q for s in states]), jnp.stack([s.qd for s in states])
+    batched = jax.jit(jax.vmap(qdd))(q, qd)
+    np.testing.assert_allclose(jitted, eager, rtol=0, atol=TOL_JIT * np.max(np.abs(eager)))
+    np.testing.assert_allclose(batched, eager, rtol=0, atol=TOL_JIT * np.max(np.abs(eager)))
+
+
+def test_block_solver_simulates_and_differentiates():
+    """A 1 s motion of the A02 chain with the block solver equals the null-space
+    motion, and the gradient of the final crank angle with respect to the coupler
+    mass equals central differences."""
+    mech = models.n_four_bar(2)
+    model, state = mech.build(), mech.initial_state()
+    kw = dict(rtol=1e-10, atol=1e-12, n_save=3)
+    block = rx.simulate(model, state, 1.0, method=rx.BlockSparse(), **kw)
+    dense = rx.simulate(model, state, 1.0, **kw)
+    np.testing.assert_allclose(block.q, dense.q, rtol=0, atol=1e-8)
+
+    @jax.jit
+    def final_angle(mass):
+        m = eqx.tree_at(lambda m: m.bodies.mass, model, model.bodies.mass.at[3].set(mass))
+        traj = rx.simulate(m, state, 1.0, structure=block.structure, method=rx.BlockSparse(), **kw)
+        return traj.q[-1, 2]
+
+    mass = jnp.asarray(float(model.bodies.mass[3]))
+    grad = float(jax.grad(final_angle)(mass))
+    fd = float(
+        central_difference(lambda x: final_angle(x[0]), np.asarray([float(mass)]), h=1e-4)[0]
+    )
+    assert abs(grad) > 1e-6
+    assert abs(grad - fd) < TOL_GRADIENT * max(1.0, abs(fd))
+
+
+@pytest.mark.parametrize("name", ["mobile robot", "bricard"])
+def test_local_terms_are_the_dense_terms_row_by_row(name):
+    """The block solver's assembly (no dense matrix) holds the same numbers as the
+    dense one: C rebuilt from its rows, and every vector."""
+    mech = MECHANISMS[name]()
+    model, state = mech.build(), mech.initial_state()
+    (s,) = consistent_states(model, state, 1, seed=11)
+    local = rx.local_terms(model, s.q, s.qd, s.t)
+    dense = dynamics_terms(model, s.q, s.qd, s.t)
+    nb, dof, nc = model.bodies.count, model.bodies.dof, model.n_constraints
+    C = jnp.zeros((nc, nb + 1, dof)).at[jnp.arange(nc)[:, None], local.B].add(local.R)
+    np.testing.assert_array_equal(C[:, :nb].reshape(nc, -1), dense.C)
+    for field in ("gamma", "phi", "F", "b"):
+        np.testing.assert_array_equal(getattr(local, field), getattr(dense, field))
+    np.testing.assert_allclose(local.velocity_error, dense.velocity_error, rtol=0, atol=1e-14)
+    structure = rx.decide(model, s.q, s.t)
+    a = rx.BlockSparse().solve(local, local.gamma, structure)
+    b = rx.BlockSparse().solve(dense, dense.gamma, structure)
+    np.testing.assert_allclose(a.qdd, b.qdd, rtol=0, atol=1e-13 * float(jnp.max(jnp.abs(b.qdd))))
