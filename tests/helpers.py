@@ -61,51 +61,10 @@ TOL_CLOSED_FORM = 1e-6
 TOL_FD_SOLVE = 1e-5
 
 
-def _rotz(a: float):
-    c, s = math.cos(a), math.sin(a)
-    return ((c, -s, 0.0), (s, c, 0.0), (0.0, 0.0, 1.0))
-
-
 def planar_rotation(a: float) -> np.ndarray:
     return np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
 
 
 def planar_twin(mech: rx.Mechanism) -> rx.Mechanism:
-    """The spatial model of a planar mechanism: bodies in the plane z = 0 (body z
-    along global z, the planar inertia about it, out-of-plane moments 0.5 J and
-    0.7 J), revolutes about z, translationals as prismatic joints along their
-    in-plane axis, revolute drivers about z (d(0) = 0: the planar angle offset is
-    subtracted)."""
-    pose = {b.name: (np.asarray(b.position, float), float(b.angle)) for b in mech.bodies}
-    pose["ground"] = (np.zeros(2), 0.0)
-    bodies = [
-        rx.SpatialBody(
-            b.name,
-            b.mass,
-            (0.5 * b.inertia, 0.7 * b.inertia, b.inertia),
-            position=(*b.position, 0.0),
-            rotation=_rotz(b.angle),
-            velocity=(*b.velocity, 0.0),
-            angular_velocity=(0.0, 0.0, b.angular_velocity),
-        )
-        for b in mech.bodies
-    ]
-    pairs = []
-    for p in mech.pairs:
-        (ri, ai), (_, aj) = pose[p.body_i], pose[p.body_j]
-        if isinstance(p, rx.RevoluteDriver):
-            c = p.motion.coefficients
-            motion = rx.Polynomial(c.at[0].add(-(ai - aj)))
-            point = (*ri, 0.0)
-            pairs.append(rx.RevoluteDriver3D(p.name, p.body_i, p.body_j, motion, point, (0, 0, 1)))
-            continue
-        point = (*(ri + planar_rotation(ai) @ np.asarray(p.point_i, float)), 0.0)
-        if isinstance(p, rx.Revolute):
-            pairs.append(rx.Revolute3D(p.name, p.body_i, p.body_j, point=point, axis=(0, 0, 1)))
-        elif isinstance(p, rx.Translational):
-            n = planar_rotation(aj) @ np.asarray(p.normal, float)
-            axis = (n[1], -n[0], 0.0)
-            pairs.append(rx.Prismatic3D(p.name, p.body_i, p.body_j, point=point, axis=axis))
-        else:
-            raise NotImplementedError(type(p).__name__)
-    return rx.Mechanism(bodies, pairs, gravity=(*mech.gravity, 0.0), loads=())
+    """The spatial model of a planar mechanism (`rx.models.spatial_twin`)."""
+    return rx.models.spatial_twin(mech)

@@ -59,7 +59,9 @@ from ._motion import (
 )
 from ._qr import PivotedQR as PivotedQR, pivoted_qr as pivoted_qr
 from ._rank_history import (
+    ActiveSetHistory as ActiveSetHistory,
     RankHistory as RankHistory,
+    active_set_history as active_set_history,
     check_regular as check_regular,
     rank_history as rank_history,
     singular_instants as singular_instants,

@@ -5,7 +5,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Bool, Float, Int
 
 from ._assembly import constraint_matrix
 from ._model import Model
@@ -120,3 +120,59 @@ def check_regular(model: Model, state, rtol: float = DECISION_RTOL) -> None:
     if model.n_constraints == 0:
         return
     decide(model, state.q, state.t, rtol=rtol).raise_if_singular()
+
+
+class ActiveSetHistory(eqx.Module):
+    """The constraint partitioning of [`BlockSparse`][redundax.BlockSparse] along a
+    motion: which rows of C its factorisation kept active at each saved state.
+
+    - `ts` (T,), `active` (T, nc): the active rows at each saved time.
+    - `changes`: one entry per save interval in which the active set changed,
+      `(t_before, t_after, entered, left)` with the rows (0-based) that became
+      active and those that were dropped; the change happened inside
+      [t_before, t_after] (save densely to locate it more closely).
+    """
+
+    ts: Float[Array, " T"]
+    active: Bool[Array, "T nc"]
+    changes: tuple[tuple[float, float, tuple[int, ...], tuple[int, ...]], ...] = eqx.field(
+        static=True
+    )
+
+
+@eqx.filter_jit
+def _active_along(model, structure, method, drift_control, ts, q, qd):
+    def one(t, q, qd):
+        terms = method.terms(model, q, qd, t)
+        return method.solve(terms, drift_control.gamma(terms), structure).active
+
+    return jax.vmap(one)(ts, q, qd)
+
+
+def active_set_history(model: Model, trajectory, method=None) -> ActiveSetHistory:
+    """The active set of the block solver's constraint partitioning at every saved
+    state of `trajectory` (its structure and drift control), with the intervals in
+    which it changed: a decision of the factorisation, reported next to the rank
+    history ([`rank_history`][]). `method`: the [`BlockSparse`][redundax.BlockSparse]
+    whose pivot threshold applies (default `BlockSparse()`). Host-side (the
+    changes are a Python list)."""
+    from .methods import BlockSparse
+
+    method = BlockSparse() if method is None else method
+    active = _active_along(
+        model,
+        trajectory.structure,
+        method,
+        trajectory.drift_control,
+        trajectory.ts,
+        trajectory.q,
+        trajectory.qd,
+    )
+    flags, ts = np.asarray(active), np.asarray(trajectory.ts)
+    changes = []
+    for k in range(1, flags.shape[0]):
+        entered = tuple(int(r) for r in np.flatnonzero(flags[k] & ~flags[k - 1]))
+        left = tuple(int(r) for r in np.flatnonzero(~flags[k] & flags[k - 1]))
+        if entered or left:
+            changes.append((float(ts[k - 1]), float(ts[k]), entered, left))
+    return ActiveSetHistory(trajectory.ts, active, tuple(changes))

@@ -122,17 +122,21 @@ def pair_verdicts(
     [`disjoint_groups`][]) takes the cheap path when the groups share no row.
 
     The only code in redundax that turns a null space into uniqueness verdicts."""
-    # Summing each row's outer product C_kᵀ N_k into its group keeps the cost at one
-    # (n, p) product per row when the groups are disjoint (pairs are); the squares
-    # are summed afterwards, so a vanishing B_X is not lost to cancellation.
-    outer = C[:, :, None] * N[:, None, :]
+    # B_X is formed explicitly and its squares summed afterwards, so a vanishing B_X
+    # is not lost to cancellation (as it would be in trace(N_Xᵀ C_X C_Xᵀ N_X)).
     if segments is None:
-        B = jnp.einsum("gk,kac->gac", S, outer)
+        B = jnp.einsum("gk,kac->gac", S, C[:, :, None] * N[:, None, :])
+        b_norm = _safe_sqrt(jnp.sum(B**2, axis=(1, 2)))
     else:
-        g = S.shape[0]
-        ids = jnp.asarray(np.where(segments < 0, g, segments))
-        B = jax.ops.segment_sum(outer, ids, num_segments=g + 1)[:g]
-    b_norm = _safe_sqrt(jnp.sum(B**2, axis=(1, 2)))
+        # Disjoint groups (pairs are): B_X = C_Xᵀ N_X group by group, a few groups
+        # at a time, so that memory stays O(n p) whatever the number of groups.
+        nq, p = C.shape[1], N.shape[1]
+        rows = jnp.asarray(_group_rows(segments, S.shape[0]))
+        Cx = jnp.concatenate([C, jnp.zeros((1, nq), C.dtype)])
+        Nx = jnp.concatenate([N, jnp.zeros((1, p), N.dtype)])
+        batch = max(1, min(rows.shape[0], _VERDICT_BATCH_ELEMENTS // max(1, nq * p)))
+        squares = jax.lax.map(lambda r: jnp.sum((Cx[r].T @ Nx[r]) ** 2), rows, batch_size=batch)
+        b_norm = _safe_sqrt(squares)
     c_norm = _safe_sqrt(S @ jnp.sum(C**2, axis=1))
     n_norm = _safe_sqrt(S @ jnp.sum(N**2, axis=1))
     unique = b_norm <= utol * c_norm
@@ -142,6 +146,21 @@ def pair_verdicts(
         b_norm=b_norm,
         n_norm=n_norm,
     )
+
+
+_VERDICT_BATCH_ELEMENTS = 4_000_000
+"""At most this many entries of B_X matrices are held at once by `pair_verdicts`."""
+
+
+def _group_rows(segments: np.ndarray, g: int) -> np.ndarray:
+    """(g, s) rows of each of `g` disjoint groups (`segments[k]`: row k's group or −1),
+    padded with the index of an extra zero row (len(segments))."""
+    members = [np.flatnonzero(segments == k) for k in range(g)]
+    size = max((len(m) for m in members), default=0) or 1
+    rows = np.full((g, size), len(segments), dtype=int)
+    for k, m in enumerate(members):
+        rows[k, : len(m)] = m
+    return rows
 
 
 def group_verdicts(

@@ -357,3 +357,108 @@ def bricard(
         gravity=(0.0, -g, 0.0),
         markers=[Marker("P3", "rod2", end_of_rod2)],
     )
+
+
+def _rotz(a: float) -> tuple[tuple[float, ...], ...]:
+    c, s = math.cos(a), math.sin(a)
+    return ((c, -s, 0.0), (s, c, 0.0), (0.0, 0.0, 1.0))
+
+
+def _in_plane(a: float, v) -> tuple[float, float]:
+    c, s = math.cos(a), math.sin(a)
+    return (c * v[0] - s * v[1], s * v[0] + c * v[1])
+
+
+def spatial_twin(mech: Mechanism) -> Mechanism:
+    """The spatial model, in natural coordinates, of the planar mechanism `mech`:
+    what a planar mechanism becomes when it is modelled with 3-D joints (each
+    planar loop then adds three redundant constraints: the out-of-plane ones).
+
+    Bodies stay in the plane z = 0 (body z along global z; the planar moment of
+    inertia J about it, out-of-plane moments 0.5 J and 0.7 J); revolutes become
+    `Revolute3D` about z, translationals `Prismatic3D` along their in-plane axis,
+    revolute drivers `RevoluteDriver3D` about z (its angle counted from the
+    initial pose: the planar offset is subtracted). Gravity and markers are kept;
+    loads are not carried over.
+
+    **Raises:** `ValueError` naming a pair that has no spatial twin here (knife
+    edges, welds, translational drivers).
+    """
+    from ._motion import Polynomial
+    from ._spatial_spec import Prismatic3D, Revolute3D, RevoluteDriver3D, SpatialBody
+    from ._spec import RevoluteDriver
+
+    pose = {b.name: (tuple(map(float, b.position)), float(b.angle)) for b in mech.bodies}
+    pose["ground"] = ((0.0, 0.0), 0.0)
+    bodies = [
+        SpatialBody(
+            b.name,
+            b.mass,
+            (0.5 * b.inertia, 0.7 * b.inertia, b.inertia),
+            position=(*b.position, 0.0),
+            rotation=_rotz(b.angle),
+            velocity=(*b.velocity, 0.0),
+            angular_velocity=(0.0, 0.0, b.angular_velocity),
+        )
+        for b in mech.bodies
+    ]
+    pairs = []
+    for p in mech.pairs:
+        (ri, ai), (_, aj) = pose[p.body_i], pose[p.body_j]
+        if isinstance(p, RevoluteDriver):
+            c = p.motion.coefficients
+            motion = Polynomial(c.at[0].add(-(ai - aj)))
+            point, axis = (*ri, 0.0), (0.0, 0.0, 1.0)
+            pairs.append(RevoluteDriver3D(p.name, p.body_i, p.body_j, motion, point, axis))
+            continue
+        if not isinstance(p, Revolute | Translational) or isinstance(p, TranslationalDriver):
+            raise ValueError(
+                f"spatial_twin: pair {p.name!r} ({type(p).__name__}) has no spatial twin "
+                "(revolutes, translationals and revolute drivers do)"
+            )
+        offset = _in_plane(ai, tuple(map(float, p.point_i)))
+        point = (ri[0] + offset[0], ri[1] + offset[1], 0.0)
+        if isinstance(p, Revolute):
+            pairs.append(Revolute3D(p.name, p.body_i, p.body_j, point=point, axis=(0, 0, 1)))
+        else:
+            n = _in_plane(aj, tuple(map(float, p.normal)))
+            axis = (n[1], -n[0], 0.0)
+            pairs.append(Prismatic3D(p.name, p.body_i, p.body_j, point=point, axis=axis))
+    markers = [
+        Marker(m.name, m.body, None if m.point is None else (*map(float, m.point), 0.0))
+        for m in mech.markers
+    ]
+    return Mechanism(bodies, pairs, gravity=(*mech.gravity, 0.0), markers=markers)
+
+
+def spherical_chain(n: int = 8, length: float = 1.0, mass: float = 1.0, g: float = 9.81):
+    """An open chain of `n` rods (length `length` [m], mass `mass` [kg], inertia
+    m l²/12 about every axis) hanging from the ground by spherical joints
+    `S0`…`S{n-1}`, released at rest from a pose tilted out of the vertical plane
+    (rod k at 0.3 + 0.1 k rad from −y, in a vertical plane turned by 0.7 k rad),
+    so that it swings in space. A tree: no loop and no redundancy (the block
+    solver has no fill-in); the scaling benchmark's open chain. Marker `tip`: the
+    free end of the last rod."""
+    from ._spatial_spec import SpatialBody, Spherical
+
+    bodies, pairs = [], []
+    top = (0.0, 0.0, 0.0)
+    transverse = mass * length**2 / 12.0
+    for k in range(n):
+        tilt, turn = 0.3 + 0.1 * k, 0.7 * k
+        d = (
+            math.sin(tilt) * math.cos(turn),
+            -math.cos(tilt),
+            math.sin(tilt) * math.sin(turn),
+        )
+        centre = tuple(a + 0.5 * length * b for a, b in zip(top, d, strict=True))
+        bodies.append(SpatialBody(f"rod{k}", mass, (transverse,) * 3, position=centre))
+        parent = "ground" if k == 0 else f"rod{k - 1}"
+        pairs.append(Spherical(f"S{k}", f"rod{k}", parent, point=top))
+        top = tuple(a + length * b for a, b in zip(top, d, strict=True))
+    return Mechanism(
+        bodies,
+        pairs,
+        gravity=(0.0, -g, 0.0),
+        markers=[Marker("tip", f"rod{n - 1}", tuple(0.5 * length * c for c in d))],
+    )

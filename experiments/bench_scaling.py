@@ -1,0 +1,230 @@
+"""How the cost of one right-hand side grows with the number of bodies: the block-sparse
+solver (`rx.BlockSparse`, Kraus et al. 2001 §6) against the dense null-space paths.
+
+Two families of spatial mechanisms in natural coordinates (12 coordinates and 6
+rigid-body rows per body):
+
+- `a02`: IFToMM A02's chain of N four-bar parallelograms (`models.n_four_bar(N)`)
+  built with spatial revolute joints (`models.spatial_twin`): 2N + 1 bodies, N
+  loops, each redundant three times (p = 3N);
+- `pendulums`: an open chain of N rods joined by spherical joints
+  (`models.spherical_chain(N)`): a tree, no redundancy.
+
+For each N the right-hand side q̈(q, q̇) with Baumgarte's Γ — assembly by autodiff
+and the solve, what `simulate` evaluates 13 times per Dopri8 step — is timed inside
+one compiled loop (so no Python dispatch is counted): `block` = `rx.local_terms` +
+the block factorisation (no dense matrix anywhere); `schur` = `rx.dynamics_terms` +
+the dense all-rows Schur complement (the null-space method's default path);
+`qr` = the same with the pivoted QR of Cᵀ (the null-space method's path when the
+Schur complement is ill conditioned). Dense paths stop where they would take too
+long (`--dense-max`). Reported: µs per right-hand side, the log–log slope of the
+block solver between N = 64 and the largest N, the speed-up over the dense Schur
+path at N = 256, and, for the A02 chain with N = 8, the block solver's cost per
+variant under `jax.vmap` at batch 1, 16, 256 and 4096.
+
+Run:
+    .venv/bin/python experiments/bench_scaling.py        # ≈ 10 min on 2 cores
+Writes experiments/results/bench_scaling/cpu.json and scaling.png.
+"""
+
+import argparse
+import importlib.metadata
+import json
+import os
+import pathlib
+import platform
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import redundax as rx
+from redundax import models
+from redundax.methods import block_solve, schur_acceleration
+
+RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "bench_scaling"
+FAMILIES = {
+    "a02": lambda n: models.spatial_twin(models.n_four_bar(n)),
+    "pendulums": models.spherical_chain,
+}
+
+
+def _per_call(run, *args, budget: float = 1.0) -> float:
+    """Best wall time of `run(*args)` over a few calls [s] (compiled beforehand)."""
+    jax.block_until_ready(run(*args))
+    start = time.perf_counter()
+    jax.block_until_ready(run(*args))
+    once = time.perf_counter() - start
+    best = once
+    for _ in range(max(1, min(5, int(budget / max(once, 1e-9))))):
+        start = time.perf_counter()
+        jax.block_until_ready(run(*args))
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _loop(rhs, n_calls: int):
+    """A compiled loop of `n_calls` dependent evaluations of `rhs` (so that XLA can
+    neither skip nor merge them)."""
+
+    @jax.jit
+    def run(q, qd):
+        def body(_, acc):
+            return acc + rhs(q + 1e-12 * acc, qd)
+
+        return jax.lax.fori_loop(0, n_calls, body, jnp.zeros_like(qd))
+
+    return run
+
+
+def right_hand_sides(model):
+    pattern = rx.block_pattern(model, rx.topology(model))
+    drift = rx.Baumgarte()
+    dof = model.bodies.dof
+
+    def block(q, qd):
+        t = rx.local_terms(model, q, qd, 0.0)
+        return block_solve(pattern, t.R, t.B, t.mass_blocks, t.F, drift.gamma(t)).qdd
+
+    def schur(q, qd):
+        t = rx.dynamics_terms(model, q, qd, 0.0)
+        return schur_acceleration(t.C, t.M, t.F, drift.gamma(t), dof)
+
+    def qr(q, qd):
+        t = rx.dynamics_terms(model, q, qd, 0.0)
+        return rx.null_space_acceleration(t.C, t.M, t.F, drift.gamma(t), rx.DECISION_RTOL)
+
+    return pattern, {"block": block, "schur": schur, "qr": qr}
+
+
+def time_rhs(family: str, n: int, dense_max: int) -> dict:
+    mech = FAMILIES[family](n)
+    model, state = mech.build(), mech.initial_state()
+    pattern, fns = right_hand_sides(model)
+    row = {
+        "N": n,
+        "bodies": model.bodies.count,
+        "coordinates": model.n_coordinates,
+        "rows": model.n_constraints,
+        "blocks": pattern.n_blocks,
+        "fill": len(pattern.fill),
+        "bandwidth": pattern.bandwidth,
+    }
+    reference = None
+    for name, rhs in fns.items():
+        if name != "block" and n > dense_max:
+            continue
+        if name == "qr" and n > dense_max // 4:
+            continue
+        if name == "block":
+            calls = 200 if n <= 16 else 20 if n <= 256 else 5
+        else:  # a dense solve costs O(N³): seconds from N = 128 on
+            calls = 200 if n <= 16 else 10 if n <= 64 else 1
+        run = _loop(rhs, calls)
+        start = time.perf_counter()
+        jax.block_until_ready(run(state.q, state.qd))
+        compile_s = time.perf_counter() - start
+        row[f"{name}_us"] = 1e6 * _per_call(run, state.q, state.qd) / calls
+        row[f"{name}_compile_s"] = compile_s
+        qdd = jax.jit(rhs)(state.q, state.qd)
+        if reference is None:
+            reference = qdd
+        else:
+            scale = float(jnp.max(jnp.abs(reference)))
+            row[f"{name}_vs_block_relative"] = float(jnp.max(jnp.abs(qdd - reference))) / scale
+        print(f"  {family} N={n:5d} {name:6s} {row[f'{name}_us']:12.1f} µs", flush=True)
+    return row
+
+
+def batched(n: int, batches) -> list[dict]:
+    model, state = (m := FAMILIES["a02"](n)).build(), m.initial_state()
+    _, fns = right_hand_sides(model)
+    out = []
+    key = jax.random.PRNGKey(0)
+    for batch in batches:
+        noise = 1e-9 * jax.random.normal(key, (batch, state.q.shape[0]))
+        q = state.q + noise
+        qd = jnp.broadcast_to(state.qd, q.shape)
+        calls = 50 if batch <= 256 else 5
+        run = _loop(jax.vmap(fns["block"]), calls)
+        seconds = _per_call(run, q, qd) / calls
+        out.append({"batch": batch, "us_per_variant": 1e6 * seconds / batch})
+        print(f"  batch {batch:5d}: {out[-1]['us_per_variant']:.2f} µs per variant", flush=True)
+    return out
+
+
+def slope(rows, key, lo):
+    pts = [(r["N"], r[key]) for r in rows if key in r and r["N"] >= lo]
+    if len(pts) < 2:
+        return None
+    x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def plot(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    for ax, (family, rows) in zip(axes, results.items(), strict=True):
+        for key, style in (("block", "o-"), ("schur", "s--"), ("qr", "^:")):
+            pts = [(r["N"], r[f"{key}_us"]) for r in rows if f"{key}_us" in r]
+            if pts:
+                ax.loglog(*zip(*pts, strict=True), style, label=key)
+        ax.set_title(family)
+        ax.set_xlabel("N")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("µs per right-hand side")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="2,4,8,16,32,64,128,256,512,1024")
+    parser.add_argument("--dense-max", type=int, default=256)
+    parser.add_argument("--batches", default="1,16,256,4096")
+    parser.add_argument("--out", default=str(RESULTS / "cpu.json"))
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    results = {}
+    for family in FAMILIES:
+        results[family] = [time_rhs(family, n, args.dense_max) for n in sizes]
+    batch = batched(8, [int(b) for b in args.batches.split(",")])
+    a02 = {r["N"]: r for r in results["a02"]}
+    summary = {
+        f"{family}_block_slope_from_64": slope(rows, "block_us", 64)
+        for family, rows in results.items()
+    }
+    if 256 in a02 and "schur_us" in a02[256]:
+        summary["a02_speedup_vs_schur_at_256"] = a02[256]["schur_us"] / a02[256]["block_us"]
+    summary["a02_8_batch_256_throughput_vs_batch_1"] = (
+        batch[0]["us_per_variant"] / next(b for b in batch if b["batch"] == 256)["us_per_variant"]
+        if any(b["batch"] == 256 for b in batch)
+        else None
+    )
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    record = {
+        "what": __doc__.splitlines()[0],
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "jax": importlib.metadata.version("jax"),
+            "jaxlib": importlib.metadata.version("jaxlib"),
+        },
+        "summary": summary,
+        "right_hand_side": results,
+        "batched_a02_8": batch,
+    }
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    plot(results, out.with_name("scaling.png"))
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()
