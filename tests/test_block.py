@@ -218,3 +218,20 @@ def test_block_solver_on_a_chain_of_64_redundant_loops():
     assert scale > 1.0
     assert float(jnp.max(jnp.abs(block.qdd - reference))) < TOL_SAME_QDD * scale
     assert int(jnp.sum(~block.active)) == 3 * 64  # the out-of-plane rows of each loop
+
+
+def test_active_set_along_a_motion():
+    """Bricard (p = 1) simulated with the block solver: at every saved state the
+    partitioning keeps rank C = 59 of its 60 rows and drops one row of a
+    loop-closing joint (never a rigid-body row), and the active set stays put
+    away from singular configurations."""
+    mech = models.bricard()
+    model, state = mech.build(), mech.initial_state()
+    traj = rx.simulate(model, state, 0.3, method=rx.BlockSparse(), n_save=4)
+    history = rx.active_set_history(model, traj)
+    active = np.asarray(history.active)
+    assert active.shape == (4, model.n_constraints)
+    assert np.all(active.sum(axis=1) == int(traj.structure.rank))
+    assert history.changes == ()
+    dropped = set(np.flatnonzero(~active[0]))
+    assert not dropped & set(model.internal_rows)
