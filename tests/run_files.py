@@ -24,7 +24,7 @@ optimisation passes are most of it) for code that runs a little slower, a good
 trade for tests that compile far more than they run. Measured one file at a time on
 the 2-core machine (jaxlib 0.9.2, other load 2-5): test_compliance 56 -> 40 s (XLA
 backend compile 39 -> 23 s), test_dynamics backend compile 197 -> 108 s. The whole
-`make test` of a fresh clone, idle 2-core machine: 695 s wall (2026-11-24), where
+`make test` of a fresh clone, idle 2-core machine: 649 s wall with 25 files (2026-11-24), where
 the last complete run at the default level had taken 1,367 s (under other load of
 3-4.5, so not a like-for-like figure); every test passes as before.
 `--xla_llvm_disable_expensive_passes=true` changed nothing measurable.
@@ -52,6 +52,7 @@ XLA_OPTIMIZATION = "--xla_backend_optimization_level=0"  # see the module docstr
 LONGEST_FIRST = (
     "test_dynamics.py",
     "test_structure.py",
+    "test_block.py",
     "test_spatial.py",
     "test_design.py",
     "test_notebooks.py",
