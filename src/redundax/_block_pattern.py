@@ -112,18 +112,42 @@ def _depths(topology) -> list[int]:
     return depth
 
 
-def block_pattern(model, topology) -> BlockPattern:
-    """The [`BlockPattern`][] of `model` (its `Topology` orders the blocks)."""
-    rows, bodies, names, rank = _blocks(model, topology)
-    n = len(rows)
+def coupling(bodies) -> list[set[int]]:
+    """Per node (a tuple of moving bodies each), the other nodes acting on one of its
+    bodies: the non-zero blocks of C M⁻¹ Cᵀ."""
     on_body: dict[int, set[int]] = {}
     for g, bs in enumerate(bodies):
         for b in bs:
             on_body.setdefault(b, set()).add(g)
-    adjacent = [set() for _ in range(n)]
+    adjacent = [set() for _ in bodies]
     for members in on_body.values():
         for g in members:
             adjacent[g] |= members - {g}
+    return adjacent
+
+
+def symbolic_factorisation(coupled: list[set[int]]):
+    """Eliminate nodes 0, 1, … in order: per node, the later nodes it is coupled to
+    once the earlier ones are eliminated (ascending), and the couplings that appear
+    on the way (fill-in, (later, earlier) pairs). `coupled` is modified."""
+    later, fill = [], set()
+    for k in range(len(coupled)):
+        up = sorted(j for j in coupled[k] if j > k)
+        later.append(tuple(up))
+        for a in up:
+            for b in up:
+                if a > b and b not in coupled[a]:
+                    coupled[a].add(b)
+                    coupled[b].add(a)
+                    fill.add((a, b))
+    return tuple(later), fill
+
+
+def block_pattern(model, topology) -> BlockPattern:
+    """The [`BlockPattern`][] of `model` (its `Topology` orders the blocks)."""
+    rows, bodies, names, rank = _blocks(model, topology)
+    n = len(rows)
+    adjacent = coupling(bodies)
     original = [set(a) for a in adjacent]
     # Greedy minimum degree (elimination game), ties by the topological rank.
     remaining = set(range(n))
@@ -137,21 +161,7 @@ def block_pattern(model, topology) -> BlockPattern:
             adjacent[a] |= neighbours - {a}
             adjacent[a].discard(g)
     step = {g: k for k, g in enumerate(order)}
-    # Symbolic factorisation in the chosen order.
-    coupled = [set() for _ in range(n)]  # by step
-    for g in range(n):
-        for h in original[g]:
-            coupled[step[g]].add(step[h])
-    later, fill = [], set()
-    for k in range(n):
-        up = sorted(j for j in coupled[k] if j > k)
-        later.append(tuple(up))
-        for a in up:
-            for b in up:
-                if a > b and b not in coupled[a]:
-                    coupled[a].add(b)
-                    coupled[b].add(a)
-                    fill.add((a, b))
+    later, fill = symbolic_factorisation([{step[h] for h in original[g]} for g in order])
     return BlockPattern(
         dof=model.bodies.dof,
         n_bodies=model.bodies.count,
@@ -159,6 +169,6 @@ def block_pattern(model, topology) -> BlockPattern:
         bodies=bodies,
         names=names,
         order=tuple(order),
-        later=tuple(later),
+        later=later,
         fill=frozenset(fill),
     )

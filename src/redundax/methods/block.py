@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from .._block_pattern import BlockPattern
+from .._block_pattern import BlockPattern, coupling, symbolic_factorisation
 from .._equations import LocalTerms, Terms, local_terms
 from .._structure import Structure
 from ._base import AbstractRedundancyMethod
@@ -134,21 +134,8 @@ def _plan(pattern: BlockPattern, max_rows: int | None = None) -> _Plan:
     for k, r in enumerate(node_rows):
         rows[k, : len(r)] = r
     # Symbolic factorisation over the supernodes, in order.
-    on_body: dict[int, set[int]] = {}
-    for k, node in enumerate(nodes):
-        for g in node:
-            for b in pattern.bodies[g]:
-                on_body.setdefault(b, set()).add(k)
-    coupled = [set() for _ in range(n)]
-    for members in on_body.values():
-        for k in members:
-            coupled[k] |= members - {k}
-    later_sets = []
-    for k in range(n):
-        up = sorted(j for j in coupled[k] if j > k)
-        later_sets.append(up)
-        for a in up:
-            coupled[a] |= set(up) - {a}
+    node_bodies = [tuple({b for g in node for b in pattern.bodies[g]}) for node in nodes]
+    later_sets, _ = symbolic_factorisation(coupling(node_bodies))
     width = max((len(x) for x in later_sets), default=0) or 1
     entry = {(k, k): k for k in range(n)}
     for k in range(n):
