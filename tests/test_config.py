@@ -476,6 +476,7 @@ initial = "project"
     ("table", "method"),
     [
         ('method = "weighted-minimum-norm"', rx.WeightedMinimumNorm()),
+        ('method = "block"\npivot_rtol = 1e-8', rx.BlockSparse(pivot_rtol=1e-8)),
         ('method = "augmented-lagrangian"\npenalty = 1e5', rx.AugmentedLagrangian(penalty=1e5)),
         ('stabilisation = "baumgarte"\nbaumgarte_alpha = 2\nbaumgarte_beta = 3', None),
     ],
