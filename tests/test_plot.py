@@ -337,3 +337,16 @@ def test_spatial_run(bricard, tmp_path):
     assert styles == {"--"}
     with pytest.raises(ValueError, match="projection 'xw': expected two different axes"):
         plot.plot_trajectories(run, projections="xw")
+
+
+def test_block_pattern_figure_draws_every_block_once():
+    from redundax.plot import plot_block_pattern
+
+    model = rx.models.mobile_robot().build()
+    pattern = rx.block_pattern(model, rx.topology(model))
+    fig = plot_block_pattern(pattern)
+    kinds = [p.get_gid() for p in fig.axes[0].patches]
+    coupled = sum(len(later) for later in pattern.later)
+    assert kinds.count("diagonal") == pattern.n_blocks == 14
+    assert kinds.count("fill") == len(pattern.fill) == 3
+    assert kinds.count("coupled") == coupled - len(pattern.fill)

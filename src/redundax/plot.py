@@ -17,6 +17,9 @@ A run is the `.npz` file that `redundax simulate CONFIG --out run.npz` (or
 - [`plot_rank`][] (`rank`): the rank of C along the run, with the number of rows
   and the nominal rank.
 
+and, of a mechanism rather than a run, [`plot_block_pattern`][]: the block
+structure of C M⁻¹ Cᵀ that the block-sparse solver factorises.
+
 (In brackets: the figure's file name in [`save_all`][] and `redundax plot`.)
 
 A reaction that a rigid model does not determine (not unique) is only the
@@ -557,6 +560,49 @@ _BUILDERS: dict[str, Callable[..., Figure]] = {
     "solvability": lambda run, pairs, components: plot_solvability(run, pairs),
     "rank": lambda run, pairs, components: plot_rank(run),
 }
+
+
+def plot_block_pattern(pattern, *, figure: Figure | None = None) -> Figure:
+    """The structure of the block-sparse system C M⁻¹ Cᵀ (Kraus et al. 2001, Fig. 3):
+    one row and column per constraint block (a pair, or a body's rigid-body rows),
+    in the elimination order of the [`redundax.BlockPattern`][] (`structure.blocks`
+    or `redundax.block_pattern(model, redundax.topology(model))`).
+
+    **Returns:** the figure: diagonal blocks (`gid` `"diagonal"`), blocks coupled
+    through a common body (`"coupled"`), fill-in created by the factorisation
+    (`"fill"`, along closed loops off the ground); the lower triangle, as factorised.
+    """
+    from matplotlib.patches import Patch, Rectangle
+
+    fig = _figure(figure, figsize=(6.4, 6.0))
+    ax = fig.add_subplot()
+    n = pattern.n_blocks
+    colours = {"diagonal": "0.15", "coupled": "C0", "fill": "C3"}
+    cells = [("diagonal", k, k) for k in range(n)]
+    cells += [
+        ("fill" if (i, k) in pattern.fill else "coupled", i, k)
+        for k in range(n)
+        for i in pattern.later[k]
+    ]
+    for kind, i, k in cells:
+        ax.add_patch(Rectangle((k, i), 1, 1, color=colours[kind], gid=kind))
+    ax.set_xlim(0, n)
+    ax.set_ylim(n, 0)
+    ax.set_aspect("equal")
+    if n <= 40:
+        names = [pattern.names[g] for g in pattern.order]
+        ax.set_xticks(np.arange(n) + 0.5, names, rotation=90, fontsize=7)
+        ax.set_yticks(np.arange(n) + 0.5, names, fontsize=7)
+    ax.legend(
+        handles=[Patch(color=c, label=k) for k, c in colours.items()],
+        loc="upper right",
+        fontsize=8,
+    )
+    ax.set_title(
+        f"{n} blocks, {len(pattern.fill)} fill-in, at most {pattern.bandwidth} coupled later",
+        fontsize=9,
+    )
+    return fig
 
 
 def save_all(
