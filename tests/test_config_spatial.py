@@ -25,6 +25,7 @@ from redundax.io import ConfigError, load_config, read_run
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 BRICARD = CONFIGS / "bricard.toml"
+SIX_BAR = CONFIGS / "six_bar.toml"
 BRICARD_TEXT = BRICARD.read_text(encoding="utf-8")
 
 # The file and `models.bricard()` compute the same numbers from the same floats (the
@@ -107,6 +108,21 @@ def test_bricard_config_is_models_bricard():
     assert (options.t_final, options.rtol, options.atol) == (10.0, 1e-10, 1e-12)
     assert isinstance(options.method, rx.NullSpace) and options.projection is None
     assert isinstance(options.solver, diffrax.Dopri8)
+
+
+def test_six_bar_config_is_models_six_bar_with_the_seed_counts():
+    """configs/six_bar.toml is `models.six_bar()` (a Sarrus linkage standing in for
+    the unpublished Lester & Schiehlen geometry) and has the counts of seed 004 §7:
+    5 moving bodies, 6 revolute joints, one loop, mobility 1, one dependent row."""
+    config = load_config(SIX_BAR)
+    mechanism = models.six_bar()
+    model, state = mechanism.build(), mechanism.initial_state()
+    _same_model(config.model, config.state, model, state)
+    structure = rx.decide(config.model, config.state.q)
+    assert config.model.bodies.count == 5 and len(config.model.pairs) == 6
+    assert structure.topology.n_loops == 1
+    assert (int(structure.rank), int(structure.redundancy), int(structure.dof)) == (59, 1, 1)
+    assert not np.any(np.asarray(structure.stable_unique))  # one loop: no joint unique
 
 
 def test_bricard_analyze_json_gives_the_design_numbers():

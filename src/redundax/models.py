@@ -462,3 +462,86 @@ def spherical_chain(n: int = 8, length: float = 1.0, mass: float = 1.0, g: float
         gravity=(0.0, -g, 0.0),
         markers=[Marker("tip", f"rod{n - 1}", tuple(0.5 * length * c for c in d))],
     )
+
+
+def _rod_inertia(start, end, mass: float, side: float):
+    """Inertia tensor (global axes) of a rod of square section `side` from `start` to
+    `end`, about its centre of mass."""
+    d = [b - a for a, b in zip(start, end, strict=True)]
+    length = math.sqrt(sum(c * c for c in d))
+    u = [c / length for c in d]
+    transverse = mass * (length**2 + side**2) / 12.0
+    axial = mass * side**2 / 6.0
+    return tuple(
+        tuple(transverse * ((i == j) - u[i] * u[j]) + axial * u[i] * u[j] for j in range(3))
+        for i in range(3)
+    )
+
+
+def six_bar(
+    depth: float = 1.0,
+    link: float = 1.0,
+    offset: float = 0.2,
+    tilt: float = math.atan(8.0),
+    g: float = 9.81,
+) -> Mechanism:
+    """A 6-bar of the class of Kraus et al.'s §7 benchmark (Lester & Schiehlen): six
+    bodies, one of them the ground, six revolute joints in one closed loop, mobility
+    1 with one dependent constraint (Grübler–Kutzbach: 6·5 − 5·6 = 0). The
+    benchmark's own geometry is not published in any source we could find (the
+    report, Univ. Stuttgart ZB-64, 1991, is internal), so this is a Sarrus linkage,
+    which has exactly those counts: a platform `P` hanging under the ground plate
+    from two folding legs, leg A (links `A1`, `A2`, joint axes along x, in the plane
+    x = 0) and leg B (`B1`, `B2`, axes along y, in the plane y = 0). The platform
+    can only translate along z.
+
+    Links of length `link` [m], 1 kg, 0.05 m square section; platform 2 kg, 0.4 ×
+    0.4 × 0.05 m. The legs hang from (0, −offset, 0) and (−offset, 0, 0); the
+    platform starts at rest `depth` below the ground plate. Gravity `g` is tilted by
+    `tilt` from −z towards −x, so that it also pulls leg B's elbows outwards: the
+    platform then oscillates about a stable depth (1.2 m for the default tilt,
+    tan(tilt) = 8, between the folded and the straight legs, both singular) instead
+    of falling. Marker `P`: the platform's centre.
+    """
+    from ._spatial_spec import Revolute3D, SpatialBody
+
+    h, e = depth, offset
+    s = math.sqrt(link**2 - (h / 2) ** 2)
+    joints = {
+        "J1": (0.0, -e, 0.0),
+        "J2": (0.0, -e - s, -h / 2),
+        "J3": (0.0, -e, -h),
+        "J4": (-e, 0.0, -h),
+        "J5": (-e - s, 0.0, -h / 2),
+        "J6": (-e, 0.0, 0.0),
+    }
+    rods = {"A1": ("J1", "J2"), "A2": ("J2", "J3"), "B2": ("J4", "J5"), "B1": ("J5", "J6")}
+    bodies = []
+    for name, (a, b) in rods.items():
+        start, end = joints[a], joints[b]
+        centre = tuple(0.5 * (p + q) for p, q in zip(start, end, strict=True))
+        bodies.append(SpatialBody(name, 1.0, _rod_inertia(start, end, 1.0, 0.05), position=centre))
+    plate = 2.0 / 12.0
+    bodies.append(
+        SpatialBody(
+            "P",
+            2.0,
+            (plate * (0.16 + 0.0025), plate * (0.16 + 0.0025), plate * 0.32),
+            position=(0.0, 0.0, -h),
+        )
+    )
+    x, y = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)
+    pairs = [
+        Revolute3D("J1", "A1", "ground", point=joints["J1"], axis=x),
+        Revolute3D("J2", "A2", "A1", point=joints["J2"], axis=x),
+        Revolute3D("J3", "P", "A2", point=joints["J3"], axis=x),
+        Revolute3D("J4", "B2", "P", point=joints["J4"], axis=y),
+        Revolute3D("J5", "B1", "B2", point=joints["J5"], axis=y),
+        Revolute3D("J6", "ground", "B1", point=joints["J6"], axis=y),
+    ]
+    return Mechanism(
+        bodies=bodies,
+        pairs=pairs,
+        gravity=(-g * math.sin(tilt), 0.0, -g * math.cos(tilt)),
+        markers=[Marker("P", "P")],
+    )
