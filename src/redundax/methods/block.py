@@ -14,7 +14,7 @@ constraint blocks, S μ = C M⁻¹ F − Γ with S = C M⁻¹ Cᵀ, q̈ = M⁻¹
    factorisation is one `lax.scan` of small dense products (unrolled for small
    mechanisms) in pure `jax.numpy`: no LAPACK call, so `vmap` turns it into wide
    array arithmetic and `grad` flows through it, and the work grows linearly
-   with the number of blocks at fixed coupling;
+   with the number of blocks at fixed coupling (measured: `experiments/bench_scaling.py`);
 3. **constraint partitioning inside the factorisation**: within each diagonal
    block the LDLᵀ pivots are monitored; a pivot at or below `pivot_rtol` times the
    row's own S_jj (the row is, to that accuracy, a combination of rows eliminated
@@ -22,6 +22,9 @@ constraint blocks, S μ = C M⁻¹ F − Γ with S = C M⁻¹ Cᵀ, q̈ = M⁻¹
    further part, which is eliminating that constraint (Kraus et al. §8), with no
    restart. The rows kept are the *active set* (`BlockSolution.active`); it may
    change from one state to the next.
+4. one step of iterative refinement on the residuals of the full equations, with
+   the same factors: the Schur complement squares the conditioning of C M^-1/2,
+   and the step restores the accuracy of a backward-stable solve.
 
 q̈ is the unique constrained acceleration (every exact method's); μ is one
 particular set of multipliers, zero on the dropped rows, and the reactions the
