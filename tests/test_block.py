@@ -39,6 +39,13 @@ MECHANISMS = {
 }
 
 
+# Compiled once per model (called eagerly, each of their operations would be compiled
+# on its own: seconds per model).
+_constraint_matrix = eqx.filter_jit(rx.constraint_matrix)
+_position_residual = eqx.filter_jit(rx.position_residual)
+_velocity_residual = eqx.filter_jit(rx.velocity_residual)
+
+
 def consistent_states(model, state, count, seed, spread=0.05):
     """States on the constraint manifold near `state`: a random step along the
     manifold's tangent (the null space of Φ_q, by SVD) and random velocities,
@@ -46,7 +53,7 @@ def consistent_states(model, state, count, seed, spread=0.05):
     rng = np.random.default_rng(seed)
     project = eqx.filter_jit(rx.Projection(iterations=10))
     m = model.n_holonomic
-    A = np.asarray(rx.constraint_matrix(model, state.q, state.t))[:m]
+    A = np.asarray(_constraint_matrix(model, state.q, state.t))[:m]
     _, sv, Vt = np.linalg.svd(A)
     tangent = Vt[int(np.sum(sv > 1e-8 * sv[0])) :].T
     states = []
@@ -54,8 +61,10 @@ def consistent_states(model, state, count, seed, spread=0.05):
         q = state.q + spread * tangent @ rng.normal(size=tangent.shape[1])
         qd = rng.normal(size=state.qd.shape)
         q, qd = project(model, q, qd, state.t)
-        assert float(jnp.max(jnp.abs(rx.position_residual(model, q, state.t)))) < TOL_CONSISTENT
-        assert float(jnp.max(jnp.abs(rx.velocity_residual(model, q, qd, state.t)))) < TOL_CONSISTENT
+        phi = _position_residual(model, q, state.t)
+        assert float(jnp.max(jnp.abs(phi))) < TOL_CONSISTENT
+        velocity = _velocity_residual(model, q, qd, state.t)
+        assert float(jnp.max(jnp.abs(velocity))) < TOL_CONSISTENT
         states.append(rx.State(state.t, q, qd))
     return states
 
@@ -87,7 +96,7 @@ def test_block_solver_gives_the_null_space_acceleration(name):
         )
 
 
-@pytest.mark.parametrize("name", ["mobile robot", "bricard", "spatial four-bar (p = 3)"])
+@pytest.mark.parametrize("name", ["mobile robot", "bricard"])
 def test_block_solver_gives_the_same_unique_reactions(name):
     mech = MECHANISMS[name]()
     model, state = mech.build(), mech.initial_state()
