@@ -57,11 +57,15 @@ from ._motion import (
     Polynomial as Polynomial,
     SmoothSteps as SmoothSteps,
 )
+from ._active_set import (
+    ActiveSetHistory as ActiveSetHistory,
+    ActiveSetLog as ActiveSetLog,
+    ActiveSetMonitor as ActiveSetMonitor,
+    active_set_history as active_set_history,
+)
 from ._qr import PivotedQR as PivotedQR, pivoted_qr as pivoted_qr
 from ._rank_history import (
-    ActiveSetHistory as ActiveSetHistory,
     RankHistory as RankHistory,
-    active_set_history as active_set_history,
     check_regular as check_regular,
     rank_history as rank_history,
     singular_instants as singular_instants,

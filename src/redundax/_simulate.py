@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
+from ._active_set import ActiveSetLog, ActiveSetMonitor, active_rows
 from ._assembly import (
     kinetic_energy,
     position_residual,
@@ -38,6 +39,10 @@ class Trajectory(eqx.Module):
       their rank and verdicts from it.
     - `drift_control`: the drift control the motion was computed with: reactions
       along the motion solve with its Γ.
+    - `active_set`: for a method that partitions the constraints
+      ([`BlockSparse`][redundax.BlockSparse]), every change of its active set, step
+      by step ([`ActiveSetLog`][redundax.ActiveSetLog]; read it with
+      [`active_set_history`][redundax.active_set_history]); else None.
     """
 
     ts: Float[Array, " T"]
@@ -53,6 +58,7 @@ class Trajectory(eqx.Module):
     result: diffrax.RESULTS
     structure: Structure
     drift_control: AbstractDriftControl = Baumgarte()
+    active_set: ActiveSetLog | None = None
 
     def state(self, k: int) -> State:
         """The saved state number `k`."""
@@ -116,6 +122,10 @@ def _simulate(
         ts = jnp.asarray(saved_times.values)
     term = diffrax.ODETerm(_vector_field)
     args = (model, structure, method, drift_control)
+    monitored = method.partitions and model.n_constraints > 0
+    if monitored:
+        solver = ActiveSetMonitor(solver, ActiveSetLog.start(active_rows(args, ts[0], (q0, qd0))))
+    log = None
     if not drift_control.projects:
         sol = diffrax.diffeqsolve(
             term,
@@ -125,13 +135,15 @@ def _simulate(
             None,
             (q0, qd0),
             args,
-            saveat=diffrax.SaveAt(ts=ts),
+            saveat=diffrax.SaveAt(ts=ts, solver_state=monitored),
             stepsize_controller=controller,
             max_steps=max_steps,
             throw=throw,
             progress_meter=progress_meter,
         )
         q, qd = sol.ys
+        if monitored:
+            log = sol.solver_state[1]
         stats = (
             sol.stats["num_steps"],
             sol.stats["num_accepted_steps"],
@@ -142,15 +154,16 @@ def _simulate(
         ranks = (structure.rank_holonomic, structure.rank)
 
         def segment(carry, span):
-            y, steps, acc, rej, res = carry
+            y, steps, acc, rej, res, log = carry
             sol = diffrax.diffeqsolve(
                 term,
-                solver,
+                eqx.tree_at(lambda s: s.log, solver, log) if monitored else solver,
                 span[0],
                 span[1],
                 None,
                 y,
                 args,
+                saveat=diffrax.SaveAt(t1=True, solver_state=monitored),
                 stepsize_controller=controller,
                 max_steps=max_steps,
                 throw=throw,
@@ -164,13 +177,15 @@ def _simulate(
                 acc + sol.stats["num_accepted_steps"],
                 rej + sol.stats["num_rejected_steps"],
                 res,
+                sol.solver_state[1] if monitored else None,
             )
             return carry, y
 
         zero = jnp.asarray(0, dtype=jnp.int32)
         spans = jnp.stack([ts[:-1], ts[1:]], axis=1)
-        (_, steps, acc, rej, result), (q, qd) = jax.lax.scan(
-            segment, ((q0, qd0), zero, zero, zero, diffrax.RESULTS.successful), spans
+        start = ((q0, qd0), zero, zero, zero, diffrax.RESULTS.successful)
+        (_, steps, acc, rej, result, log), (q, qd) = jax.lax.scan(
+            segment, (*start, solver.log if monitored else None), spans
         )
         q = jnp.concatenate([q0[None], q])
         qd = jnp.concatenate([qd0[None], qd])
@@ -190,6 +205,7 @@ def _simulate(
         result=result,
         structure=structure,
         drift_control=drift_control,
+        active_set=log,
     )
 
 

@@ -3,6 +3,7 @@ family's shared acceleration."""
 
 import abc
 import dataclasses
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -22,6 +23,10 @@ class AbstractRedundancyMethod(eqx.Module):
     is well conditioned) comes from the mechanism's [`Structure`][], decided once by
     [`redundax.decide`][]: a method itself decides nothing at run time.
     """
+
+    partitions: ClassVar[bool] = False
+    """Whether the method keeps an active set of rows (`active_rows`), which
+    `simulate` records step by step ([`ActiveSetMonitor`][redundax.ActiveSetMonitor])."""
 
     def terms(self, model, q, qd, t) -> Terms:
         """The terms of the equations of motion this method solves, at (q, q̇, t)
