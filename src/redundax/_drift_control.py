@@ -100,12 +100,23 @@ class Projection(AbstractDriftControl):
 
     `iterations` is a fixed count (so the projection is differentiable); the
     ranks of Φ_q and C are taken at the configuration being projected unless
-    given (`simulate` passes the ranks of its structure).
+    given (`simulate` passes the ranks of its structure). `tolerance` [m, rad,
+    m/s]: when given, a correction is applied only while the largest residual
+    (max |Φ| for positions, max |C q̇ + b| for velocities) exceeds it, as in the
+    projection of Kraus et al. (2001, Fig. 5), and the state is otherwise left as
+    integrated; None (default): every iteration corrects.
     """
 
     projects: ClassVar[bool] = True
     iterations: int = eqx.field(static=True, default=4)
     baumgarte: Baumgarte | None = Baumgarte()
+    tolerance: float | None = None
+
+    def _correction(self, residual, step):
+        """`step` (a function of nothing) where the residual is above the tolerance."""
+        if self.tolerance is None:
+            return step()
+        return jnp.where(jnp.max(jnp.abs(residual)) > self.tolerance, step(), 0.0)
 
     def gamma(self, terms) -> Float[Array, " nc"]:
         return terms.gamma if self.baumgarte is None else self.baumgarte.gamma(terms)
@@ -125,7 +136,8 @@ class Projection(AbstractDriftControl):
 
         def step(_, q):
             A = constraint_matrix(model, q, t)[:m]
-            return q - weighted_pinv_step(M, A, position_residual(model, q, t), rank)
+            phi = position_residual(model, q, t)
+            return q - self._correction(phi, lambda: weighted_pinv_step(M, A, phi, rank))
 
         return jax.lax.fori_loop(0, self.iterations, step, q)
 
@@ -138,7 +150,8 @@ class Projection(AbstractDriftControl):
         if rank is None:
             rank = pivoted_qr(C, DECISION_RTOL).rank
         residual = C @ qd + velocity_bias(model, q, t)
-        return qd - weighted_pinv_step(mass_matrix(model, q), C, residual, rank)
+        M = mass_matrix(model, q)
+        return qd - self._correction(residual, lambda: weighted_pinv_step(M, C, residual, rank))
 
     def __call__(self, model: Model, q, qd, t, ranks=None):
         """Project positions, then velocities. `ranks` = (rank Φ_q, rank C) or None."""
