@@ -198,6 +198,35 @@ def test_rank_plot_draws_the_stored_rank(robot):
     assert set(lines["rank_rtol"].get_ydata()) == {run["solvability"]["rank_rtol"]}
 
 
+def test_rank_plot_draws_the_active_set_of_the_block_solver(tmp_path):
+    """A run of the block solver stores its partitioning's log; the rank figure
+    draws the number of active rows next to the rank: on Bricard (p = 1) it keeps
+    as many rows as the SVD rank of C, and a change written into the log moves
+    the line at the end of its step."""
+    text = BRICARD.read_text(encoding="utf-8")
+    for old, new in (('method = "null-space"', 'method = "block"'), ('"dopri8"', '"tsit5"'),
+                     ("rtol = 1e-10", "rtol = 1e-8"), ("atol = 1e-12", "atol = 1e-10")):  # fmt: skip
+        assert old in text
+        text = text.replace(old, new)
+    config, npz = tmp_path / "bricard.toml", tmp_path / "bricard.npz"
+    config.write_text(text, encoding="utf-8")
+    status, _, err = _run("simulate", config, "--t-final", "0.1", "--json", "--out", npz)
+    assert status == 0, err
+    run = read_run(npz)
+    log = run["active_set"]
+    assert log["steps"].shape == (0, 2)  # no change in 0.1 s
+    assert int(log["initial"].sum()) == run["rank"][0] == 59
+    active = _lines(plot.plot_rank(run))["active"]
+    assert set(active.get_ydata()) == {59}
+    # A change (one row dropped in the step [0.04, 0.05]) drawn from 0.05 s on.
+    dropped = log["initial"].copy()
+    dropped[np.flatnonzero(dropped)[0]] = False
+    run["active_set"] = {**log, "steps": np.asarray([[0.04, 0.05]]), "active": dropped[None]}
+    active = _lines(plot.plot_rank(run))["active"]
+    np.testing.assert_array_equal(active.get_xdata(), [run["t"][0], 0.05, run["t"][-1]])
+    np.testing.assert_array_equal(active.get_ydata(), [59, 58, 58])
+
+
 def test_trajectories_draw_the_tracked_points(robot):
     run = read_run(robot)
     lines = _lines(plot.plot_trajectories(run, markers=["W1", "W5"]))

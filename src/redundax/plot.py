@@ -489,7 +489,9 @@ def plot_rank(run: RunLike, *, figure: Figure | None = None) -> Figure:
     first saved state (`"nominal"`); on the right axis, σ_r/σ_1 (log, `"gap"`;
     r the rank at the first saved state), which falls towards zero near a
     singular configuration, and the relative tolerance of the rank decision
-    (`"rank_rtol"`).
+    (`"rank_rtol"`). For a run of a partitioning method (`BlockSparse`), the number
+    of rows its factorisation kept active, step by step through every logged
+    change (`"active"`): it follows the rank where the rank drops.
     """
     run = _as_run(run)
     fig = _figure(figure, figsize=(7.0, 4.8))
@@ -517,7 +519,24 @@ def plot_rank(run: RunLike, *, figure: Figure | None = None) -> Figure:
         label=f"nominal rank = {nominal}",
         gid="nominal",
     )
-    ax.set_ylim(min(int(rank.min()), nominal) - 1.5, rows + 1.5)
+    lowest = min(int(rank.min()), nominal)
+    log = run.get("active_set")
+    if log is not None:
+        # After each change k the count holds from its step's end to the next change.
+        times = np.concatenate([[t[0]], log["steps"][:, 1], [t[-1]]])
+        counts = np.concatenate([[log["initial"].sum()], log["active"].sum(axis=1)])
+        counts = np.concatenate([counts, counts[-1:]])
+        ax.plot(
+            times,
+            counts,
+            drawstyle="steps-post",
+            color="C3",
+            linewidth=1,
+            label=f"active rows of the partitioning ({len(log['steps'])} changes)",
+            gid="active",
+        )
+        lowest = min(lowest, int(counts.min()))
+    ax.set_ylim(lowest - 1.5, rows + 1.5)
     ax.yaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("t [s]")
     ax.set_ylabel("rank")

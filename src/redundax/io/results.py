@@ -40,6 +40,9 @@ overwritten unless `force=True`.
 | `energy` | (T,) | kinetic + potential energy [J] |
 | `rank` | (T,) int | rank of C at each saved state (SVD, relative tolerance 1e-8) |
 | `rank_gap` | (T,) | σ_r / σ_1 of C, r the rank at the first saved state (→ 0: singular) |
+| `active_set/initial` | (nc,) bool | runs of a partitioning method (`BlockSparse`): its active rows at the start |
+| `active_set/steps` | (k, 2) | the integrator step [t_before, t_after] of each change of the active set [s] |
+| `active_set/active` | (k, nc) bool | the active rows after each change |
 | `b_norm/<PAIR>` | () | ‖B_X‖_F of the pair at the first saved state: 0 (round-off) iff unique |
 | `component_b_norm/<PAIR>` | (k,) | the same for each of its rows (reaction components) |
 | `pair_bodies/<PAIR>` | (1 or 2,) str | the bodies it connects (`ground` included) |
@@ -214,6 +217,19 @@ def _histories(
     }
 
 
+def _active_set(trajectory: Trajectory) -> dict[str, np.ndarray] | None:
+    """The partitioning's log of the run (its stored changes), or None."""
+    log = trajectory.active_set
+    if log is None:
+        return None
+    stored = min(int(log.count), log.t_before.shape[0])
+    return {
+        "initial": np.asarray(log.initial),
+        "steps": np.stack([np.asarray(log.t_before), np.asarray(log.t_after)], axis=1)[:stored],
+        "active": np.asarray(log.active)[:stored],
+    }
+
+
 def _structure(model: Model, trajectory: Trajectory) -> dict[str, Any]:
     """The rank of C along the run and the solvability report of its structure."""
     T = trajectory.ts.shape[0]
@@ -239,6 +255,7 @@ def _structure(model: Model, trajectory: Trajectory) -> dict[str, Any]:
     row_b_norm = np.asarray(report.row_b_norm)
     unique = np.asarray(report.unique)
     return {
+        "active_set": _active_set(trajectory),
         "rank": np.asarray(history.rank, dtype=np.int64),
         "rank_gap": np.asarray(history.relative_gap()),
         "b_norm": {name: float(b_norm[g]) for g, name in enumerate(names)},
@@ -308,6 +325,9 @@ def _write_npz(file, model: Model, data: dict[str, Any], meta: dict[str, Any]) -
         arrays[f"component_unique/{pair.name}"] = np.asarray(
             data["component_unique"][pair.name], dtype=bool
         )
+    if data.get("active_set") is not None:
+        for key, values in data["active_set"].items():
+            arrays[f"active_set/{key}"] = values
     arrays["meta"] = np.asarray(json.dumps(meta))
     np.savez(file, **arrays)
 
@@ -454,6 +474,9 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
     - `pair_bodies`: {pair: its bodies, first body first}, `ground` included;
     - `rank`: (T,) int array, rank of C at each saved state; `rank_gap`: (T,)
       σ_r/σ_1 (r the rank at the first saved state);
+    - `active_set`: for a run of a partitioning method, {`initial`: (nc,) bool,
+      `steps`: (k, 2) the integrator step of each change, `active`: (k, nc) bool
+      the rows active after it}; else None;
     - `b_norm`: {pair: ‖B_X‖_F at the first saved state}; `component_b_norm`:
       {pair: {label: ‖B_k‖ of that row}};
     - `solvability`: the report at the first saved state (`meta["solvability"]`:
@@ -518,6 +541,11 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
         }
         out["rank"] = npz["rank"] if "rank" in files else None
         out["rank_gap"] = npz["rank_gap"] if "rank_gap" in files else None
+        out["active_set"] = (
+            {key: npz[f"active_set/{key}"] for key in ("initial", "steps", "active")}
+            if "active_set/initial" in files
+            else None
+        )
         out["b_norm"] = {
             name: float(npz[f"b_norm/{name}"]) for name in pairs if f"b_norm/{name}" in files
         }

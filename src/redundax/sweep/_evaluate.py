@@ -1,4 +1,4 @@
-"""Evaluating a chunk of variants: vmap inside shard_map over the local devices.
+"""Evaluating a chunk of variants: vmap inside shard_map over the devices of every process.
 
 Part of [`redundax.sweep`][], whose docstring describes the whole.
 """
@@ -14,7 +14,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Float
 
@@ -58,26 +57,67 @@ def _knots(model: Model) -> dict[int, Any]:
     }
 
 
+def default_mesh() -> Mesh:
+    """The 1-D mesh (axis [`AXIS`][]) of every device of every process, process by
+    process: `jax.devices()` of one process, or of a run of several processes that
+    called `jax.distributed.initialize`."""
+    devices = sorted(jax.devices(), key=lambda d: (d.process_index, d.id))
+    return Mesh(np.asarray(devices), (AXIS,))
+
+
+def local_devices(mesh: Mesh) -> list[Any]:
+    """The devices of `mesh` that belong to this process, in mesh order.
+
+    **Raises:** `ValueError` unless `mesh` is 1-D and holds the same number of
+    devices of every process, process by process (the layout of [`default_mesh`][]):
+    each process then owns one contiguous block of every batch.
+    """
+    devices = list(mesh.devices.flat)
+    owners = [d.process_index for d in devices]
+    processes = sorted(set(owners))
+    per_process = len(devices) // len(processes)
+    blocks = [p for p in processes for _ in range(per_process)]
+    if mesh.devices.ndim != 1 or owners != blocks or jax.process_index() not in processes:
+        raise ValueError(
+            f"sweep mesh: expected a 1-D mesh holding as many devices of every process, "
+            f"process by process, with this process's among them (devices of processes "
+            f"{owners}); use redundax.sweep.default_mesh()"
+        )
+    return [d for d in devices if d.process_index == jax.process_index()]
+
+
+def _local_rows(array: jax.Array) -> np.ndarray:
+    """This process's rows of an array sharded along its first axis, in order."""
+    shards = sorted(array.addressable_shards, key=lambda shard: shard.index[0].start or 0)
+    return np.concatenate([np.asarray(shard.data) for shard in shards])
+
+
 class Evaluator:
     """The compiled evaluation of batches of variants of one [`Sweep`][].
 
     Built once per sweep; every call with the same number of variants reuses one
     compilation. `evaluator(values)` returns a dict of NumPy arrays with one row
     per row of `values` (see [`OUTPUTS`][]).
+
+    In a run of several processes (`jax.distributed.initialize`), the mesh spans
+    the devices of all of them, and every process calls the evaluator together
+    with as many rows of its own: each gets the results of its rows, computed on
+    its own devices (one program over the global mesh, with no communication).
     """
 
     def __init__(self, sweep: Sweep, mesh: Mesh | None = None):
         self.sweep = sweep
-        self.mesh = Mesh(np.asarray(jax.devices()), (AXIS,)) if mesh is None else mesh
+        self.mesh = default_mesh() if mesh is None else mesh
         self.devices = int(self.mesh.devices.size)
+        self.local_devices = len(local_devices(self.mesh))
         cores = os.cpu_count() or 1
         if (
-            self.devices > 1
+            self.local_devices > 1
             and self.mesh.devices.flat[0].platform == "cpu"
-            and self.devices >= cores
+            and self.local_devices >= cores
         ):
             warnings.warn(
-                f"{self.devices} CPU devices on {cores} cores: jaxlib's batched LAPACK "
+                f"{self.local_devices} CPU devices on {cores} cores: jaxlib's batched LAPACK "
                 "kernels (eigh, svd, ...) wait for work on the thread pool that runs the "
                 "devices' programs, and a sweep can deadlock when every thread of it runs "
                 "one (seen with jax 0.10 and chunks of 6 or more variants per device); use "
@@ -99,7 +139,10 @@ class Evaluator:
         nominal = decide(sweep.model, sweep.state.q, sweep.state.t)
         method = specialise(options.method, nominal)
         dynamic, static = eqx.partition((sweep.model, sweep.state, method), eqx.is_array)
-        self._dynamic = dynamic
+        # Every process holds the same nominal model: a replicated global array
+        # made from each one's own copy, with no communication.
+        replicated = NamedSharding(self.mesh, PartitionSpec())
+        self._dynamic = jax.tree.map(lambda a: jax.device_put(np.asarray(a), replicated), dynamic)
 
         def variant(model: Model, state: State, method, x) -> dict[str, Any]:
             model, state = apply_parameters(model, state, targets, x)
@@ -178,14 +221,15 @@ class Evaluator:
     def __call__(self, values: Float[np.ndarray, "batch p"]) -> dict[str, np.ndarray]:
         values = np.asarray(values, dtype=float)
         n = values.shape[0]
-        padded = -(-n // self.devices) * self.devices
+        padded = -(-n // self.local_devices) * self.local_devices
         x = np.concatenate([values, np.repeat(values[-1:], padded - n, axis=0)])
         sharding = NamedSharding(self.mesh, PartitionSpec(AXIS))
-        array = jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+        processes = self.devices // self.local_devices
+        array = jax.make_array_from_process_local_data(
+            sharding, x, (processes * padded, *x.shape[1:])
+        )
         out = self._call(self._dynamic, array)
-        if jax.process_count() > 1:
-            out = multihost_utils.process_allgather(out, tiled=True)
-        return {key: np.asarray(value)[:n] for key, value in out.items()}
+        return {key: _local_rows(value)[:n] for key, value in out.items()}
 
 
 OUTPUTS = {
@@ -220,7 +264,9 @@ OUTPUTS = {
 
 
 def default_chunk_size(sweep: Sweep, devices: Sequence[Any] | None = None) -> int:
-    """Variants per chunk when none is given: a multiple of the device count.
+    """Variants per chunk when none is given: a multiple of the device count
+    (`devices`: one process's, default `jax.local_devices()`; a chunk is one
+    process's batch).
 
     On CPUs, 64 simulations (1024 analyses) per device: larger batches gain
     little there, and a chunk of that size takes seconds to minutes, which bounds
@@ -229,7 +275,7 @@ def default_chunk_size(sweep: Sweep, devices: Sequence[Any] | None = None) -> in
     states, the constraint matrices of the rank check at every saved state, and
     the solver's intermediates), between 256 and 16384 per device.
     """
-    devices = list(jax.devices()) if devices is None else list(devices)
+    devices = list(jax.local_devices()) if devices is None else list(devices)
     if devices[0].platform == "cpu":
         return (64 if sweep.simulate else 1024) * len(devices)
     model = sweep.model

@@ -22,8 +22,8 @@ from .. import (
     __version__,
 )
 from ..io._atomic import atomic_write
-from ._constants import AXIS, FORMAT
-from ._evaluate import Evaluator, default_chunk_size
+from ._constants import FORMAT
+from ._evaluate import Evaluator, default_chunk_size, default_mesh, local_devices
 from ._file import Sweep
 
 
@@ -33,9 +33,16 @@ class Progress:
     """What [`run_sweep`][] reports after each chunk.
 
     - `chunk`: the chunk just finished (0-based), of `chunks`.
-    - `done`, `variants`: variants finished (this run and earlier ones), of all.
-    - `computed`: chunks computed by this run so far; `resumed`: chunks found on disk.
+    - `done`, `variants`: variants finished (found on disk, or computed by this
+      process in this run), of all.
+    - `computed`: chunks computed by this process in this run so far; `resumed`:
+      chunks found on disk.
     - `elapsed`: seconds since this run started (the first chunk includes compilation).
+    - `left`: chunks this process has still to compute.
+
+    The chunks found on disk are reported first (`computed == 0`), then the chunks
+    computed, as each is written. In a run of several processes each process
+    reports its own chunks.
     """
 
     chunk: int
@@ -45,6 +52,7 @@ class Progress:
     computed: int
     resumed: int
     elapsed: float
+    left: int = 0
 
 
 def _digest(tree: Any) -> str:
@@ -158,6 +166,52 @@ def _manifest_chunk_size(out: Path) -> int | None:
         return None
 
 
+def _manifest_fingerprint(out: Path) -> str | None:
+    try:
+        return str(json.loads((out / "manifest.json").read_text())["fingerprint"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+class _Processes:
+    """What the processes of a run tell each other (`jax.experimental.multihost_utils`
+    collectives over every device); with one process, nothing is sent.
+
+    Every process makes the same calls in the same order. A failure that one
+    process meets (an unwritable chunk, a directory of another sweep) is passed on
+    at the next of these calls, so that every process stops with an error, none
+    waiting for another that has stopped.
+    """
+
+    def __init__(self):
+        self.count = jax.process_count()
+        self.index = jax.process_index()
+
+    def gather(self, x: np.ndarray) -> np.ndarray:
+        """`x` of every process (same shape and dtype everywhere), stacked."""
+        if self.count == 1:
+            return np.asarray(x)[None]
+        return np.asarray(multihost_utils.process_allgather(np.asarray(x)))
+
+    def from_first(self, x: np.ndarray) -> np.ndarray:
+        """Process 0's `x`."""
+        if self.count == 1:
+            return np.asarray(x)
+        return np.asarray(multihost_utils.broadcast_one_to_all(np.asarray(x)))
+
+    def check(self, error: BaseException | None, what: str) -> None:
+        """Raise `error` here, and an error naming the processes that met one in
+        every other process."""
+        failed = np.flatnonzero(self.gather(np.asarray(error is not None)))
+        if error is not None:
+            raise error
+        if failed.size:
+            raise OSError(
+                f"{what}: process(es) {', '.join(map(str, failed))} stopped with an error "
+                "(see their messages)"
+            )
+
+
 def run_sweep(
     sweep: Sweep,
     out: str | Path,
@@ -176,20 +230,31 @@ def run_sweep(
     - `out`: the output directory (created). If it holds an unfinished run of the
       same sweep, only the missing chunks are computed.
     - `chunk_size`: variants per chunk; default `sweep.chunk_size`, else the chunk
-      size of the run being resumed, else [`default_chunk_size`][].
+      size of the run being resumed, else [`default_chunk_size`][] (of one
+      process's devices).
     - `force`: discard the results of another sweep found in `out`.
-    - `on_chunk`: called with a [`Progress`][] after each chunk is on disk (and
-      once per chunk found there). An exception it raises stops the sweep; the
-      chunks already written stay.
-    - `mesh`: the 1-D device mesh (axis `"variants"`; default: every device).
+    - `on_chunk`: called with a [`Progress`][] once per chunk found on disk, then
+      after each chunk this process writes. An exception it raises stops the
+      sweep; the chunks already written stay. (With several processes, raise it in
+      all of them, as Ctrl-C does.)
+    - `mesh`: the 1-D device mesh (axis `"variants"`; default [`default_mesh`][]:
+      every device of every process).
     - `evaluator`: an [`Evaluator`][] of this same `sweep` to reuse (its compiled
       code and its mesh), e.g. when one process runs a sweep several times.
+
+    **Several processes.** Called by every process of a run that has called
+    `jax.distributed.initialize`, with the same arguments and the same `out`, a
+    directory that they all share: the missing chunks are divided among the
+    processes, each process computes its chunks on its own devices and writes
+    them, and process 0 writes the manifest and the combined files. The files are
+    those of one process with the same chunk size.
 
     **Returns:** the combined file `out/sweep.npz` (see [`read_sweep`][]); beside
     it, `summary.json` lists the variants that differ from the nominal model.
 
-    **Raises:** `ValueError` if `out` holds another sweep (unless `force`), or if
-    `evaluator` belongs to another sweep.
+    **Raises:** `ValueError` if `out` holds another sweep (unless `force`), if
+    `evaluator` belongs to another sweep, or if the processes of a run were given
+    different sweeps or do not share `out`.
     """
     if evaluator is not None:
         if evaluator.sweep is not sweep:
@@ -197,44 +262,93 @@ def run_sweep(
         mesh = evaluator.mesh
     out = Path(out)
     table = np.concatenate([sweep.nominal()[None, :], sweep.table()])  # row 0: nominal
-    mesh = Mesh(np.asarray(jax.devices()), (AXIS,)) if mesh is None else mesh
+    mesh = default_mesh() if mesh is None else mesh
     size = chunk_size or sweep.chunk_size or _manifest_chunk_size(out)
-    size = size or default_chunk_size(sweep, list(mesh.devices.flat))
+    size = size or default_chunk_size(sweep, local_devices(mesh))
     describe = _describe(sweep, table, size)
     describe["fingerprint"] = hashlib.sha256(
         json.dumps(describe, sort_keys=True).encode()
     ).hexdigest()
     fingerprint = describe["fingerprint"]
     chunks = -(-table.shape[0] // size)
-    writer = jax.process_index() == 0
+    processes = _Processes()
+    writer = processes.index == 0
+
+    digests = processes.gather(np.frombuffer(bytes.fromhex(fingerprint), dtype=np.uint8))
+    if np.any(digests != digests[0]):
+        raise ValueError(
+            f"{out}: the processes of this run were given different sweeps (manifest "
+            "fingerprints differ); run the same command, with the same sweep file and "
+            "options, in every process"
+        )
+    # Process 0 alone reads and writes the manifest, finds the missing chunks and
+    # tells the others: every process then has the same list, whatever its view of
+    # the directory.
+    pending = np.zeros(chunks, dtype=bool)
+    error: BaseException | None = None
     if writer:
-        _start(out, describe, force)
-    pending = np.asarray(
-        [writer and _read_chunk(_chunk_path(out, k), k, fingerprint) is None for k in range(chunks)]
-    )
-    if jax.process_count() > 1:
-        pending = np.asarray(multihost_utils.broadcast_one_to_all(pending))
+        try:
+            _start(out, describe, force)
+            pending = np.asarray(
+                [_read_chunk(_chunk_path(out, k), k, fingerprint) is None for k in range(chunks)]
+            )
+        except (ValueError, OSError) as e:
+            error = e
+    processes.check(error, str(out))
+    pending = processes.from_first(pending.astype(np.uint8)) != 0
+    if processes.count > 1:
+        # Each process writes its own chunks beside process 0's manifest: the
+        # directory must be the same one everywhere.
+        seen = processes.gather(np.asarray(_manifest_fingerprint(out) == fingerprint))
+        unseen = np.flatnonzero(~seen)
+        if unseen.size:
+            raise ValueError(
+                f"{out}: process(es) {', '.join(map(str, unseen))} do not see the manifest "
+                "that process 0 wrote there; every process needs the same output directory "
+                "(a shared file system)"
+            )
+
     start = time.perf_counter()
     resumed = int(chunks - pending.sum())
-    computed = 0
     done = 0
-    for k in range(chunks):
-        rows = slice(k * size, min((k + 1) * size, table.shape[0]))
-        n = rows.stop - rows.start
-        if pending[k]:
-            evaluator = evaluator or Evaluator(sweep, mesh)
-            # Every chunk is padded to the full chunk size: one compiled shape.
-            x = np.concatenate(
-                [table[rows], np.repeat(table[rows.stop - 1 : rows.stop], size - n, 0)]
-            )
-            results = {key: value[:n] for key, value in evaluator(x).items()}
-            if writer:
-                results.update(chunk=np.asarray(k), start=np.asarray(rows.start))
-                results["fingerprint"] = np.asarray(fingerprint)
-                with atomic_write(_chunk_path(out, k), True) as file:
-                    _write_npz(file, results)
-            computed += 1
-        done += n - (1 if k == 0 else 0)
+
+    def rows(k: int) -> slice:
+        return slice(k * size, min((k + 1) * size, table.shape[0]))
+
+    def variants(k: int) -> int:
+        return rows(k).stop - rows(k).start - (1 if k == 0 else 0)  # row 0: nominal
+
+    for k in np.flatnonzero(~pending):
+        done += variants(k)
+        if on_chunk is not None:
+            on_chunk(Progress(int(k), chunks, done, table.shape[0] - 1, 0, resumed, 0.0))
+    # Round r computes the missing chunks r P, ..., r P + P - 1, one per process, in
+    # one call of the evaluator over the global mesh; a process without a chunk in
+    # the last round computes the last chunk's rows again and keeps nothing.
+    missing = np.flatnonzero(pending)
+    mine = [int(k) for k in missing[processes.index :: processes.count]]
+    rounds = -(-missing.size // processes.count)
+    computed = 0
+    for r in range(rounds):
+        k = mine[r] if r < len(mine) else int(missing[-1])
+        evaluator = evaluator or Evaluator(sweep, mesh)
+        x = table[rows(k)]
+        # Every chunk is padded to the full chunk size: one compiled shape.
+        x = np.concatenate([x, np.repeat(x[-1:], size - x.shape[0], 0)])
+        results = evaluator(x)
+        if r >= len(mine) or error is not None:
+            continue
+        results = {key: value[: rows(k).stop - rows(k).start] for key, value in results.items()}
+        results.update(chunk=np.asarray(k), start=np.asarray(rows(k).start))
+        results["fingerprint"] = np.asarray(fingerprint)
+        try:
+            with atomic_write(_chunk_path(out, k), True) as file:
+                _write_npz(file, results)
+        except OSError as e:
+            error = e  # the other processes are told after the last round
+            continue
+        computed += 1
+        done += variants(k)
         if on_chunk is not None:
             on_chunk(
                 Progress(
@@ -245,10 +359,16 @@ def run_sweep(
                     computed,
                     resumed,
                     time.perf_counter() - start,
+                    len(mine) - computed,
                 )
             )
+    processes.check(error, str(out))
     if writer:
-        _combine(sweep, out, table, describe, chunks)
+        try:
+            _combine(sweep, out, table, describe, chunks)
+        except (ValueError, OSError) as e:
+            error = e
+    processes.check(error, str(out))
     return out / "sweep.npz"
 
 
