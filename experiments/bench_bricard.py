@@ -3,7 +3,7 @@ of 1e-6 m.
 
 - Reference: `rx.simulate`, null-space method, Dopri8 at rtol = 1e-12, atol = 1e-14
   (its own error estimated against rtol = 1e-11), P3 at t = 0, 0.1, …, 10 s.
-- Null-space/Diffrax: Dopri8 and Tsit5, each over a few rtol (atol = rtol / 100);
+- Null-space/Diffrax (and the block solver, `rx.BlockSparse()`): Dopri8 and Tsit5, each over a few rtol (atol = rtol / 100);
   per solver the loosest rtol whose P3 error, max over the 101 saved times, is
   ≤ 1e-6 m; that choice of each solver is timed as a user calls it (tolerances as
   Python floats): compile time = first call − median warm call, run time = median
@@ -76,10 +76,11 @@ GONZALEZ_T_TIMED, GONZALEZ_T_TIMED_QUICK = 1.0, 1.0  # [s] horizon of the repeat
 def methods(quick=False):
     """The null-space method as `simulate` uses it by default, and (where the
     library offers the choice, and not `quick`) its pivoted-QR path instead of the
-    all-rows Schur complement."""
+    all-rows Schur complement, and the block-sparse solver with its partitioning."""
     out = {"NullSpace()": rx.NullSpace()}
     if not quick and "schur" in {f.name for f in dataclasses.fields(rx.NullSpace)}:
         out["NullSpace(schur=False)"] = rx.NullSpace(schur=False)
+    out["BlockSparse()"] = rx.BlockSparse()
     return out
 
 
@@ -265,8 +266,8 @@ def main():
     candidates, timings = [], {}
     for mname, method in methods(args.quick).items():
         for sname, rtols in sweep.items():
-            if sname != "Dopri8" and mname != "NullSpace()":
-                continue  # Tsit5 only with the default method (time)
+            if sname != "Dopri8" and mname not in ("NullSpace()", "BlockSparse()"):
+                continue  # Tsit5 only with the default method and the block solver (time)
             solver = SOLVERS[sname]()
             if (mname, sname) not in compile_s:
                 r0, a0 = jnp.asarray(rtols[0]), jnp.asarray(rtols[0] * 1e-2)

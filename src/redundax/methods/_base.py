@@ -10,10 +10,16 @@ import jax
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._equations import Terms, dynamics_terms
+from .._equations import LocalTerms, Terms, dynamics_terms, local_terms
 from .._structure import Structure
 from .._validation import host_values
 from ._kernels import null_space_acceleration, schur_acceleration
+
+
+BLOCK_MIN_COORDINATES = 100
+"""From this many coordinates on, the null-space family computes q̈ by the block
+solver unless told otherwise (`block=None`). Measured per right-hand side on 2
+CPU cores (`experiments/bench_scaling.py`): MEASURED_CROSSOVER."""
 
 
 class AbstractRedundancyMethod(eqx.Module):
@@ -61,11 +67,28 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
     by [`null_space_acceleration`][] (pivoted QR of Cᵀ at the structure's rank);
     `None` (default), by the structure's verdict on the conditioning of the Schur
     complement (`Structure.schur`).
+
+    `block` chooses whether q̈ is computed by the block-sparse factorisation of
+    [`BlockSparse`][redundax.BlockSparse] (the same q̈ at consistent states, in
+    O(n); in `simulate` with no dense matrix): `True`, always; `False`, never;
+    `None` (default), when the mechanism has at least `BLOCK_MIN_COORDINATES`
+    coordinates, where it is the faster path, and `schur` is None ([`specialise`][]
+    decides, from the structure). The multipliers stay the method's own (dense)
+    choice.
     """
 
     schur: eqx.AbstractVar[bool | None]
+    block: eqx.AbstractVar[bool | None]
+
+    def terms(self, model, q, qd, t):
+        return local_terms(model, q, qd, t) if self.block else dynamics_terms(model, q, qd, t)
 
     def acceleration(self, terms, gamma, structure):
+        if self.block or isinstance(terms, LocalTerms):
+            from .block import BlockSparse
+
+            return BlockSparse().solve(terms, gamma, structure).qdd
+
         def by_schur():
             return schur_acceleration(terms.C, terms.M, terms.F, gamma, terms.block)
 
@@ -82,11 +105,20 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
 
 
 def specialise(method: AbstractRedundancyMethod, structure: Structure) -> AbstractRedundancyMethod:
-    """`method` with its `schur` choice fixed to the structure's verdict when that
-    verdict is known on the host, so that only the path taken is compiled. The
-    numbers are those of the unspecialised method (which takes the same path at run
+    """`method` with its choices of path fixed from the structure: `block` by the
+    mechanism's size (at least `BLOCK_MIN_COORDINATES` coordinates: the block
+    solver), then `schur` by the structure's verdict when that verdict is known on
+    the host, so that only the path taken is compiled. The numbers are those of
+    the unspecialised method (the same q̈; it takes the same Schur/QR path at run
     time through `jax.lax.cond`)."""
-    if not isinstance(method, AbstractNullSpaceMethod) or method.schur is not None:
+    if not isinstance(method, AbstractNullSpaceMethod):
+        return method
+    if method.block is None:
+        # A path the user fixed (`schur=True/False`) is kept.
+        blocks = structure.blocks
+        large = blocks is not None and blocks.n_bodies * blocks.dof >= BLOCK_MIN_COORDINATES
+        method = dataclasses.replace(method, block=large and method.schur is None)
+    if method.schur is not None or method.block:
         return method
     known = host_values(structure.schur)
     if known is None or np.ndim(known[0]):

@@ -18,6 +18,7 @@ class WeightedMinimumNorm(AbstractNullSpaceMethod):
 
     weights: Float[Array, " nc"] | None = None
     schur: bool | None = eqx.field(static=True, default=None)
+    block: bool | None = eqx.field(static=True, default=None)
 
     def multipliers(self, terms, gamma, qdd, structure):
         C = terms.C
