@@ -8,7 +8,10 @@ rigid-body rows per body):
   built with spatial revolute joints (`models.spatial_twin`): 2N + 1 bodies, N
   loops, each redundant three times (p = 3N);
 - `pendulums`: an open chain of N rods joined by spherical joints
-  (`models.spherical_chain(N)`): a tree, no redundancy.
+  (`models.spherical_chain(N)`): a tree, no redundancy;
+- `a02_planar`: the same A02 chain as a planar model (3 coordinates per body, no
+  redundancy at regular configurations): where the block solver overtakes the
+  dense path for planar mechanisms (`BLOCK_MIN_COORDINATES`).
 
 For each N the right-hand side q̈(q, q̇) with Baumgarte's Γ — assembly by autodiff
 and the solve, what `simulate` evaluates 13 times per Dopri8 step — is timed inside
@@ -47,6 +50,7 @@ RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "bench_scaling"
 FAMILIES = {
     "a02": lambda n: models.spatial_twin(models.n_four_bar(n)),
     "pendulums": models.spherical_chain,
+    "a02_planar": models.n_four_bar,
 }
 
 
@@ -168,7 +172,7 @@ def plot(results, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 4), sharey=True)
     for ax, (family, rows) in zip(axes, results.items(), strict=True):
         for key, style in (("block", "o-"), ("schur", "s--"), ("qr", "^:")):
             pts = [(r["N"], r[f"{key}_us"]) for r in rows if f"{key}_us" in r]
@@ -191,6 +195,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS / "cpu.json"))
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    load_before = os.getloadavg()
     results = {}
     for family in FAMILIES:
         results[family] = [time_rhs(family, n, args.dense_max) for n in sizes]
@@ -216,6 +221,7 @@ def main() -> None:
             "cpus": os.cpu_count(),
             "jax": importlib.metadata.version("jax"),
             "jaxlib": importlib.metadata.version("jaxlib"),
+            "load_average_before_after": [load_before[0], os.getloadavg()[0]],
         },
         "summary": summary,
         "right_hand_side": results,
