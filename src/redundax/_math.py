@@ -1,10 +1,13 @@
 """Small geometric helpers. Knows nothing of models."""
 
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 # Ω: rotation by +90° in the plane, Wojtyra & Frączek 2013, Appendix.
-OMEGA = jnp.array([[0.0, -1.0], [1.0, 0.0]])
+# NumPy, not jnp: importing redundax must start no JAX backend, since
+# `jax.distributed.initialize` (multi-process sweeps) has to come first.
+OMEGA = np.array([[0.0, -1.0], [1.0, 0.0]])
 
 
 def rot2(phi: Float[Array, ""]) -> Float[Array, "2 2"]:

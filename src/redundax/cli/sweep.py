@@ -2,14 +2,20 @@
 docstring describes sweeps."""
 
 import argparse
+import contextlib
 import dataclasses
 import json
+import math
+import os
+import socket
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import jax
+from jax.experimental import multihost_utils
 
 from ..io.config import ConfigError, load_config
 from ..sweep import (
@@ -20,6 +26,7 @@ from ..sweep import (
     run_sweep,
     sweep_mechanism,
 )
+from ._common import EXIT_USAGE, positive_float
 
 SUMMARY = "solvability and simulation of a grid or random sample of parameter variants"
 DESCRIPTION = (
@@ -28,13 +35,22 @@ DESCRIPTION = (
     "configs/README.md, Sweeps): the solvability analysis at its initial configuration "
     "(rank, degree of redundancy, which reactions are unique) and/or a simulation "
     "(success, final tracked points, largest constraint violation, rank along the "
-    "motion). Variants are batched with jax.vmap, chunk by chunk, over every local "
-    "device. Each chunk is written to OUT/chunks/ as soon as it is done: an interrupted "
+    "motion). Variants are batched with jax.vmap, chunk by chunk, over every device "
+    "of the process. Each chunk is written to OUT/chunks/ as soon as it is done: an interrupted "
     "sweep (Ctrl-C, kill) resumes where it stopped when the same command is run again. "
     "OUT/sweep.npz holds every result, OUT/summary.json the variants whose rank, "
     "solvability or simulation differs from the nominal model's. Exit status: 0 when "
-    "the sweep is complete, 2 on invalid input, 130 when interrupted."
+    "the sweep is complete, 2 on invalid input, 130 when interrupted. Several processes "
+    "(one per host, or several on one machine) run one sweep together when each is "
+    "started with the same SWEEP, --out (a directory they all share) and --coordinator, "
+    "and its own --process-id: the missing chunks are divided among them, each "
+    "process writes its own, and process 0 writes the combined files (the same bytes "
+    "as one process with the same --chunk-size) and prints the summary."
 )
+
+JOIN_TIMEOUT = 300.0
+"""Default of `--join-timeout` [s]: how long the processes of a run wait for each other
+to start (JAX's own default)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,6 +85,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="list the parameter addresses of the mechanism (with their nominal values) and exit",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    group = parser.add_argument_group(
+        "several processes",
+        "Start the same command in every process, each with its own --process-id "
+        "(jax.distributed.initialize; every device of every process is used).",
+    )
+    group.add_argument(
+        "--num-processes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the number of processes of the run",
+    )
+    group.add_argument(
+        "--process-id",
+        type=int,
+        default=None,
+        metavar="K",
+        help="this process's number, 0 to N-1; process 0 also hosts the coordinator",
+    )
+    group.add_argument(
+        "--coordinator",
+        default=None,
+        metavar="HOST:PORT",
+        help="the address of process 0, where the others reach it (default: "
+        "$JAX_COORDINATOR_ADDRESS); process 0 listens on PORT on every interface",
+    )
+    group.add_argument(
+        "--join-timeout",
+        type=positive_float,
+        default=JOIN_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long to wait for every process to join (default {JOIN_TIMEOUT:g})",
+    )
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -92,21 +141,136 @@ def _list_parameters(path: Path) -> int:
     return 0
 
 
+def _coordinator(text: str) -> tuple[str, int]:
+    """`HOST:PORT` (`[v6 address]:PORT` too) as (host, port), or a ValueError."""
+    host, _, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--coordinator: expected HOST:PORT (e.g. node0:8476), got {text!r}")
+    return host, int(port)
+
+
+def _answers(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=2.0):
+            return True
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send what is written to file descriptor 1 to stderr meanwhile: the Gloo
+    library of JAX's CPU collectives prints a line there when its processes
+    connect, and the standard output of `--json` is one JSON object."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _join(args: argparse.Namespace) -> None:
+    """Join a run of several processes (`jax.distributed.initialize`) if asked to.
+
+    Must run before JAX starts its devices. JAX ends a process that waits for the
+    others past its own timeout with a fatal error and a C++ stack trace, so a
+    timer of ours ends it first, with one line naming the option.
+    """
+    n, k = args.num_processes, args.process_id
+    if n is None:
+        if k is not None or args.coordinator is not None:
+            raise ValueError(
+                "--process-id/--coordinator: give --num-processes N too (a run of N processes)"
+            )
+        return
+    if n < 1:
+        raise ValueError(f"--num-processes: expected a positive integer, got {n}")
+    if k is None:
+        raise ValueError(f"--process-id: required with --num-processes (0 to {n - 1})")
+    if not 0 <= k < n:
+        raise ValueError(f"--process-id: expected 0 to {n - 1} (--num-processes {n}), got {k}")
+    if n == 1:
+        return
+    address = args.coordinator or os.environ.get("JAX_COORDINATOR_ADDRESS")
+    if not address:
+        raise ValueError(
+            "--coordinator: required with --num-processes (HOST:PORT of process 0, or set "
+            "JAX_COORDINATOR_ADDRESS)"
+        )
+    host, port = _coordinator(address)
+    timeout = args.join_timeout
+
+    def give_up() -> None:
+        if k > 0 and not _answers(host, port):
+            message = (
+                f"--coordinator {address}: nothing answered there within {timeout:g} s "
+                "(--join-timeout); start process 0 (--process-id 0) with the same "
+                "--coordinator, on that host"
+            )
+        else:
+            message = (
+                f"--num-processes {n}: not every process joined at {address} within "
+                f"{timeout:g} s (--join-timeout); start the same command with --process-id "
+                f"0 to {n - 1}, each once"
+            )
+        print(f"redundax: error: {message}", file=sys.stderr, flush=True)
+        os._exit(EXIT_USAGE)
+
+    timer = threading.Timer(timeout, give_up)
+    timer.daemon = True
+    timer.start()
+    try:
+        jax.distributed.initialize(
+            address,
+            n,
+            k,
+            # Longer than ours, so that our timer speaks first.
+            initialization_timeout=math.ceil(timeout) + 60,
+            shutdown_timeout_seconds=math.ceil(timeout),
+        )
+        with _stdout_to_stderr():
+            multihost_utils.sync_global_devices("redundax sweep: joined")
+    except RuntimeError as error:
+        first = (str(error).splitlines() or [type(error).__name__])[0]
+        # jaxlib's words when process 0 cannot listen on the port.
+        busy = k == 0 and "RPC server" in first
+        hint = f"; process 0 listens on port {port}: is another program using it?" if busy else ""
+        raise ValueError(
+            f"--coordinator {address}: could not join the run: {first}{hint}"
+        ) from None
+    finally:
+        timer.cancel()
+
+
 def _printer(quiet: bool) -> Callable[[Progress], None] | None:
     if quiet:
         return None
     tty = sys.stderr.isatty()
+    who = (
+        f" (process {jax.process_index()} of {jax.process_count()})"
+        if jax.process_count() > 1
+        else ""
+    )
+    found = 0
 
     def show(p: Progress) -> None:
+        nonlocal found
         rate = ""
         if p.computed and p.elapsed > 0:
             per_chunk = p.elapsed / p.computed
-            left = (p.chunks - p.chunk - 1) * per_chunk
+            left = p.left * per_chunk
             rate = f", {per_chunk:.1f} s per chunk, about {left / 60:.1f} min left"
         line = (
-            f"redundax: sweep chunk {p.chunk + 1}/{p.chunks}: {p.done}/{p.variants} variants{rate}"
+            f"redundax: sweep chunk {p.chunk + 1}/{p.chunks}{who}: "
+            f"{p.done}/{p.variants} variants{rate}"
         )
-        if p.resumed and p.chunk + 1 == p.resumed:
+        found += p.computed == 0
+        if p.computed == 0 and found == p.resumed:
             line += f" ({p.resumed} chunk(s) found on disk)"
         print(("\r" + line) if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
         if tty and p.chunk + 1 == p.chunks:
@@ -167,6 +331,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--chunk-size: expected a positive integer, got {args.chunk_size}")
     if args.t_final is not None and not args.t_final > 0:
         raise ValueError(f"--t-final: expected a positive number, got {args.t_final}")
+    _join(args)  # before anything starts JAX's devices
     sweep = load_sweep(path)
     if args.t_final is not None:
         sweep = dataclasses.replace(
@@ -174,8 +339,13 @@ def run(args: argparse.Namespace) -> int:
         )
     show = _printer(args.quiet)
     if show is not None:
+        processes = (
+            f" of {jax.process_count()} processes (this is process {jax.process_index()})"
+            if jax.process_count() > 1
+            else ""
+        )
         print(
-            f"redundax: sweep {sweep.name} on {jax.device_count()} device(s) "
+            f"redundax: sweep {sweep.name} on {jax.device_count()} device(s){processes} "
             f"({jax.devices()[0].platform}); the first chunk compiles",
             file=sys.stderr,
             flush=True,
@@ -191,6 +361,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
+    if jax.process_index() > 0:
+        return 0  # process 0 prints the summary
     summary = json.loads((result.parent / "summary.json").read_text())
     if args.json:
         print(json.dumps({**summary, "out": str(result)}))

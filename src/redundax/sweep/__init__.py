@@ -33,18 +33,18 @@ configuration is flagged (`consistent = False`) unless the sweep projects the
 initial state onto its constraints first (`initial = "project"`).
 
 **Evaluation.** The variants are evaluated `chunk_size` at a time: `jax.vmap` over
-the chunk, inside `jax.shard_map` over a 1-D mesh of every local device
-(`jax.sharding.Mesh(jax.devices(), ("variants",))`, `NamedSharding` with
-`PartitionSpec("variants")`), each chunk padded to a multiple of the device count.
-With `shard_map` every device integrates its own part of the chunk in its own
-`while` loop, with no communication between devices (a sharded `jit` would
-synchronise the devices at every step, and leave the partitioning of the linear
-algebra's custom calls to the compiler). One chunk shape is compiled once per sweep.
-On a CPU, N devices made with `--xla_force_host_platform_device_count=N` need more
-than N cores: jax 0.10's batched LAPACK kernels (eigh, svd) wait for subtasks on the
-thread pool that runs the devices' programs, and deadlock when all of its threads
-run one (seen on 2 cores with 2 devices from 6 variants per device; [`Evaluator`][]
-warns).
+the chunk, inside `jax.shard_map` over a 1-D mesh of every device
+([`default_mesh`][]: `jax.sharding.Mesh` of `jax.devices()` ordered process by
+process, `NamedSharding` with `PartitionSpec("variants")`), each chunk padded to a
+multiple of one process's device count. With `shard_map` every device integrates its own part
+of the chunk in its own `while` loop, with no communication between devices (a
+sharded `jit` would synchronise the devices at every step, and leave the
+partitioning of the linear algebra's custom calls to the compiler). One chunk shape
+is compiled once per sweep. On a CPU, N devices made with
+`--xla_force_host_platform_device_count=N` need more than N cores: jax 0.10's
+batched LAPACK kernels (eigh, svd) wait for subtasks on the thread pool that runs
+the devices' programs, and deadlock when all of its threads run one (seen on 2
+cores with 2 devices from 6 variants per device; [`Evaluator`][] warns).
 
 **Storage and resuming.** `OUT/manifest.json` describes the sweep (a fingerprint of
 the model, the table of parameter values, the options and the chunk size);
@@ -60,20 +60,45 @@ chunk boundaries are fixed by the manifest, the NPZ is written with fixed zip
 timestamps, and nothing in it records when or where it ran (byte-identical files,
 tested).
 
-**Past one machine.** Every device JAX sees is used. On a cluster, call
-`jax.distributed.initialize(...)` at the start of every process (one per host);
-`jax.devices()` then lists the devices of every host, the same mesh spans them all,
-each process builds its part of a chunk with `jax.make_array_from_callback` (every
-process computes the same table of values from the same seed), the results are
-gathered with `multihost_utils.process_allgather`, and only process 0 writes files
-(its list of missing chunks is broadcast to the others), to a directory it can
-see. This code path is written for multi-host use but has only been run with one
-process (several CPU devices via `--xla_force_host_platform_device_count`).
+**Several processes.** One sweep can run in several processes (one per host, or
+several on one machine) with JAX's multi-controller runtime: each process calls
+`jax.distributed.initialize(coordinator, num_processes, process_id)` before JAX's
+first computation (`redundax sweep ... --num-processes N --process-id K --coordinator
+HOST:PORT` does), then [`run_sweep`][] with the same arguments and the same `OUT`,
+a directory every process sees. The mesh then spans the devices of every process
+(process by process), and each evaluation is one program over that global mesh:
+process p feeds its own chunk into its block of the mesh
+(`jax.make_array_from_process_local_data`) and reads its results back from its
+addressable shards, so a round of the loop computes one chunk per process, with
+no communication between processes. The chunks missing at the start are dealt out
+round robin (process p computes missing chunks p, p + N, ...; a process without a
+chunk in the last round computes a stand-in and keeps nothing), and each process
+writes its own chunk files, as soon as each is done, with the same atomic write.
+Process 0 alone reads and writes the manifest and decides which chunks are
+missing, and tells the others (`multihost_utils` collectives); after the last
+round it combines the chunks. Resuming is therefore per chunk, whatever process
+wrote a chunk and with however many processes the sweep is resumed (the manifest
+does not record them). The processes check at the start that they run the same
+sweep (the fingerprints) and that they see process 0's manifest (a shared
+directory), and a failure of one process (an unwritable chunk, another sweep in
+`OUT`) is passed on at the next collective, so that every process stops with an
+error instead of waiting for one that has stopped; a process that dies is JAX's
+to notice (the coordination service's heartbeat ends the others).
+
+Why chunks per process rather than each chunk split over every process and
+gathered to process 0: a chunk file is written by the process that computed it,
+with no results sent between hosts; the hosts need not run in step within a chunk;
+and a chunk computed by one process on its L devices is exactly the chunk one
+process with L devices computes, so the combined files are byte-identical to a
+one-process run with the same chunk size (tested with two local CPU processes).
+The default chunk size is a multiple of one process's device count for the same
+reason. The results depend on the chunk size, not on the number of processes.
 
 **Layout.** `redundax._parameters` (parameter addresses → `Target`,
 `apply_parameters`; shared with `redundax.optimize`), `_file` (samples, `Sweep`, the
-sweep file), `_evaluate` (`Evaluator`: a chunk under vmap and shard_map), `_store`
-(chunk files, resuming, `run_sweep`, `read_sweep`); the command `redundax sweep` is
+sweep file), `_evaluate` (`Evaluator`: a chunk under vmap and shard_map; the mesh), `_store`
+(chunk files, resuming, the processes' agreement, `run_sweep`, `read_sweep`); the
+command `redundax sweep` (and its joining of a run of several processes) is
 `redundax.cli.sweep`.
 """
 
@@ -98,6 +123,7 @@ from ._evaluate import (
     Evaluator as Evaluator,
     _violation as _violation,
     default_chunk_size as default_chunk_size,
+    default_mesh as default_mesh,
 )
 from ._file import (
     Grid as Grid,

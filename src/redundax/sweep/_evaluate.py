@@ -74,13 +74,12 @@ def local_devices(mesh: Mesh) -> list[Any]:
     """
     devices = list(mesh.devices.flat)
     owners = [d.process_index for d in devices]
-    processes = sorted(set(owners))
-    per_process = len(devices) // len(processes)
-    blocks = [p for p in processes for _ in range(per_process)]
-    if mesh.devices.ndim != 1 or owners != blocks or jax.process_index() not in processes:
+    count = jax.process_count()
+    blocks = [p for p in range(count) for _ in range(len(devices) // count)]
+    if mesh.devices.ndim != 1 or owners != blocks:
         raise ValueError(
-            f"sweep mesh: expected a 1-D mesh holding as many devices of every process, "
-            f"process by process, with this process's among them (devices of processes "
+            f"sweep mesh: expected a 1-D mesh holding as many devices of each of the "
+            f"{count} process(es), process by process (its devices belong to processes "
             f"{owners}); use redundax.sweep.default_mesh()"
         )
     return [d for d in devices if d.process_index == jax.process_index()]

@@ -279,7 +279,7 @@ def run_sweep(
         raise ValueError(
             f"{out}: the processes of this run were given different sweeps (manifest "
             "fingerprints differ); run the same command, with the same sweep file and "
-            "options, in every process"
+            "options, in every process, with one output directory that they share"
         )
     # Process 0 alone reads and writes the manifest, finds the missing chunks and
     # tells the others: every process then has the same list, whatever its view of
@@ -318,16 +318,16 @@ def run_sweep(
     def variants(k: int) -> int:
         return rows(k).stop - rows(k).start - (1 if k == 0 else 0)  # row 0: nominal
 
-    for k in np.flatnonzero(~pending):
-        done += variants(k)
-        if on_chunk is not None:
-            on_chunk(Progress(int(k), chunks, done, table.shape[0] - 1, 0, resumed, 0.0))
     # Round r computes the missing chunks r P, ..., r P + P - 1, one per process, in
     # one call of the evaluator over the global mesh; a process without a chunk in
     # the last round computes the last chunk's rows again and keeps nothing.
     missing = np.flatnonzero(pending)
     mine = [int(k) for k in missing[processes.index :: processes.count]]
     rounds = -(-missing.size // processes.count)
+    for k in map(int, np.flatnonzero(~pending)):
+        done += variants(k)
+        if on_chunk is not None:
+            on_chunk(Progress(k, chunks, done, table.shape[0] - 1, 0, resumed, 0.0, len(mine)))
     computed = 0
     for r in range(rounds):
         k = mine[r] if r < len(mine) else int(missing[-1])
