@@ -12,8 +12,8 @@ import pytest
 import redundax as rx
 from helpers import central_difference, planar_twin
 from redundax import models
-from redundax.sweep import apply_parameters, resolve_parameters
 from redundax._equations import dynamics_terms
+from redundax.sweep import apply_parameters, resolve_parameters
 
 # q̈ of two exact solvers of the same consistent equations: round-off of the
 # factorisations (both well conditioned at regular states), relative to max |q̈|.
@@ -187,7 +187,9 @@ def test_gradient_through_a_block_solve_wrt_geometry():
     @jax.jit
     def final_angle(x):
         variant, start = apply_parameters(model, state, (target,), x)
-        traj = rx.simulate(variant, start, 1.0, initial_projection=rx.Projection(iterations=10), **kw)
+        traj = rx.simulate(
+            variant, start, 1.0, initial_projection=rx.Projection(iterations=10), **kw
+        )
         u = traj.q[-1, 3:5]  # the crank's body x axis, in the plane
         return jnp.arctan2(u[1], u[0])
 
@@ -306,7 +308,7 @@ def test_partitioning_keeps_the_branch_of_a_chain_of_ten_spatial_loops():
     active = np.asarray(history.active)
     rows = set(np.flatnonzero(active[0]))
     for i in range(1, ts.shape[0]):
-        for t_before, t_after, entered, left in history.changes:
+        for _, t_after, entered, left in history.changes:
             if ts[i - 1] < t_after <= ts[i]:
                 rows = (rows - set(left)) | set(entered)
         assert rows == set(np.flatnonzero(active[i])), ts[i]

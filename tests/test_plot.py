@@ -53,15 +53,25 @@ def robot(tmp_path_factory) -> Path:
 def bricard(tmp_path_factory) -> Path:
     """0.2 s of configs/bricard.toml, with Tsit5 at the default tolerances instead
     of its Dopri8 at 1e-10 (a cheaper compilation; the figures do not care)."""
-    folder = tmp_path_factory.mktemp("bricard")
+    return _bricard_run(tmp_path_factory.mktemp("bricard"), "0.2")
+
+
+def _bricard_run(folder: Path, t_final: str, *, method: str | None = None) -> Path:
+    """`simulate --out` of configs/bricard.toml with Tsit5 at 1e-8 (and `method`)."""
     text = BRICARD.read_text(encoding="utf-8")
-    for old, new in (('"dopri8"', '"tsit5"'), ("rtol = 1e-10", "rtol = 1e-8"),
-                     ("atol = 1e-12", "atol = 1e-10")):  # fmt: skip
+    changes = [
+        ('"dopri8"', '"tsit5"'),
+        ("rtol = 1e-10", "rtol = 1e-8"),
+        ("atol = 1e-12", "atol = 1e-10"),
+    ]
+    if method is not None:
+        changes.append(('method = "null-space"', f'method = "{method}"'))
+    for old, new in changes:
         assert old in text
         text = text.replace(old, new)
     config, npz = folder / "bricard.toml", folder / "bricard.npz"
     config.write_text(text, encoding="utf-8")
-    status, _, err = _run("simulate", config, "--t-final", "0.2", "--json", "--out", npz)
+    status, _, err = _run("simulate", config, "--t-final", t_final, "--json", "--out", npz)
     assert status == 0, err
     return npz
 
@@ -203,16 +213,7 @@ def test_rank_plot_draws_the_active_set_of_the_block_solver(tmp_path):
     draws the number of active rows next to the rank: on Bricard (p = 1) it keeps
     as many rows as the SVD rank of C, and a change written into the log moves
     the line at the end of its step."""
-    text = BRICARD.read_text(encoding="utf-8")
-    for old, new in (('method = "null-space"', 'method = "block"'), ('"dopri8"', '"tsit5"'),
-                     ("rtol = 1e-10", "rtol = 1e-8"), ("atol = 1e-12", "atol = 1e-10")):  # fmt: skip
-        assert old in text
-        text = text.replace(old, new)
-    config, npz = tmp_path / "bricard.toml", tmp_path / "bricard.npz"
-    config.write_text(text, encoding="utf-8")
-    status, _, err = _run("simulate", config, "--t-final", "0.1", "--json", "--out", npz)
-    assert status == 0, err
-    run = read_run(npz)
+    run = read_run(_bricard_run(tmp_path, "0.1", method="block"))
     log = run["active_set"]
     assert log["steps"].shape == (0, 2)  # no change in 0.1 s
     assert int(log["initial"].sum()) == run["rank"][0] == 59

@@ -5,6 +5,12 @@ import jax as _jax
 # Results a user sees are float64 by default (the seed papers' numbers need it).
 _jax.config.update("jax_enable_x64", True)
 
+from ._active_set import (
+    ActiveSetHistory as ActiveSetHistory,
+    ActiveSetLog as ActiveSetLog,
+    ActiveSetMonitor as ActiveSetMonitor,
+    active_set_history as active_set_history,
+)
 from ._assembly import (
     acceleration_rhs as acceleration_rhs,
     body_poses as body_poses,
@@ -56,12 +62,6 @@ from ._motion import (
     Function as Function,
     Polynomial as Polynomial,
     SmoothSteps as SmoothSteps,
-)
-from ._active_set import (
-    ActiveSetHistory as ActiveSetHistory,
-    ActiveSetLog as ActiveSetLog,
-    ActiveSetMonitor as ActiveSetMonitor,
-    active_set_history as active_set_history,
 )
 from ._qr import PivotedQR as PivotedQR, pivoted_qr as pivoted_qr
 from ._rank_history import (

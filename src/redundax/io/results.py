@@ -40,8 +40,8 @@ overwritten unless `force=True`.
 | `energy` | (T,) | kinetic + potential energy [J] |
 | `rank` | (T,) int | rank of C at each saved state (SVD, relative tolerance 1e-8) |
 | `rank_gap` | (T,) | σ_r / σ_1 of C, r the rank at the first saved state (→ 0: singular) |
-| `active_set/initial` | (nc,) bool | runs of a partitioning method (`BlockSparse`): its active rows at the start |
-| `active_set/steps` | (k, 2) | the integrator step [t_before, t_after] of each change of the active set [s] |
+| `active_set/initial` | (nc,) bool | partitioning (`BlockSparse`) runs: active rows at t0 |
+| `active_set/steps` | (k, 2) | the step [t_before, t_after] of each change [s] |
 | `active_set/active` | (k, nc) bool | the active rows after each change |
 | `b_norm/<PAIR>` | () | ‖B_X‖_F of the pair at the first saved state: 0 (round-off) iff unique |
 | `component_b_norm/<PAIR>` | (k,) | the same for each of its rows (reaction components) |

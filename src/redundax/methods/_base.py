@@ -15,7 +15,6 @@ from .._structure import Structure
 from .._validation import host_values
 from ._kernels import null_space_acceleration, schur_acceleration
 
-
 BLOCK_MIN_COORDINATES = 150
 """From this many coordinates on, the null-space family computes q̈ by the block
 solver unless told otherwise (`block=None`). Measured per right-hand side (µs,
