@@ -5,8 +5,8 @@ of 1e-6 m.
   (its own error estimated against rtol = 1e-11), P3 at t = 0, 0.1, …, 10 s.
 - Null-space/Diffrax (and the block solver, `rx.BlockSparse()`): Dopri8 and Tsit5,
   each over a few rtol (atol = rtol / 100); per solver the loosest rtol whose P3
-  error, max over the 101 saved times, is ≤ 1e-6 m; that choice of each solver is timed as a user calls it (tolerances as
-  Python floats): compile time = first call − median warm call, run time = median
+  error, max over the 101 saved times, is ≤ 1e-6 m; that choice of each solver
+  is timed as a user calls it (tolerances as Python floats): compile time = first call − median warm call, run time = median
   and minimum of N warm calls.
 - González et al.'s semi-implicit Euler stepper at h = 1e-3 s (`rx.simulate_gonzalez`,
   joint rows near-rigid, c = 1e-12), with and without projection: compile time,
