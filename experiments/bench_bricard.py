@@ -6,8 +6,8 @@ of 1e-6 m.
 - Null-space/Diffrax (and the block solver, `rx.BlockSparse()`): Dopri8 and Tsit5,
   each over a few rtol (atol = rtol / 100); per solver the loosest rtol whose P3
   error, max over the 101 saved times, is ≤ 1e-6 m; that choice of each solver
-  is timed as a user calls it (tolerances as Python floats): compile time = first call − median warm call, run time = median
-  and minimum of N warm calls.
+  is timed as a user calls it (tolerances as Python floats): compile time = first
+  call − median warm call, run time = median and minimum of N warm calls.
 - González et al.'s semi-implicit Euler stepper at h = 1e-3 s (`rx.simulate_gonzalez`,
   joint rows near-rigid, c = 1e-12), with and without projection: compile time,
   one warm 10 s run and its P3 error, and the median and minimum of N runs over a
