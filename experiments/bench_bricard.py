@@ -159,10 +159,13 @@ def profile(model, state0, q, qd, t, n, quick=False):
     variants = {"NullSpace(schur=True)": rx.NullSpace(schur=True)}
     if not quick:
         variants["NullSpace(schur=False)"] = rx.NullSpace(schur=False)
+    variants["BlockSparse()"] = rx.BlockSparse()
     for mname, method in variants.items():
 
         def rhs(q, qd, t, method=method):
-            terms = rx.dynamics_terms(model, q, qd, t)
+            # What simulate evaluates: the method's own terms (the block solver's
+            # are local, no dense matrix).
+            terms = method.terms(model, q, qd, t)
             return method.acceleration(terms, baum.gamma(terms), structure)
 
         def linear_algebra(q, qd, t, terms, gamma, method=method):

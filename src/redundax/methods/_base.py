@@ -19,9 +19,9 @@ BLOCK_MIN_COORDINATES = 150
 """From this many coordinates on, the null-space family computes q̈ by the block
 solver unless told otherwise (`block=None`). Measured per right-hand side (µs,
 block / dense Schur, assembly included, 2 CPU cores, `experiments/bench_scaling.py`):
-planar A02 chains 106 / 94 at 99 coordinates, 191 / 381 at 195; spatial A02 chains
-143 / 133 at 108, 277 / 640 at 204; spatial pendulum chains (trees) 123 / 64 at 96,
-217 / 249 at 192."""
+planar A02 chains 103 / 95 at 99 coordinates, 200 / 390 at 195; spatial A02 chains
+152 / 139 at 108, 287 / 788 at 204; spatial pendulum chains (trees) 102 / 57 at 96,
+185 / 246 at 192."""
 
 
 class AbstractRedundancyMethod(eqx.Module):
