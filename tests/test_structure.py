@@ -166,7 +166,10 @@ def test_eager_and_jitted_simulate_agree_for_every_method(mechanism, request):
     model, state = request.getfixturevalue(mechanism)
     options = dict(n_save=5, rtol=1e-8, atol=1e-10)
     t1 = 0.3
-    for name, method in _five_methods(model, state.q).items():
+    methods = _five_methods(model, state.q)
+    if mechanism == "bricard":  # one method of each family (the robot runs all five)
+        methods = {name: methods[name] for name in ("null-space", "augmented-lagrangian")}
+    for name, method in methods.items():
         eager = rx.simulate(model, state, t1, method=method, **options)
         jitted = jax.jit(lambda m, s: rx.simulate(m, s, t1, method=method, **options))(model, state)
         assert int(eager.structure.rank) == int(jitted.structure.rank), name

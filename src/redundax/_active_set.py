@@ -73,7 +73,11 @@ class ActiveSetLog(eqx.Module):
 
 
 def active_rows(args, t, y) -> Bool[Array, " nc"]:
-    """The active rows of the vector field's method at (t, y)."""
+    """The active rows of the vector field's method at (t, y): a discrete fact,
+    through which no derivative flows (so none is traced)."""
+    args, t, y = jax.tree.map(
+        lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, (args, t, y)
+    )
     model, structure, method, drift_control = args
     q, qd = y
     terms = method.terms(model, q, qd, t)
