@@ -51,27 +51,22 @@ def robot(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def bricard(tmp_path_factory) -> Path:
-    """0.2 s of configs/bricard.toml, with Tsit5 at the default tolerances instead
-    of its Dopri8 at 1e-10 (a cheaper compilation; the figures do not care)."""
-    return _bricard_run(tmp_path_factory.mktemp("bricard"), "0.2")
-
-
-def _bricard_run(folder: Path, t_final: str, *, method: str | None = None) -> Path:
-    """`simulate --out` of configs/bricard.toml with Tsit5 at 1e-8 (and `method`)."""
+    """0.2 s of configs/bricard.toml with the block solver (`method = "block"`, so
+    that the run also stores its active-set log), Tsit5 at the default tolerances
+    instead of its Dopri8 at 1e-10 (a cheaper compilation; the figures do not care)."""
     text = BRICARD.read_text(encoding="utf-8")
-    changes = [
+    for old, new in (
         ('"dopri8"', '"tsit5"'),
         ("rtol = 1e-10", "rtol = 1e-8"),
         ("atol = 1e-12", "atol = 1e-10"),
-    ]
-    if method is not None:
-        changes.append(('method = "null-space"', f'method = "{method}"'))
-    for old, new in changes:
+        ('method = "null-space"', 'method = "block"'),
+    ):
         assert old in text
         text = text.replace(old, new)
+    folder = tmp_path_factory.mktemp("bricard")
     config, npz = folder / "bricard.toml", folder / "bricard.npz"
     config.write_text(text, encoding="utf-8")
-    status, _, err = _run("simulate", config, "--t-final", t_final, "--json", "--out", npz)
+    status, _, err = _run("simulate", config, "--t-final", "0.2", "--json", "--out", npz)
     assert status == 0, err
     return npz
 
@@ -208,14 +203,14 @@ def test_rank_plot_draws_the_stored_rank(robot):
     assert set(lines["rank_rtol"].get_ydata()) == {run["solvability"]["rank_rtol"]}
 
 
-def test_rank_plot_draws_the_active_set_of_the_block_solver(tmp_path):
+def test_rank_plot_draws_the_active_set_of_the_block_solver(bricard):
     """A run of the block solver stores its partitioning's log; the rank figure
     draws the number of active rows next to the rank: on Bricard (p = 1) it keeps
     as many rows as the SVD rank of C, and a change written into the log moves
     the line at the end of its step."""
-    run = read_run(_bricard_run(tmp_path, "0.1", method="block"))
+    run = read_run(bricard)
     log = run["active_set"]
-    assert log["steps"].shape == (0, 2)  # no change in 0.1 s
+    assert log["steps"].shape == (0, 2)  # no change in 0.2 s
     assert int(log["initial"].sum()) == run["rank"][0] == 59
     active = _lines(plot.plot_rank(run))["active"]
     assert set(active.get_ydata()) == {59}
