@@ -48,6 +48,7 @@ from ._drift_control import (
     Projection as Projection,
     drift_control_of as drift_control_of,
 )
+from ._step_projection import ProjectedSteps as ProjectedSteps, StepProjection as StepProjection
 from ._equations import (
     LocalTerms as LocalTerms,
     Terms as Terms,

@@ -8,7 +8,9 @@ A drift control answers two questions `simulate` asks:
   with (the constraints' own Γ, or Γ with stabilising terms added);
 - `project(model, q, qd, t, ranks)`: the state put back on the manifold at each
   saved time, or None when the strategy does not project (`projects` says which,
-  statically, so that `simulate` chooses its integration loop while tracing).
+  statically, so that `simulate` chooses its integration loop while tracing);
+- `wrap(solver)`: the integrator, possibly wrapped (a projection after every step:
+  [`StepProjection`][redundax.StepProjection], in `_step_projection.py`).
 
 Reactions along a motion need the same Γ as the motion ([`reaction_history`][]
 reads `Trajectory.drift_control`).
@@ -44,6 +46,17 @@ class AbstractDriftControl(eqx.Module):
     def project(self, model: Model, q, qd, t, ranks=None):
         """`(q, q̇)` put back on the manifold (default: unchanged)."""
         return q, qd
+
+    def prepare(self, method, structure) -> "AbstractDriftControl":
+        """This drift control with its choices fixed for `method` and `structure`
+        (called by `simulate` on the host; default: itself)."""
+        return self
+
+    def wrap(self, solver):
+        """The Diffrax solver `simulate` integrates with, built on `solver` (default:
+        `solver` itself; [`StepProjection`][redundax.StepProjection] projects after
+        every step)."""
+        return solver
 
 
 class NoDriftControl(AbstractDriftControl):

@@ -123,6 +123,7 @@ def _simulate(
     term = diffrax.ODETerm(_vector_field)
     args = (model, structure, method, drift_control)
     monitored = method.partitions and model.n_constraints > 0
+    solver = drift_control.wrap(solver)
     if monitored:
         solver = ActiveSetMonitor(solver, ActiveSetLog.start(active_rows(args, ts[0], (q0, qd0))))
     log = None
@@ -358,6 +359,7 @@ def simulate(
         solver = default_solver(rtol)
     if stepsize_controller is None:
         stepsize_controller = default_controller(model, rtol, atol)
+    method = specialise(method, structure)
     return _simulate(
         model,
         state0.t,
@@ -367,10 +369,10 @@ def simulate(
         None if saved_times is not None else ts,
         saved_times,
         structure,
-        specialise(method, structure),
+        method,
         solver,
         stepsize_controller,
-        drift_control,
+        drift_control.prepare(method, structure),
         max_steps,
         throw,
         progress_meter,

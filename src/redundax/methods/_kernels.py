@@ -102,7 +102,10 @@ def mass_solver(M: Float[Array, "nq nq"], block: int):
         blocks = jnp.moveaxis(
             jnp.diagonal(M.reshape(nb, block, nb, block), axis1=0, axis2=2), -1, 0
         )
-        inverse = jnp.linalg.inv(blocks)
+        # SPD blocks: the inverse from their Cholesky factors (`jnp.linalg.inv`'s LU
+        # turns its row pivots into a permutation with a loop per call).
+        eye = jnp.broadcast_to(jnp.eye(block), blocks.shape)
+        inverse = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(blocks), eye)
 
         def solve(x):
             xb = x.reshape(nb, block, -1)

@@ -3,7 +3,7 @@
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Float, Int
 
 from .._assembly import constraint_matrix
 from .._errors import ModelError
@@ -23,13 +23,15 @@ class Elimination(AbstractRedundancyMethod):
     really redundant, or chooses them with the pivoted QR.
     """
 
-    keep: tuple[int, ...] = eqx.field(static=True)
+    keep: Int[Array, " r"] = eqx.field(converter=lambda k: jnp.asarray(k, dtype=int))
+    """The kept rows (an array, not a static field: choices of the same number of
+    rows share one compiled program)."""
     n_rows: int = eqx.field(static=True)
 
     def _solve(self, terms, gamma):
         # M q̈ + C_sᵀ μ = F, C_s q̈ = Γ_s by the Schur complement (Cholesky of
         # C_s M⁻¹ C_sᵀ, M⁻¹ block by block).
-        idx = np.asarray(self.keep, dtype=int)
+        idx = self.keep
         qdd, mu = schur_solve(terms.C[idx], terms.M, terms.F, gamma[idx], terms.block)
         return qdd, jnp.zeros(self.n_rows).at[idx].set(mu)
 
@@ -42,7 +44,8 @@ class Elimination(AbstractRedundancyMethod):
     @property
     def eliminated(self) -> tuple[int, ...]:
         """Dropped rows, 0-based."""
-        return tuple(k for k in range(self.n_rows) if k not in self.keep)
+        kept = {int(k) for k in np.asarray(self.keep)}
+        return tuple(k for k in range(self.n_rows) if k not in kept)
 
 
 def _self_stress_share(model: Model, qs: np.ndarray, ts: np.ndarray, rank: int) -> np.ndarray:
