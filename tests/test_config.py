@@ -473,6 +473,29 @@ initial = "project"
 
 
 @pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        ('projection = "steps"', rx.StepProjection()),
+        ('projection = "steps"\nstabilisation = "none"', rx.StepProjection(baumgarte=None)),
+        (
+            'projection = "steps"\nbaumgarte_alpha = 2\nbaumgarte_beta = 3',
+            rx.StepProjection(baumgarte=rx.Baumgarte(2.0, 3.0)),
+        ),
+        ("projection = false", rx.Baumgarte()),
+    ],
+)
+def test_projection_after_every_step_from_the_file(tmp_path, table, expected):
+    options = load_config(_write(tmp_path, _with_simulation(FOUR_BAR_TEXT, table))).simulation
+    assert options.drift_control == expected
+
+
+def test_a_projection_that_is_not_understood_is_named(tmp_path):
+    path = _write(tmp_path, _with_simulation(FOUR_BAR_TEXT, 'projection = "always"'))
+    with pytest.raises(ConfigError, match=r"projection.*true, false or \"steps\""):
+        load_config(path)
+
+
+@pytest.mark.parametrize(
     ("table", "method"),
     [
         ('method = "weighted-minimum-norm"', rx.WeightedMinimumNorm()),
@@ -530,7 +553,7 @@ SIMULATION_MISTAKES = {
     "max_steps zero": ("max_steps = 0", r"simulation key 'max_steps': must be a positive integer"),
     "projection not a boolean": (
         'projection = "yes"',
-        r"simulation key 'projection': expected true or false, got 'yes' \(a string\)",
+        r"simulation key 'projection': expected true, false or \"steps\", got 'yes' \(a string\)",
     ),
     "unknown initial": (
         'initial = "assemble"',

@@ -174,7 +174,7 @@ class Projection(AbstractDriftControl):
 
 
 def drift_control_of(
-    stabilisation: Baumgarte | None, projection: Projection | None
+    stabilisation: Baumgarte | None, projection: AbstractDriftControl | None
 ) -> AbstractDriftControl:
     """The drift control that Baumgarte terms `stabilisation` and a `projection` at
     every saved time (each possibly None) stand for: the mapping of `simulate`'s

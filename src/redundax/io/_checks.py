@@ -289,6 +289,15 @@ def boolean(value: Any, where: Where, problems: list[str]) -> bool | None:
     return value
 
 
+def projection(value: Any, where: Where, problems: list[str]) -> bool | str | None:
+    """`true`/`false` (a projection at every saved state, or none) or `"steps"` (a
+    projection after every integrator step)."""
+    if isinstance(value, bool) or value == "steps":
+        return value
+    problems.append(Problem(where, f'expected true, false or "steps", got {describe(value)}'))
+    return None
+
+
 def rows(value: Any, where: Where, problems: list[str]) -> tuple[int, ...] | None:
     if not isinstance(value, list) or not value:
         problems.append(

@@ -8,6 +8,7 @@ from typing import Any, Final
 import diffrax
 
 from .._drift_control import AbstractDriftControl, Baumgarte, Projection, drift_control_of
+from .._step_projection import StepProjection
 from ..methods import AbstractRedundancyMethod, NullSpace
 from . import _checks as checks
 from ._errors import Problem, Where
@@ -30,7 +31,9 @@ class SimulationOptions:
       `NullSpace()`); `"elimination"` is decided by [`redundax.eliminate`][] at the
       initial configuration.
     - `stabilisation`: `Baumgarte(alpha, beta)` or None (`stabilisation`).
-    - `projection`: `Projection()` at every saved state, or None (`projection`).
+    - `projection`: `Projection()` at every saved state (`projection = true`),
+      `StepProjection()` after every integrator step (`projection = "steps"`), or
+      None.
     - `initial_projection`: `Projection()` when `initial = "project"`, None when
       the initial state is refused unless consistent (`initial = "refuse"`).
     - `choices`: the type string chosen (or defaulted) for each of `solver`,
@@ -46,7 +49,7 @@ class SimulationOptions:
     solver: diffrax.AbstractSolver = dataclasses.field(default_factory=diffrax.Tsit5)
     method: AbstractRedundancyMethod = dataclasses.field(default_factory=NullSpace)
     stabilisation: Baumgarte | None = dataclasses.field(default_factory=Baumgarte)
-    projection: Projection | None = None
+    projection: Projection | StepProjection | None = None
     initial_projection: Projection | None = None
     choices: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict(SIMULATION_CHOICES))
     raw: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -99,7 +102,7 @@ _SIMULATION: Final = Kind(
         "atol": checks.positive,
         "n_save": checks.save_count,
         "max_steps": checks.positive_integer,
-        "projection": checks.boolean,
+        "projection": checks.projection,
     },
     (),
 )
@@ -176,12 +179,22 @@ def parse_simulation(raw: dict[str, Any], problems: list[str]) -> dict[str, Any]
     if len(problems) > before or values is None:
         return None
     projection = values.pop("projection", False)
+    stabilisation = objects["stabilisation"]
+    if projection == "steps":
+        # Baumgarte terms between the step projections: the file's, else the mild
+        # default of StepProjection (the config default α = β = 10 /s would make the
+        # step size follow the drift again).
+        projection = StepProjection()
+        if not {"stabilisation", "baumgarte_alpha", "baumgarte_beta"} & set(raw):
+            stabilisation = projection.baumgarte
+    else:
+        projection = Projection() if projection else None
     return {
         **values,
         "solver": objects["solver"],
         "method": objects["method"],
-        "stabilisation": objects["stabilisation"],
-        "projection": Projection() if projection else None,
+        "stabilisation": stabilisation,
+        "projection": projection,
         "initial_projection": objects["initial"],
         "choices": chosen,
         "raw": dict(raw),
