@@ -58,6 +58,7 @@ LONGEST_FIRST = (
     "test_notebooks.py",
     "test_readme.py",
     "test_optimize.py",
+    "test_step_projection.py",
     "test_sweep.py",
     "test_plot.py",
     "test_compliance.py",
