@@ -56,7 +56,8 @@ class StepProjection(AbstractDriftControl):
     - `iterations`: Newton steps on the positions per integrator step (default
       1: a step drifts off by about its local error δ, and one Newton step leaves
       O(δ²), removed again after the next step, so nothing accumulates; Bricard
-      at rtol = 5e-6: the same motion to 1e-9 m with 1 or 2).
+      at rtol = 5e-6, elimination: P3 within 1.82e-6 m of the reference with 1
+      or with 2, 41 steps either way).
     - `baumgarte`: Baumgarte terms in Γ between the projections (default
       α = β = 1 /s, mild: they slow the drift inside a step, which keeps the
       saved states, interpolated by the integrator between projected step ends,
