@@ -48,7 +48,6 @@ from ._drift_control import (
     Projection as Projection,
     drift_control_of as drift_control_of,
 )
-from ._step_projection import ProjectedSteps as ProjectedSteps, StepProjection as StepProjection
 from ._equations import (
     LocalTerms as LocalTerms,
     Terms as Terms,
@@ -128,6 +127,7 @@ from ._spec import (
     TranslationalDriver as TranslationalDriver,
     Weld as Weld,
 )
+from ._step_projection import ProjectedSteps as ProjectedSteps, StepProjection as StepProjection
 from ._structure import (
     DECISION_RTOL as DECISION_RTOL,
     UNIQUENESS_RTOL as UNIQUENESS_RTOL,

@@ -21,6 +21,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from ._model import Model
+from ._wrapped_solver import AbstractDelegatingSolver
 
 CAPACITY = 256
 """Changes of the active set a run records (later ones are counted, not stored)."""
@@ -84,7 +85,7 @@ def active_rows(args, t, y) -> Bool[Array, " nc"]:
     return method.active_rows(terms, drift_control.gamma(terms), structure)
 
 
-class ActiveSetMonitor(diffrax.AbstractWrappedSolver):
+class ActiveSetMonitor(AbstractDelegatingSolver):
     """A Diffrax solver that steps like `solver` and records the active set of the
     vector field's partitioning method after every step in an [`ActiveSetLog`][]
     (the second half of its solver state). `log`: the log to continue (a run
@@ -92,27 +93,6 @@ class ActiveSetMonitor(diffrax.AbstractWrappedSolver):
 
     solver: diffrax.AbstractSolver
     log: ActiveSetLog
-
-    @property
-    def term_structure(self):
-        return self.solver.term_structure
-
-    @property
-    def interpolation_cls(self):  # pyright: ignore
-        return self.solver.interpolation_cls
-
-    @property
-    def term_compatible_contr_kwargs(self):
-        return self.solver.term_compatible_contr_kwargs
-
-    def order(self, terms):
-        return self.solver.order(terms)
-
-    def strong_order(self, terms):
-        return self.solver.strong_order(terms)
-
-    def error_order(self, terms):
-        return self.solver.error_order(terms)
 
     def init(self, terms, t0, t1, y0, args):
         # A projection between two solves may have changed the active set.
@@ -125,9 +105,6 @@ class ActiveSetMonitor(diffrax.AbstractWrappedSolver):
             terms, t0, t1, y0, args, state, made_jump
         )
         return y1, error, dense, (state, log.record(t0, t1, active_rows(args, t1, y1))), result
-
-    def func(self, terms, t0, y0, args):
-        return self.solver.func(terms, t0, y0, args)
 
 
 class ActiveSetHistory(eqx.Module):

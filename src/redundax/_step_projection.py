@@ -30,6 +30,7 @@ from ._drift_control import AbstractDriftControl, Baumgarte
 from ._equations import LocalTerms, dynamics_terms, local_terms
 from ._types import Scalar
 from ._validation import host_values
+from ._wrapped_solver import AbstractDelegatingSolver
 
 
 def _rows(terms, m: int):
@@ -156,36 +157,12 @@ class StepProjection(AbstractDriftControl):
         return ProjectedSteps(solver, self)
 
 
-class ProjectedSteps(diffrax.AbstractWrappedSolver):
+class ProjectedSteps(AbstractDelegatingSolver):
     """A Diffrax solver whose every step ends with `projection.project_state`
     (the error estimate and the dense output are the inner solver's)."""
 
     solver: diffrax.AbstractSolver
     projection: StepProjection
-
-    @property
-    def term_structure(self):
-        return self.solver.term_structure
-
-    @property
-    def interpolation_cls(self):  # pyright: ignore
-        return self.solver.interpolation_cls
-
-    @property
-    def term_compatible_contr_kwargs(self):
-        return self.solver.term_compatible_contr_kwargs
-
-    def order(self, terms):
-        return self.solver.order(terms)
-
-    def strong_order(self, terms):
-        return self.solver.strong_order(terms)
-
-    def error_order(self, terms):
-        return self.solver.error_order(terms)
-
-    def init(self, terms, t0, t1, y0, args):
-        return self.solver.init(terms, t0, t1, y0, args)
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
         y1, error, dense, state, result = self.solver.step(
@@ -196,7 +173,4 @@ class ProjectedSteps(diffrax.AbstractWrappedSolver):
             # FSAL: the stored last stage belongs to the unprojected state.
             state = (jnp.array(True), state[1])
         return y1, error, dense, state, result
-
-    def func(self, terms, t0, y0, args):
-        return self.solver.func(terms, t0, y0, args)
 

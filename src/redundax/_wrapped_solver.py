@@ -1,0 +1,42 @@
+"""A Diffrax solver that delegates everything to the solver it wraps; subclasses
+override `init`/`step` to act around each step (the active-set monitor, the
+projection after every step)."""
+
+import diffrax
+import equinox as eqx
+
+
+class AbstractDelegatingSolver(diffrax.AbstractWrappedSolver):
+    """Steps, orders, interpolation and term structure of `solver`, unchanged."""
+
+    solver: eqx.AbstractVar[diffrax.AbstractSolver]
+
+    @property
+    def term_structure(self):
+        return self.solver.term_structure
+
+    @property
+    def interpolation_cls(self):  # pyright: ignore
+        return self.solver.interpolation_cls
+
+    @property
+    def term_compatible_contr_kwargs(self):
+        return self.solver.term_compatible_contr_kwargs
+
+    def order(self, terms):
+        return self.solver.order(terms)
+
+    def strong_order(self, terms):
+        return self.solver.strong_order(terms)
+
+    def error_order(self, terms):
+        return self.solver.error_order(terms)
+
+    def init(self, terms, t0, t1, y0, args):
+        return self.solver.init(terms, t0, t1, y0, args)
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        return self.solver.step(terms, t0, t1, y0, args, solver_state, made_jump)
+
+    def func(self, terms, t0, y0, args):
+        return self.solver.func(terms, t0, y0, args)
