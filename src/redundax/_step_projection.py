@@ -173,4 +173,3 @@ class ProjectedSteps(AbstractDelegatingSolver):
             # FSAL: the stored last stage belongs to the unprojected state.
             state = (jnp.array(True), state[1])
         return y1, error, dense, state, result
-
