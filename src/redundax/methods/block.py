@@ -241,7 +241,9 @@ def block_solve(
     MX = jnp.einsum("nspkl,nspl->nspk", Minv[XB], X)[i]
     Xk, Bi, Bk = X[k], XB[i], XB[k]
     common = (Bi[:, :, None, :, None] == Bk[:, None, :, None, :]) & (Bi[:, :, None, :, None] < nb)
-    S = jnp.einsum("eapk,ecqk,eacpq->eac", MX, Xk, common.astype(dtype))
+    # Two steps, not one three-operand einsum: its contraction order would
+    # materialise (entries, size, P, dof, size, P), 12× this.
+    S = jnp.sum(jnp.where(common, jnp.einsum("eapk,ecqk->eacpq", MX, Xk), 0.0), axis=(3, 4))
     # Padding rows: a unit diagonal, decoupled (their rows of X are zero).
     pad = jnp.asarray(~plan.valid)
     diag = jnp.diagonal(S[:n], axis1=1, axis2=2)
@@ -249,35 +251,41 @@ def block_solve(
     diag0 = jnp.where(pad, 1.0, diag)
     entries = jnp.concatenate([S, jnp.zeros((1, size, size), dtype)])
 
+    # Everything a step reads other than the carry comes in through the scan's
+    # `xs` (a contiguous slice per step), not by indexing arrays closed over by
+    # the loop body: XLA:CPU's gathers from a loop-invariant array cost ~3× more
+    # per step once the array outgrows the L2 cache (measured, 2-core EPYC:
+    # forward substitution 0.43 µs per step at any size through `xs`, 0.4 →
+    # 1.5 µs through gathers from 0.5 MB on).
+    steps = jnp.arange(n)
     later, off, update = jnp.asarray(plan.later), jnp.asarray(plan.off), jnp.asarray(plan.update)
-    coupled = jnp.asarray(plan.off < plan.n_entries)  # (n, width): not padding
+    coupled = jnp.asarray(plan.off < plan.n_entries)[:, :, None, None]  # not padding
 
-    def block_row(E, step):
-        """The blocks (later step, step) of E, zero in the padding."""
-        return jnp.where(coupled[step][:, None, None], E[off[step]], 0.0)
-
-    def eliminate(E, step):
-        A = E[step]
-        L, dinv = _ldl(A, rtol * diag0[step])
+    def eliminate(E, xs):
+        step, off_k, update_k, coupled_k, floor = xs
+        L, dinv = _ldl(E[step], floor)
         Linv = _unit_lower_inverse(L)
-        G = jnp.einsum("wac,bc->wab", block_row(E, step), Linv)
+        G = jnp.einsum("wac,bc->wab", jnp.where(coupled_k, E[off_k], 0.0), Linv)
         change = jnp.einsum("xac,c,ybc->xyab", G, dinv, G)
-        E = E.at[update[step]].add(-change)
-        E = E.at[off[step]].set(G * dinv[None, None, :])  # L_ik
+        E = E.at[update_k].add(-change)
+        E = E.at[off_k].set(G * dinv[None, None, :])  # L_ik
         return E, (Linv, dinv)
 
-    E, (Linv, dinv) = jax.lax.scan(eliminate, entries, jnp.arange(n))
+    E, (Linv, dinv) = jax.lax.scan(eliminate, entries, (steps, off, update, coupled, rtol * diag0))
     keep = (dinv != 0) & jnp.asarray(plan.valid)
+    lower = jnp.where(coupled, E[off], 0.0)  # (n, width, size, size): the L_ik by step
 
-    def forward(y, step):
-        yk = Linv[step] @ y[step]
+    def forward(y, xs):
+        step, Linv_k, lower_k, later_k = xs
+        yk = Linv_k @ y[step]
         y = y.at[step].set(yk)
-        y = y.at[later[step]].add(-jnp.einsum("wab,b->wa", block_row(E, step), yk))
+        y = y.at[later_k].add(-jnp.einsum("wab,b->wa", lower_k, yk))
         return y, None
 
-    def backward(x, step, z):
-        v = z[step] - jnp.einsum("wab,wa->b", block_row(E, step), x[later[step]])
-        x = x.at[step].set(jnp.where(keep[step], Linv[step].T @ v, 0.0))
+    def backward(x, xs):
+        step, Linv_k, lower_k, later_k, z_k, keep_k = xs
+        v = z_k - jnp.einsum("wab,wa->b", lower_k, x[later_k])
+        x = x.at[step].set(jnp.where(keep_k, Linv_k.T @ v, 0.0))
         return x, None
 
     def constraint_forces(mu):  # Cᵀ μ body by body, (nb + 1, dof)
@@ -288,10 +296,10 @@ def block_solve(
         gx = jnp.concatenate([gamma, jnp.zeros(1, dtype)])
         r = jnp.einsum("nspk,nspk->ns", X, MiF[XB]) - gx[plan.rows]
         y0 = jnp.concatenate([r, jnp.zeros((1, size), dtype)])
-        y, _ = jax.lax.scan(forward, y0, jnp.arange(n))
+        y, _ = jax.lax.scan(forward, y0, (steps, Linv, lower, later))
         z = y[:n] * dinv
         x0 = jnp.zeros((n + 1, size), dtype)
-        x, _ = jax.lax.scan(lambda x, k: backward(x, k, z), x0, jnp.arange(n)[::-1])
+        x, _ = jax.lax.scan(backward, x0, (steps, Linv, lower, later, z, keep), reverse=True)
         mu = jnp.zeros(nc + 1, dtype).at[plan.rows].set(x[:n])[:nc]
         qdd = MiF - jnp.einsum("bkl,bl->bk", Minv, constraint_forces(mu))
         return qdd, mu
