@@ -127,6 +127,14 @@ def _spd_inverse(A):
     return Linv.T @ (Linv * dinv[:, None])
 
 
+def _take(a, index):
+    """`a[index]` for a scalar or a short vector of indices, by one dynamic slice
+    per index instead of a gather (see the loops of [`block_solve`][])."""
+    if index.ndim == 0:
+        return jax.lax.dynamic_index_in_dim(a, index, keepdims=False)
+    return jnp.stack([jax.lax.dynamic_index_in_dim(a, i, keepdims=False) for i in index])
+
+
 class _Plan(NamedTuple):
     """The elimination as padded index arrays (NumPy, static): n steps, each a
     *supernode* of consecutive blocks of the pattern's order (`size` rows at most),
@@ -251,21 +259,21 @@ def block_solve(
     diag0 = jnp.where(pad, 1.0, diag)
     entries = jnp.concatenate([S, jnp.zeros((1, size, size), dtype)])
 
-    # Everything a step reads other than the carry comes in through the scan's
-    # `xs` (a contiguous slice per step), not by indexing arrays closed over by
-    # the loop body: XLA:CPU's gathers from a loop-invariant array cost ~3× more
-    # per step once the array outgrows the L2 cache (measured, 2-core EPYC:
-    # forward substitution 0.43 µs per step at any size through `xs`, 0.4 →
-    # 1.5 µs through gathers from 0.5 MB on).
+    # Inside the loops, no `gather` from a large array: XLA:CPU runs a gather
+    # from an operand of more than ~0.5 MB on its thread pool, and the hand-off
+    # costs ~1.5 µs per gather, 15× the step's own work (measured on 2 cores; none
+    # when pinned to one). What a step reads other than the carry comes in
+    # through the scan's `xs` (a contiguous slice per step), and the carry is
+    # read block by block with dynamic slices ([`_take`][]).
     steps = jnp.arange(n)
     later, off, update = jnp.asarray(plan.later), jnp.asarray(plan.off), jnp.asarray(plan.update)
     coupled = jnp.asarray(plan.off < plan.n_entries)[:, :, None, None]  # not padding
 
     def eliminate(E, xs):
         step, off_k, update_k, coupled_k, floor = xs
-        L, dinv = _ldl(E[step], floor)
+        L, dinv = _ldl(_take(E, step), floor)
         Linv = _unit_lower_inverse(L)
-        G = jnp.einsum("wac,bc->wab", jnp.where(coupled_k, E[off_k], 0.0), Linv)
+        G = jnp.einsum("wac,bc->wab", jnp.where(coupled_k, _take(E, off_k), 0.0), Linv)
         change = jnp.einsum("xac,c,ybc->xyab", G, dinv, G)
         E = E.at[update_k].add(-change)
         E = E.at[off_k].set(G * dinv[None, None, :])  # L_ik
@@ -277,14 +285,14 @@ def block_solve(
 
     def forward(y, xs):
         step, Linv_k, lower_k, later_k = xs
-        yk = Linv_k @ y[step]
+        yk = Linv_k @ _take(y, step)
         y = y.at[step].set(yk)
         y = y.at[later_k].add(-jnp.einsum("wab,b->wa", lower_k, yk))
         return y, None
 
     def backward(x, xs):
         step, Linv_k, lower_k, later_k, z_k, keep_k = xs
-        v = z_k - jnp.einsum("wab,wa->b", lower_k, x[later_k])
+        v = z_k - jnp.einsum("wab,wa->b", lower_k, _take(x, later_k))
         x = x.at[step].set(jnp.where(keep_k, Linv_k.T @ v, 0.0))
         return x, None
 
