@@ -345,12 +345,20 @@ def constraint_rows(
     ]
     P = max((g.bodies.shape[-1] for _, g, _ in parts), default=1)
     nc = model.n_constraints
-    R = jnp.zeros((nc, P, dof))
-    B = jnp.full((nc, P), nb, dtype=int)
+    if not parts:
+        return jnp.zeros((0, P, dof)), jnp.zeros((0, P), dtype=int)
+    # The groups' rows, concatenated, then put in row order by one gather: the
+    # groups partition the rows, so where each row sits in the concatenation is a
+    # scatter of one integer per row, instead of scattering P × dof numbers per
+    # row (XLA:CPU scatters element by element: 2.3 ms of a 3.6 ms assembly for
+    # 24,588 coordinates).
+    Rs, Bs, rows = [], [], []
     for offset, g, J in parts:
         k, size, nbp = J.shape[0], J.shape[1], J.shape[2]
-        J = jnp.pad(J, ((0, 0), (0, 0), (0, P - nbp), (0, 0)))
+        Rs.append(jnp.pad(J, ((0, 0), (0, 0), (0, P - nbp), (0, 0))).reshape(k * size, P, dof))
         bodies = jnp.pad(g.bodies, ((0, 0), (0, P - nbp)), constant_values=nb)
-        R = R.at[g.rows + offset].set(J)
-        B = B.at[g.rows + offset].set(jnp.broadcast_to(bodies[:, None, :], (k, size, P)))
-    return R, B
+        Bs.append(jnp.broadcast_to(bodies[:, None, :], (k, size, P)).reshape(k * size, P))
+        rows.append((g.rows + offset).reshape(-1))
+    assert sum(r.shape[0] for r in rows) == nc  # the groups partition the rows
+    position = jnp.zeros(nc, dtype=int).at[jnp.concatenate(rows)].set(jnp.arange(nc))
+    return jnp.concatenate(Rs)[position], jnp.concatenate(Bs)[position]
