@@ -445,6 +445,57 @@ def test_simulation_defaults(tmp_path):
     assert options.raw == {}
 
 
+def _documented_simulation_defaults() -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """From configs/README.md: the default of each `[simulation]` key (its key
+    table) and, per `method`, the default of each of its keys (the method table)."""
+    text = (CONFIGS / "README.md").read_text(encoding="utf-8")
+    start = text.index("| `t_final` |")
+    keys_table = text[start : text.index("\n\n", start)]
+    keys = {
+        m[1]: m[2]
+        for m in re.finditer(r"^\| `(\w+)` \|[^|]*\|[^|]*\| `([^`]*)` \|", keys_table, re.M)
+    }
+    start = text.index("| `method` | keys (default) |")
+    methods_table = text[start : text.index("\n\n", start)]
+    methods = {
+        m[1]: dict(re.findall(r"`(\w+)`: [^(]*\(`([^`]*)`\)", m[2]))
+        for m in re.finditer(r'^\| `"([\w-]+)"` \|([^|]*)\|', methods_table, re.M)
+    }
+    return keys, methods
+
+
+def test_documented_defaults_are_the_code_defaults(tmp_path):
+    """configs/README.md states the defaults of `[simulation]` and of each method's
+    keys; a file that leaves them out gets exactly those (issue 14: the README said
+    `penalty = 1e6` while the code used 1e5)."""
+    keys, methods = _documented_simulation_defaults()
+    head = FOUR_BAR_TEXT.partition("[simulation]")[0]
+    options = load_config(_write(tmp_path, head)).simulation
+    assert len(keys) == 12, sorted(keys)
+    for key in ("t_final", "rtol", "atol", "n_save", "max_steps"):
+        assert float(keys[key]) == getattr(options, key), key
+    for key in ("solver", "method", "stabilisation", "initial"):
+        assert keys[key].strip('"') == options.choices[key], key
+    assert float(keys["baumgarte_alpha"]) == options.stabilisation.alpha
+    assert float(keys["baumgarte_beta"]) == options.stabilisation.beta
+    assert keys["projection"] == "false" and options.projection is None
+    assert set(methods) == set(TYPES["method"])
+    # Scalar keys are attributes of the method object; `compliant`'s keys build its
+    # weights (their defaults are tested with `joint_stiffness` in test_compliance).
+    scalar = {m: d for m, d in methods.items() if d and m != "compliant"}
+    assert scalar == {
+        "block": {"pivot_rtol": "1e-6"},
+        "augmented-lagrangian": {"penalty": "1e5"},
+        "penalty": {"stiffness": "1e8", "omega": "10.0", "xi": "1.0"},
+    }
+    for name, defaults in scalar.items():
+        text = _with_simulation(FOUR_BAR_TEXT, f'method = "{name}"')
+        path = _write(tmp_path, text, f"{name}.toml")
+        method = load_config(path).simulation.method
+        for key, value in defaults.items():
+            assert float(np.asarray(getattr(method, key))) == float(value), (name, key)
+
+
 def test_simulation_options_are_mapped_to_objects(tmp_path):
     table = """t_final = 3
 rtol = 1e-6
