@@ -297,7 +297,8 @@ def test_bad_out_is_refused_before_simulating(tmp_path, monkeypatch, name, messa
 def test_check_output(tmp_path):
     assert check_output(tmp_path / "a.csv") == tmp_path / "a.csv"
     (tmp_path / "a.csv").write_text("x")
-    with pytest.raises(FileExistsError, match="already exists; pass force=True"):
+    exists = r"already exists; pass --force to overwrite it \(force=True in Python\)"
+    with pytest.raises(FileExistsError, match=exists):
         check_output(tmp_path / "a.csv")
     assert check_output(tmp_path / "a.csv", force=True) == tmp_path / "a.csv"
     with pytest.raises(ValueError, match="unknown output format"):

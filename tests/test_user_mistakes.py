@@ -5,6 +5,9 @@ follow on later lines) — the file, the table and key, and the fix where it is
 obvious — never a traceback, and nothing on stdout. The messages are checked word
 for word where they name things, so a change that makes one vaguer fails here."""
 
+import dataclasses
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -86,6 +89,16 @@ CONFIG_MISTAKES = [
 ]
 
 
+CONFIG_MISTAKES += [
+    (
+        "arrays nested 10^5 deep (the TOML parser's recursion)",
+        lambda s: s + "\nx = " + "[" * 100_000 + "]" * 100_000 + "\n",
+        "analyze",
+        "arrays or tables nested too deeply to read",
+    ),
+]
+
+
 @pytest.mark.parametrize("name, edit, command, expected", CONFIG_MISTAKES)
 def test_config_mistake(tmp_path, capsys, monkeypatch, name, edit, command, expected):
     monkeypatch.chdir(tmp_path)
@@ -162,3 +175,49 @@ def test_optimising_a_reaction_that_is_not_unique(tmp_path, capsys):
         "objective[0] key 'pair': the reaction of W1 is not unique (degree of redundancy 2)" in err
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path, capsys):
+    """Some Windows editors start UTF-8 files with U+FEFF: the same file, not a
+    syntax error."""
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + FOUR_BAR.encode("utf-8"))
+    status, out, err = _run(capsys, "analyze", path, "--json")
+    assert status == 0, err
+    _, plain, _ = _run(capsys, "analyze", CONFIGS / "four_bar.toml", "--json")
+    assert out == plain
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_output_files_honour_the_umask(tmp_path, capsys, umask, mode):
+    """A run file gets the permissions any new file of the user's gets, not the
+    private 0600 of the temporary file it is written through."""
+    old = os.umask(umask)
+    try:
+        status, _, err = _run(
+            capsys,
+            "simulate",
+            CONFIGS / "four_bar.toml",
+            "--out",
+            tmp_path / "run.npz",
+            "--t-final",
+            "0.1",
+        )
+    finally:
+        os.umask(old)
+    assert status == 0, err
+    assert stat.S_IMODE((tmp_path / "run.npz").stat().st_mode) == mode
+    assert [p.name for p in tmp_path.iterdir()] == ["run.npz"]  # no temporary left
+
+
+def test_ctrl_c_is_one_line(capsys, monkeypatch):
+    """Ctrl-C during a command: `redundax: interrupted` and the shell's status 130,
+    no KeyboardInterrupt traceback."""
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    analyze = dataclasses.replace(cli.COMMANDS["analyze"], run=interrupted)
+    monkeypatch.setitem(cli.COMMANDS, "analyze", analyze)
+    status, out, err = _run(capsys, "analyze", CONFIGS / "four_bar.toml")
+    assert (status, out, err) == (130, "", "redundax: interrupted\n")

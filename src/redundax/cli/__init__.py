@@ -31,6 +31,7 @@ from . import analyze, optimize, plot, simulate, sweep
 from ._cache import HELP as _CACHE_HELP, cacheable_programs, enable_compilation_cache
 from ._common import (
     EXIT_FAILURE as EXIT_FAILURE,
+    EXIT_INTERRUPTED as EXIT_INTERRUPTED,
     EXIT_OK as EXIT_OK,
     EXIT_USAGE as EXIT_USAGE,
     Command as Command,
@@ -93,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     - `argv`: the arguments after the program name (default: `sys.argv[1:]`).
 
     **Returns:** the exit status: 0 on success, 2 on a usage error or invalid input,
-    1 when a computation fails (the message is on stderr).
+    1 when a computation fails (the message is on stderr), 130 when interrupted (Ctrl-C).
     """
     parser = _parser()
     try:
@@ -110,3 +111,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as error:  # ConfigError is a ValueError
         report(error)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # Ctrl-C: one line, no traceback (files are written atomically)
+        print("redundax: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -9,6 +9,7 @@ from collections.abc import Callable
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C (SIGINT)
 
 
 @dataclasses.dataclass(frozen=True)

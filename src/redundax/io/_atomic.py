@@ -8,6 +8,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+EXISTS = "already exists; pass --force to overwrite it (force=True in Python)"
+"""What is said of an output file that exists, on the command line and in Python."""
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
 
 @contextlib.contextmanager
 def atomic_write(path: Path, force: bool = False, *, text: bool = False) -> Iterator[Any]:
@@ -32,6 +42,9 @@ def atomic_write(path: Path, force: bool = False, *, text: bool = False) -> Iter
     """
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp makes the file private (0600); the result gets the permissions
+        # any new file of the user's gets (0666 less the umask).
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w" if text else "wb", **({"newline": ""} if text else {})) as file:
             yield file
         if force:
@@ -41,14 +54,10 @@ def atomic_write(path: Path, force: bool = False, *, text: bool = False) -> Iter
             try:
                 os.link(temporary, path)
             except FileExistsError:
-                raise FileExistsError(
-                    f"{path}: already exists; pass force=True to overwrite it"
-                ) from None
+                raise FileExistsError(f"{path}: {EXISTS}") from None
             except OSError:  # a file system without hard links
                 if path.exists():
-                    raise FileExistsError(
-                        f"{path}: already exists; pass force=True to overwrite it"
-                    ) from None
+                    raise FileExistsError(f"{path}: {EXISTS}") from None
                 os.replace(temporary, path)
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -47,11 +47,15 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
 
     **Raises:** [`ConfigError`][redundax.io.ConfigError] naming the file: no such
     file, a directory (`what`: the kind of file expected, e.g. "a sweep file"), a
-    TOML syntax error (with its line), not UTF-8 text.
+    TOML syntax error (with its line), not UTF-8 text, arrays or tables nested
+    too deeply for the parser. A UTF-8 byte-order mark (what some Windows editors
+    write) is accepted.
     """
     try:
-        with path.open("rb") as file:
-            return tomllib.load(file)
+        text = path.read_bytes().decode("utf-8")
+        return tomllib.loads(text.removeprefix("\ufeff"))
+    except RecursionError:
+        raise ConfigError(path, ["arrays or tables nested too deeply to read"]) from None
     except FileNotFoundError:
         raise ConfigError(path, ["no such file"]) from None
     except IsADirectoryError:

@@ -101,7 +101,7 @@ from .._reactions import Reactions
 from .._simulate import Trajectory
 from .._solvability import solvability_report
 from .._spec import GROUND
-from ._atomic import atomic_write
+from ._atomic import EXISTS, atomic_write
 from .config import Config
 
 FORMAT = "redundax run 1"
@@ -152,7 +152,7 @@ def check_output(
             f"use a file name ending in {' or '.join(suffixes)}"
         )
     if path.exists() and not force:
-        raise FileExistsError(f"{path}: already exists; pass force=True to overwrite it")
+        raise FileExistsError(f"{path}: {EXISTS}")
     if not path.parent.is_dir():
         raise FileNotFoundError(f"{path}: no such directory {str(path.parent)!r}")
     return path
