@@ -91,6 +91,19 @@ CONFIG_MISTAKES = [
 
 CONFIG_MISTAKES += [
     (
+        "n_save of 10^20 (an overflow, once)",
+        lambda s: s.replace("t_final = 2.0", "t_final = 2.0\nn_save = 100000000000000000000"),
+        "simulate",
+        "simulation key 'n_save': must be at most 10,000,000, got 100,000,000,000,000,000,000",
+    ),
+    (
+        "max_steps of 10^20 (an overflow, once)",
+        lambda s: s.replace("t_final = 2.0", "t_final = 2.0\nmax_steps = 100000000000000000000"),
+        "simulate",
+        "simulation key 'max_steps': must be at most 1,000,000,000, "
+        "got 100,000,000,000,000,000,000",
+    ),
+    (
         "arrays nested 10^5 deep (the TOML parser's recursion)",
         lambda s: s + "\nx = " + "[" * 100_000 + "]" * 100_000 + "\n",
         "analyze",
@@ -141,6 +154,15 @@ def test_bad_argument_value(capsys):
     status, _, err = _run(capsys, "analyze", CONFIGS / "four_bar.toml", "--rtol", "-1")
     assert status == 2
     assert "argument --rtol: expected a positive number, got '-1'" in err
+
+
+def test_infinite_end_time_is_a_usage_error(capsys):
+    """`--t-final inf` is a mistake in the argument (exit 2 naming it), not an
+    integration that fails (it was exit 1)."""
+    status, out, err = _run(capsys, "simulate", CONFIGS / "four_bar.toml", "--t-final", "inf")
+    assert (status, out) == (2, "")
+    assert "argument --t-final: expected a finite number, got 'inf'" in err
+    assert "Traceback" not in err
 
 
 def test_unknown_command(capsys):

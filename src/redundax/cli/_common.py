@@ -3,6 +3,7 @@ error reporting, progress lines and argument types."""
 
 import argparse
 import dataclasses
+import math
 import sys
 from collections.abc import Callable
 
@@ -42,13 +43,15 @@ def config_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def positive_float(text: str) -> float:
-    """An argument type: a number > 0."""
+    """An argument type: a finite number > 0."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
     if not value > 0.0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
 
 

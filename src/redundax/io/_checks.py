@@ -268,12 +268,24 @@ def dimension(value: Any, where: Where, problems: list[str]) -> int | None:
     return k
 
 
+MAX_SAVED_STATES = 10_000_000
+"""The most saved states a run may ask for (`n_save`): each is 2 n_q float64 numbers
+plus the reactions, so more is no trajectory anyone can hold in memory."""
+
+MAX_STEPS = 1_000_000_000
+"""The largest `max_steps` (a billion steps is days of integration; the integrator
+counts steps in 64-bit integers, and larger numbers overflow them)."""
+
+
 def save_count(value: Any, where: Where, problems: list[str]) -> int | None:
     k = integer(value, where, problems)
     if k is not None and k < 2:
         problems.append(
             Problem(where, f"must be at least 2 (the initial and the final state), got {k}")
         )
+        return None
+    if k is not None and k > MAX_SAVED_STATES:
+        problems.append(Problem(where, f"must be at most {MAX_SAVED_STATES:,}, got {k:,}"))
         return None
     return k
 
@@ -282,6 +294,15 @@ def positive_integer(value: Any, where: Where, problems: list[str]) -> int | Non
     k = integer(value, where, problems)
     if k is not None and k < 1:
         problems.append(Problem(where, f"must be a positive integer, got {k}"))
+        return None
+    return k
+
+
+def step_count(value: Any, where: Where, problems: list[str]) -> int | None:
+    """`max_steps`: a positive integer, at most `MAX_STEPS`."""
+    k = positive_integer(value, where, problems)
+    if k is not None and k > MAX_STEPS:
+        problems.append(Problem(where, f"must be at most {MAX_STEPS:,}, got {k:,}"))
         return None
     return k
 

@@ -101,7 +101,7 @@ _SIMULATION: Final = Kind(
         "rtol": checks.positive,
         "atol": checks.positive,
         "n_save": checks.save_count,
-        "max_steps": checks.positive_integer,
+        "max_steps": checks.step_count,
         "projection": checks.projection,
     },
     (),
