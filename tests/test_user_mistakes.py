@@ -156,6 +156,21 @@ def test_bad_argument_value(capsys):
     assert "argument --rtol: expected a positive number, got '-1'" in err
 
 
+def test_a_newline_in_a_name_does_not_break_the_error_lines(tmp_path, capsys):
+    """A body named "cr\\nank" (TOML escape): refused by name, and every message
+    that mentions it stays on one line (the name shown escaped)."""
+    path = tmp_path / "mechanism.toml"
+    path.write_text(FOUR_BAR.replace('name = "crank"', 'name = "cr\\nank"', 1))
+    status, out, err = _run(capsys, "analyze", path)
+    assert (status, out) == (2, "")
+    lines = err.splitlines()
+    assert lines[0].startswith(
+        f"redundax: error: {path}: bodies[0] ('cr\\nank') key 'name': must be printable"
+    ), lines[0]
+    assert all(line.startswith("  - ") for line in lines[1:]), lines
+    assert "known bodies: coupler, 'cr\\nank', rocker, ground" in err
+
+
 def test_infinite_end_time_is_a_usage_error(capsys):
     """`--t-final inf` is a mistake in the argument (exit 2 naming it), not an
     integration that fails (it was exit 1)."""

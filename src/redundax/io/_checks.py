@@ -34,11 +34,17 @@ def describe(value: Any) -> str:
     return f"{text} ({kinds.get(type(value), type(value).__name__)})"
 
 
+def shown(text: str) -> str:
+    """`text` as a message shows it: itself when printable, else its `repr` (a
+    newline in a name must not break an error line in two)."""
+    return text if text.isprintable() else repr(text)
+
+
 def suggest(key: str, choices: Sequence[str], label: str = "allowed") -> str:
     """`(did you mean 'mass'? allowed: ...)` for a misspelt key or name."""
     close = difflib.get_close_matches(key, choices, n=1)
     did_you_mean = f"did you mean {close[0]!r}? " if close else ""
-    return f"({did_you_mean}{label}: {', '.join(choices)})"
+    return f"({did_you_mean}{label}: {', '.join(shown(c) for c in choices)})"
 
 
 # ------------------------------------------------------------------------ tables
@@ -249,6 +255,9 @@ def inertia3(value: Any, where: Where, problems: list[str]) -> Any:
 def name(value: Any, where: Where, problems: list[str]) -> str | None:
     if not isinstance(value, str) or not value:
         problems.append(Problem(where, f"expected a non-empty string, got {describe(value)}"))
+        return None
+    if not value.isprintable():
+        problems.append(Problem(where, f"must be printable (no newline, tab, ...), got {value!r}"))
         return None
     return value
 

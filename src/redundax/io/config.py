@@ -107,7 +107,8 @@ def _entries(document: dict[str, Any], table: str, problems: list[str]) -> list[
     out = []
     for k, entry in enumerate(raw):
         name = entry.get("name")
-        where = f'{table}[{k}] ("{name}")' if isinstance(name, str) else f"{table}[{k}]"
+        shown = f'"{name}"' if isinstance(name, str) and name.isprintable() else repr(name)
+        where = f"{table}[{k}] ({shown})" if isinstance(name, str) else f"{table}[{k}]"
         out.append((where, entry))
     return out
 
