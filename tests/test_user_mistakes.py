@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import redundax as rx
 from redundax import cli
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -90,6 +91,15 @@ CONFIG_MISTAKES = [
 
 
 CONFIG_MISTAKES += [
+    (
+        "Baumgarte gains of 1e308 (an OverflowError in beta**2, once)",
+        lambda s: s.replace(
+            "t_final = 2.0", "t_final = 2.0\nbaumgarte_alpha = 1e308\nbaumgarte_beta = 1e308"
+        ),
+        "simulate",
+        "simulation key 'baumgarte_alpha': too large: its square must be a finite number, "
+        "got 1e+308",
+    ),
     (
         "n_save of 10^20 (an overflow, once)",
         lambda s: s.replace("t_final = 2.0", "t_final = 2.0\nn_save = 100000000000000000000"),
@@ -258,3 +268,11 @@ def test_ctrl_c_is_one_line(capsys, monkeypatch):
     monkeypatch.setitem(cli.COMMANDS, "analyze", analyze)
     status, out, err = _run(capsys, "analyze", CONFIGS / "four_bar.toml")
     assert (status, out, err) == (130, "", "redundax: interrupted\n")
+
+
+def test_baumgarte_gains_that_overflow_are_refused_in_python():
+    with pytest.raises(ValueError, match="Baumgarte: beta must be zero or positive with β²"):
+        rx.Baumgarte(alpha=10.0, beta=1e200)
+    with pytest.raises(ValueError, match="Baumgarte: alpha must be zero or positive"):
+        rx.Baumgarte(alpha=-1.0)
+    assert rx.Baumgarte(1e3, 1e3).beta == 1e3

@@ -22,6 +22,7 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from ._assembly import constraint_matrix, mass_matrix, position_residual, velocity_bias
@@ -74,6 +75,23 @@ class Baumgarte(AbstractDriftControl):
 
     alpha: float = 10.0
     beta: float = 10.0
+
+    def __check_init__(self):
+        """Refuse gains (given as numbers, not traced) that are negative, not
+        finite, or so large that 2α or β² overflows (the terms are then inf or NaN
+        at the first evaluation)."""
+        for name, term in (("alpha", "2α"), ("beta", "β²")):
+            value = getattr(self, name)
+            if isinstance(value, jax.core.Tracer):
+                continue
+            x = np.asarray(value, dtype=float)
+            with np.errstate(over="ignore", invalid="ignore"):
+                scaled = 2.0 * x if name == "alpha" else x * x
+            if not (np.all(x >= 0.0) and np.all(np.isfinite(scaled))):
+                raise ValueError(
+                    f"Baumgarte: {name} must be zero or positive with {term} a finite "
+                    f"number, got {value!r}"
+                )
 
     def gamma(self, terms) -> Float[Array, " nc"]:
         """Stabilised Γ from the `Terms` of the equations of motion."""

@@ -142,6 +142,16 @@ def non_negative(value: Any, where: Where, problems: list[str]) -> float | None:
     return x
 
 
+def gain(value: Any, where: Where, problems: list[str]) -> float | None:
+    """A Baumgarte gain [1/s]: zero or positive, and small enough that its square
+    (β² multiplies Φ) is a finite number."""
+    x = non_negative(value, where, problems)
+    if x is not None and not math.isfinite(x * x):
+        problems.append(Problem(where, f"too large: its square must be a finite number, got {x}"))
+        return None
+    return x
+
+
 def numbers(value: Any, where: Where, problems: list[str]) -> np.ndarray | None:
     if not isinstance(value, list) or not value:
         problems.append(

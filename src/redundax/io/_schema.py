@@ -301,7 +301,7 @@ TYPES: Final[Mapping[str, Mapping[str, Kind]]] = {
     "stabilisation": {
         "baumgarte": Kind(
             Baumgarte,
-            {"baumgarte_alpha": checks.non_negative, "baumgarte_beta": checks.non_negative},
+            {"baumgarte_alpha": checks.gain, "baumgarte_beta": checks.gain},
             (),
             names={"baumgarte_alpha": "alpha", "baumgarte_beta": "beta"},
         ),
