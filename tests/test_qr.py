@@ -83,6 +83,16 @@ def test_zero_matrix_has_rank_zero():
     assert bool(jnp.all(qr.null_mask()))
 
 
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0), (0, 0)])
+def test_empty_matrix_has_rank_zero(shape):
+    """No rows (a mechanism without pairs) or no columns: rank 0, Q = I, the
+    columns in their own order (it was an IndexError while tracing the loop)."""
+    qr = _qr(jnp.zeros(shape))
+    assert int(qr.rank) == 0
+    np.testing.assert_array_equal(np.asarray(qr.q), np.eye(shape[0]))
+    np.testing.assert_array_equal(np.asarray(qr.perm), np.arange(shape[1]))
+
+
 def test_rtol_decides_the_rank():
     """Singular values 1, 1e-6: rank 2 with the default tolerance (2 eps max(m, n)
     ≈ 1.8e-15), rank 1 with rtol = 1e-3."""

@@ -6,6 +6,7 @@ obvious — never a traceback, and nothing on stdout. The messages are checked w
 for word where they name things, so a change that makes one vaguer fails here."""
 
 import dataclasses
+import json
 import os
 import stat
 from pathlib import Path
@@ -276,3 +277,35 @@ def test_baumgarte_gains_that_overflow_are_refused_in_python():
     with pytest.raises(ValueError, match="Baumgarte: alpha must be zero or positive"):
         rx.Baumgarte(alpha=-1.0)
     assert rx.Baumgarte(1e3, 1e3).beta == 1e3
+
+
+FREE_BODY = """[mechanism]
+name = "free body"
+dim = 2
+gravity = [0.0, -9.81]
+
+[[bodies]]
+name = "puck"
+mass = 1.0
+inertia = 0.1
+position = [0.0, 0.0]
+
+[simulation]
+t_final = 0.5
+"""
+
+
+def test_a_free_body_with_no_pairs_is_analysed_and_simulated(tmp_path, capsys):
+    """No constraints at all (it was an IndexError inside the QR test): rank 0,
+    three degrees of freedom, and free fall: y = −g t²/2 (closed form)."""
+    path = tmp_path / "free.toml"
+    path.write_text(FREE_BODY)
+    status, out, err = _run(capsys, "analyze", path, "--json")
+    assert status == 0, err
+    report = json.loads(out)
+    assert (report["rank"], report["redundancy"], report["dof"], report["pairs"]) == (0, 0, 3, {})
+    status, out, err = _run(capsys, "simulate", path, "--json")
+    assert status == 0, err
+    q = json.loads(out)["final_q"]
+    assert q[0] == 0.0 and q[2] == 0.0
+    assert abs(q[1] - (-0.5 * 9.81 * 0.5**2)) < 1e-10

@@ -114,7 +114,10 @@ def pivoted_qr(
         jnp.asarray(0, dtype=jnp.int32),
         jnp.asarray(0.0),
     )
-    Q, R, used, position, _, rank, scale = jax.lax.fori_loop(0, min(m, n), step, init)
+    if min(m, n) == 0:  # no rows or no columns: nothing to reflect (a free body, no pairs)
+        Q, R, used, position, _, rank, scale = init
+    else:
+        Q, R, used, position, _, rank, scale = jax.lax.fori_loop(0, min(m, n), step, init)
     # Pivots in the order chosen, then the columns never chosen in their own order.
     perm = jnp.argsort(jnp.where(used, position, n + jnp.arange(n)))
     R = R[:, perm]
