@@ -210,6 +210,31 @@ def test_unknown_sweep_parameter(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("seed = -1", "sweep key 'seed': expected an integer from 0 to 2^63 − 1, got -1"),
+        (
+            "max_steps = 100000000000000000000",
+            "sweep key 'max_steps': expected an integer from 1 to 1,000,000,000, "
+            "got 100000000000000000000",
+        ),
+    ],
+)
+def test_sweep_key_out_of_range_is_named(tmp_path, capsys, line, expected):
+    """A negative seed (it was `expected non-negative integer`, from NumPy, with
+    no file or key) and an overflowing step count: the file and the key named."""
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(
+        f'[sweep]\nmechanism = "{CONFIGS / "four_bar.toml"}"\n{line}\n'
+        '[[sweep.parameters]]\nname = "bodies.crank.mass"\nvalues = [0.3, 0.5]\n'
+    )
+    status, out, err = _run(capsys, "sweep", sweep, "--out", tmp_path / "out")
+    assert (status, out) == (2, "")
+    assert err.startswith(f"redundax: error: {sweep}: {expected}"), err
+    assert not (tmp_path / "out").exists()
+
+
 def test_optimising_a_reaction_that_is_not_unique(tmp_path, capsys):
     text = (CONFIGS / "design_mobile_robot.toml").read_text()
     text = text.replace('pair = "drive"', 'pair = "W1"').replace(

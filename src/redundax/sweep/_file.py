@@ -15,7 +15,7 @@ from .. import (
     State,
 )
 from .._parameters import Target, parameter_targets, resolve_parameters, unknown_parameter
-from ..io._checks import is_integer, is_number, read_table, unknown_keys
+from ..io._checks import MAX_STEPS, is_integer, is_number, read_table, unknown_keys
 from ..io._errors import Problem, Where
 from ..io.config import ConfigError, SimulationOptions, load_config
 
@@ -285,12 +285,16 @@ def load_sweep(path: str | Path) -> Sweep:
     check("sample", lambda v: v in _SAMPLES, f"one of {', '.join(map(repr, _SAMPLES))}")
     check("initial", lambda v: v in _INITIAL, f"one of {', '.join(map(repr, _INITIAL))}")
     check("samples", is_integer, "an integer")
-    check("seed", is_integer, "an integer")
+    check("seed", lambda v: is_integer(v) and 0 <= v < 2**63, "an integer from 0 to 2^63 − 1")
     check("chunk_size", is_integer, "an integer")
     check("analyze", lambda v: isinstance(v, bool), "true or false")
     check("simulate", lambda v: isinstance(v, bool), "true or false")
     check("t_final", lambda v: is_number(v) and v > 0, "a positive number [s]")
-    check("max_steps", lambda v: is_integer(v) and v > 0, "a positive integer")
+    check(
+        "max_steps",
+        lambda v: is_integer(v) and 0 < v <= MAX_STEPS,
+        f"an integer from 1 to {MAX_STEPS:,}",
+    )
     entries = table.get("parameters", [])
     if not isinstance(entries, list):
         problems.append(
