@@ -11,20 +11,16 @@ import numpy as np
 import pytest
 
 import redundax as rx
-from helpers import read_reference
+from helpers import TOL_A01_POSITION, TOL_SAME_MOTION, read_reference
 from redundax import models
 from redundax.sweep import apply_parameters, resolve_parameters
 
-# IFToMM's high precision on the tracked point (A01: P1).
-TOL_A01_HIGH_PRECISION = 1e-3
 # 100 s of A01 at rtol = 1e-8 ends 1.7e-6 m from the reference (Baumgarte: 3.1e-6).
 TOL_A01_100_S = 1e-5
 # Bricard, Dopri8 at rtol = 1e-5: P3 within 2.7e-6 m of the tight reference.
 TOL_BRICARD_P3 = 1e-5
 # Round-off of a corrected step end, relative to the step's own drift (~1e-6).
 TOL_PROJECTED = 1e-11
-# Same motion by two linear-algebra paths at rtol = 1e-9 (measured 1e-10).
-TOL_SAME_MOTION = 1e-7
 TOL_GRADIENT = 1e-5
 
 
@@ -51,7 +47,7 @@ def test_a01_pendulum_meets_high_precision_over_2000_s():
         max_steps=200_000,
     )
     error = np.linalg.norm(_p1(model, projected) - ref[:, 1:3], axis=1)
-    assert float(error.max()) < TOL_A01_HIGH_PRECISION
+    assert float(error.max()) < TOL_A01_POSITION
     assert float(error[ref[:, 0] <= 100.0].max()) < TOL_A01_100_S
     assert int(projected.num_steps) < 35_000
 
