@@ -55,6 +55,8 @@ TOL_BAUMGARTE_VIOLATION = 1e-8
 TOL_ENERGY_RELATIVE = 1e-7
 # IFToMM A01 high-precision threshold [m].
 TOL_A01_POSITION = 1e-3
+# IFToMM A02 high precision on B0 [m] (the same level).
+TOL_A02_POSITION = 1e-3
 # Closed-form reactions (with 1e-9-kg "massless" links or 1e-12 m² point-mass inertia).
 TOL_CLOSED_FORM = 1e-6
 # Gradients through Diffrax against central differences: relative error.

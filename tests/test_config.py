@@ -434,8 +434,11 @@ def test_simulation_defaults(tmp_path):
     assert options.max_steps == 100_000
     assert isinstance(options.solver, diffrax.Tsit5)
     assert isinstance(options.method, rx.NullSpace)
-    assert options.stabilisation == rx.Baumgarte(alpha=10.0, beta=10.0)
-    assert options.projection is None and options.initial_projection is None
+    # A projection after every step, with mild Baumgarte terms between (the drift
+    # control of rx.simulate's default, rx.default_drift_control).
+    assert options.stabilisation == rx.Baumgarte(alpha=1.0, beta=1.0)
+    assert options.projection == rx.StepProjection() and options.initial_projection is None
+    assert options.drift_control == rx.default_drift_control(options.method)
     assert dict(options.choices) == {
         "solver": "tsit5",
         "method": "null-space",
@@ -478,7 +481,7 @@ def test_documented_defaults_are_the_code_defaults(tmp_path):
         assert keys[key].strip('"') == options.choices[key], key
     assert float(keys["baumgarte_alpha"]) == options.stabilisation.alpha
     assert float(keys["baumgarte_beta"]) == options.stabilisation.beta
-    assert keys["projection"] == "false" and options.projection is None
+    assert keys["projection"] == '"steps"' and options.projection == rx.StepProjection()
     assert set(methods) == set(TYPES["method"])
     # Scalar keys are attributes of the method object; `compliant`'s keys build its
     # weights (their defaults are tested with `joint_stiffness` in test_compliance).
@@ -533,6 +536,8 @@ initial = "project"
             rx.StepProjection(baumgarte=rx.Baumgarte(2.0, 3.0)),
         ),
         ("projection = false", rx.Baumgarte()),
+        ("", rx.StepProjection()),
+        ('method = "penalty"', rx.Baumgarte()),
     ],
 )
 def test_projection_after_every_step_from_the_file(tmp_path, table, expected):

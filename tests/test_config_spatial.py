@@ -106,7 +106,8 @@ def test_bricard_config_is_models_bricard():
     )
     options = config.simulation
     assert (options.t_final, options.rtol, options.atol) == (10.0, 1e-10, 1e-12)
-    assert isinstance(options.method, rx.NullSpace) and options.projection is None
+    assert isinstance(options.method, rx.NullSpace)
+    assert options.drift_control == rx.StepProjection()  # the default
     assert isinstance(options.solver, diffrax.Dopri8)
 
 

@@ -88,6 +88,7 @@ from ._reactions import (
 from ._simulate import (
     Trajectory as Trajectory,
     default_controller as default_controller,
+    default_drift_control as default_drift_control,
     default_solver as default_solver,
     simulate as simulate,
 )

@@ -19,6 +19,7 @@ from ._assembly import (
 )
 from ._drift_control import AbstractDriftControl, Baumgarte, Projection, drift_control_of
 from ._model import Model, State
+from ._step_projection import StepProjection
 from ._structure import Structure, decide
 from ._validation import host_values
 from .methods import AbstractNullSpaceMethod, AbstractRedundancyMethod, NullSpace, specialise
@@ -239,6 +240,27 @@ def default_solver(rtol: float) -> diffrax.AbstractSolver:
     return diffrax.Dopri8() if rtol < 1e-6 else diffrax.Tsit5()
 
 
+def default_drift_control(method: AbstractRedundancyMethod) -> AbstractDriftControl:
+    """The default drift control of `simulate`: [`StepProjection`][]`()`, a
+    projection onto the constraint manifold after every integrator step (with
+    Baumgarte terms at α = β = 1 /s between), for every method but those whose
+    equations carry their own drift terms (`method.stabilises_itself`: the penalty
+    method), which get [`Baumgarte`][]`()` (ignored by them).
+
+    Why the projection: Baumgarte terms alone cannot keep a closed chain on its
+    branch through a singular configuration. IFToMM A02 with ten parallelograms
+    (`models.n_four_bar(10)`), 10 s through about twenty flat poses: with
+    `Baumgarte()` B0 ends 2.0 m off the exact motion with 10 % of the energy gained
+    in jumps at the flat poses; with `StepProjection()` 1.1e-6 m off, energy kept to
+    2.7e-7, in 336 steps instead of 904 (the projection also spares the step-size
+    control from following the drift). The mobile robot and Bricard take 66 and 94
+    steps instead of 160 and 230.
+    """
+    if getattr(method, "stabilises_itself", False):
+        return Baumgarte()
+    return StepProjection()
+
+
 def default_controller(
     model: Model, rtol: float, atol: float
 ) -> diffrax.AbstractStepSizeController:
@@ -262,7 +284,7 @@ def simulate(
     stepsize_controller: diffrax.AbstractStepSizeController | None = None,
     rtol: float = 1e-8,
     atol: float = 1e-10,
-    drift_control: AbstractDriftControl = Baumgarte(),
+    drift_control: AbstractDriftControl | None = None,
     initial_projection: Projection | None = None,
     consistency_tol: float = 1e-8,
     n_save: int = 201,
@@ -291,8 +313,11 @@ def simulate(
       onto the knots of the prescribed motions.
     - `rtol`, `atol`: tolerances of the default controller (and the default
       solver's choice).
-    - `drift_control`: how the state is kept on the constraint manifold:
-      [`Baumgarte`][]`()` terms in Γ (the default, α = β = 10 /s);
+    - `drift_control`: how the state is kept on the constraint manifold; default
+      [`default_drift_control`][]`(method)`: [`StepProjection`][]`()`, a projection
+      after every integrator step (what keeps a closed chain on its branch through
+      its singular configurations), for the penalty method [`Baumgarte`][]`()`.
+      Others: `Baumgarte()` terms in Γ alone (α = β = 10 /s);
       [`Projection`][]`()` at every saved time (positions then velocities, with
       the structure's ranks) with Baumgarte terms between saves;
       `Projection(baumgarte=None)`; or [`NoDriftControl`][]`()`.
@@ -335,6 +360,8 @@ def simulate(
             Baumgarte() if stabilisation is _UNSET else stabilisation,
             None if projection is _UNSET else projection,
         )
+    if drift_control is None:
+        drift_control = default_drift_control(method)
     if not isinstance(drift_control, AbstractDriftControl):
         raise TypeError(
             f"simulate field 'drift_control': expected a drift control (rx.Baumgarte(), "

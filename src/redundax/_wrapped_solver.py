@@ -12,6 +12,14 @@ class AbstractDelegatingSolver(diffrax.AbstractWrappedSolver):
     solver: eqx.AbstractVar[diffrax.AbstractSolver]
 
     @property
+    def root_finder(self):
+        """The wrapped implicit solver's root finder: Diffrax forwards `isinstance`
+        checks through a wrapper, so it takes the wrapper of an implicit solver for
+        one and fills in the root finder's tolerances from the step-size controller
+        (`eqx.tree_at` reaches the wrapped solver's fields through this property)."""
+        return self.solver.root_finder  # pyright: ignore
+
+    @property
     def term_structure(self):
         return self.solver.term_structure
 

@@ -30,10 +30,11 @@ class SimulationOptions:
     - `method`: the [`redundax.AbstractRedundancyMethod`][] (`method`, default
       `NullSpace()`); `"elimination"` is decided by [`redundax.eliminate`][] at the
       initial configuration.
-    - `stabilisation`: `Baumgarte(alpha, beta)` or None (`stabilisation`).
-    - `projection`: `Projection()` at every saved state (`projection = true`),
-      `StepProjection()` after every integrator step (`projection = "steps"`), or
-      None.
+    - `stabilisation`: `Baumgarte(alpha, beta)` or None (`stabilisation`); by
+      default α = β = 1 /s with the projection after every step, else 10 /s.
+    - `projection`: `StepProjection()` after every integrator step (`projection =
+      "steps"`, the default but for the penalty method), `Projection()` at every
+      saved state (`projection = true`), or None (`false`).
     - `initial_projection`: `Projection()` when `initial = "project"`, None when
       the initial state is refused unless consistent (`initial = "refuse"`).
     - `choices`: the type string chosen (or defaulted) for each of `solver`,
@@ -48,8 +49,12 @@ class SimulationOptions:
     max_steps: int = 100_000
     solver: diffrax.AbstractSolver = dataclasses.field(default_factory=diffrax.Tsit5)
     method: AbstractRedundancyMethod = dataclasses.field(default_factory=NullSpace)
-    stabilisation: Baumgarte | None = dataclasses.field(default_factory=Baumgarte)
-    projection: Projection | StepProjection | None = None
+    stabilisation: Baumgarte | None = dataclasses.field(
+        default_factory=lambda: StepProjection().baumgarte
+    )
+    projection: Projection | StepProjection | None = dataclasses.field(
+        default_factory=StepProjection
+    )
     initial_projection: Projection | None = None
     choices: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict(SIMULATION_CHOICES))
     raw: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -178,7 +183,10 @@ def parse_simulation(raw: dict[str, Any], problems: list[str]) -> dict[str, Any]
             objects[table] = kind.build(**kind.arguments(parsed))
     if len(problems) > before or values is None:
         return None
-    projection = values.pop("projection", False)
+    # Default: after every step (rx.default_drift_control), except for a method
+    # whose equations carry their own drift terms (the penalty method).
+    default = False if getattr(objects["method"], "stabilises_itself", False) else "steps"
+    projection = values.pop("projection", default)
     stabilisation = objects["stabilisation"]
     if projection == "steps":
         # Baumgarte terms between the step projections: the file's, else the mild

@@ -32,6 +32,11 @@ class AbstractRedundancyMethod(eqx.Module):
     [`redundax.decide`][]: a method itself decides nothing at run time.
     """
 
+    stabilises_itself: ClassVar[bool] = False
+    """Whether the method's equations carry their own drift terms (the penalty
+    method's springs): `simulate` then projects nothing by default
+    ([`default_drift_control`][redundax.default_drift_control])."""
+
     partitions: ClassVar[bool] = False
     """Whether the method keeps an active set of rows (`active_rows`), which
     `simulate` records step by step ([`ActiveSetMonitor`][redundax.ActiveSetMonitor])."""

@@ -1,5 +1,7 @@
 """The penalty formulation: every constraint row a stiff spring-damper."""
 
+from typing import ClassVar
+
 import jax.numpy as jnp
 from jaxtyping import ArrayLike, Float
 
@@ -21,6 +23,8 @@ class Penalty(AbstractRedundancyMethod):
     Its spring-damper terms are its own drift control: any `stabilisation` passed
     alongside is ignored.
     """
+
+    stabilises_itself: ClassVar[bool] = True
 
     stiffness: Float[ArrayLike, "..."] = 1e8
     omega: float = 10.0
