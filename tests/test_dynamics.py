@@ -49,7 +49,10 @@ def robot_runs(robot):
     methods.update({k: rx.eliminate(model, s.q, s.t, rows) for k, rows in VARIANTS.items()})
     runs = {}
     for name, method in methods.items():
-        traj = rx.simulate(model, s, 10.0, method=method, n_save=101, **TIGHT)
+        # Baumgarte's terms, as the reactions below are solved with.
+        traj = rx.simulate(
+            model, s, 10.0, method=method, drift_control=rx.Baumgarte(), n_save=101, **TIGHT
+        )
         reac = jax.vmap(
             lambda q, qd, t, method=method: rx.reactions(
                 model, q, qd, t, method=method, stabilisation=rx.Baumgarte()
