@@ -182,7 +182,14 @@ def test_gradient_through_a_block_solve_wrt_geometry():
     model, state = mech.build(), mech.initial_state()
     (target,) = resolve_parameters(model, state, ["pairs.D.point_j.x"])
     structure = rx.decide(model, state.q, state.t)
-    kw = dict(rtol=1e-10, atol=1e-12, n_save=2, method=rx.BlockSparse(), structure=structure)
+    kw = dict(
+        rtol=1e-10,
+        atol=1e-12,
+        n_save=2,
+        method=rx.BlockSparse(),
+        structure=structure,
+        drift_control=rx.Baumgarte(),
+    )
 
     def final_angle(x):
         variant, start = apply_parameters(model, state, (target,), x)

@@ -305,3 +305,96 @@ def test_check_output(tmp_path):
         check_output(tmp_path / "a")
     with pytest.raises(ValueError, match="reads .npz runs only"):
         read_run(tmp_path / "a.csv")
+
+
+# IFToMM A02 with one parallelogram (models.n_four_bar(1)): cranks 1 m, 1 kg slender
+# bars pinned at (0, 0) and (1, 0), vertical at t = 0, B0 at 1 m/s along x; no
+# [simulation] method, solver or drift control.
+A02_ONE_LOOP = """
+[mechanism]
+name = "A02 N = 1"
+gravity = [0.0, -9.81]
+[simulation]
+t_final = 2.0
+n_save = 21
+[[bodies]]
+name = "crank0"
+mass = 1.0
+inertia = 0.08333333333333333
+position = [0.0, 0.5]
+angle = 1.5707963267948966
+velocity = [0.5, 0.0]
+angular_velocity = -1.0
+[[bodies]]
+name = "crank1"
+mass = 1.0
+inertia = 0.08333333333333333
+position = [1.0, 0.5]
+angle = 1.5707963267948966
+velocity = [0.5, 0.0]
+angular_velocity = -1.0
+[[bodies]]
+name = "coupler1"
+mass = 1.0
+inertia = 0.08333333333333333
+position = [0.5, 1.0]
+velocity = [1.0, 0.0]
+[[pairs]]
+name = "O0"
+type = "revolute"
+body_i = "crank0"
+body_j = "ground"
+point_i = [-0.5, 0.0]
+point_j = [0.0, 0.0]
+[[pairs]]
+name = "O1"
+type = "revolute"
+body_i = "crank1"
+body_j = "ground"
+point_i = [-0.5, 0.0]
+point_j = [1.0, 0.0]
+[[pairs]]
+name = "A1"
+type = "revolute"
+body_i = "crank0"
+body_j = "coupler1"
+point_i = [0.5, 0.0]
+point_j = [-0.5, 0.0]
+[[pairs]]
+name = "B1"
+type = "revolute"
+body_i = "crank1"
+body_j = "coupler1"
+point_i = [0.5, 0.0]
+point_j = [0.5, 0.0]
+[[markers]]
+name = "B0"
+body = "crank0"
+point = [0.5, 0.0]
+"""
+
+
+def test_singular_passages_are_listed_and_a_risky_drift_control_is_reported(tmp_path):
+    """The parallelogram lies flat at 0.708 and 1.215 s of the exact motion (its
+    1-DOF reduction): the JSON lists both passages, seen between integrator steps
+    (no saved state is near them), with what kept the branch; the solver is the
+    one `rx.simulate` takes at these tolerances. With Baumgarte terms alone
+    (`projection = false`) the same passages come with a warning line."""
+    path = tmp_path / "a02.toml"
+    path.write_text(A02_ONE_LOOP, encoding="utf-8")
+    status, out, err = _run("simulate", path, "--json")
+    assert status == 0 and err == "", err
+    summary = json.loads(out)
+    assert summary["solver"] == "dopri8" == type(rx.default_solver(1e-8)).__name__.lower()
+    passages = summary["singular_passages"]
+    np.testing.assert_allclose([p["t"] for p in passages], [0.708, 1.215], atol=1e-2)
+    assert all(p["sigma_ratio"] < 2e-2 and "every integrator step" in p["action"] for p in passages)
+    assert all(p["window"][0] <= p["t"] <= p["window"][1] for p in passages)
+    assert summary["min_sigma_ratio"] < 2e-2 and summary["rank_changes"] == []
+    risky = tmp_path / "risky.toml"
+    risky.write_text(A02_ONE_LOOP.replace("n_save = 21", "n_save = 21\nprojection = false"))
+    status, out, err = _run("simulate", risky, "--json")
+    assert status == 0
+    assert len(json.loads(out)["singular_passages"]) == 2
+    assert err.startswith(f"redundax: warning: {risky}: the motion passed 2 singular")
+    assert 'projection = "steps"' in err and len(err.splitlines()) == 1

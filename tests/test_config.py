@@ -432,7 +432,9 @@ def test_simulation_defaults(tmp_path):
         201,
     )
     assert options.max_steps == 100_000
-    assert isinstance(options.solver, diffrax.Tsit5)
+    # The solver rx.simulate takes at these tolerances (issue 14: one set of defaults).
+    assert isinstance(options.solver, diffrax.Dopri8)
+    assert type(options.solver) is type(rx.default_solver(options.rtol))
     assert isinstance(options.method, rx.NullSpace)
     # A projection after every step, with mild Baumgarte terms between (the drift
     # control of rx.simulate's default, rx.default_drift_control).
@@ -440,12 +442,17 @@ def test_simulation_defaults(tmp_path):
     assert options.projection == rx.StepProjection() and options.initial_projection is None
     assert options.drift_control == rx.default_drift_control(options.method)
     assert dict(options.choices) == {
-        "solver": "tsit5",
+        "solver": "dopri8",
         "method": "null-space",
         "stabilisation": "baumgarte",
         "initial": "refuse",
     }
     assert options.raw == {}
+    # Without a solver key the solver follows rtol, as rx.simulate's does.
+    loose = load_config(_write(tmp_path, text + "[simulation]\nrtol = 1e-5\n", "loose.toml"))
+    assert isinstance(loose.simulation.solver, diffrax.Tsit5)
+    assert type(loose.simulation.solver) is type(rx.default_solver(1e-5))
+    assert loose.simulation.choices["solver"] == "tsit5"
 
 
 def _documented_simulation_defaults() -> tuple[dict[str, str], dict[str, dict[str, str]]]:

@@ -86,11 +86,19 @@ from ._reactions import (
     reactions as reactions,
 )
 from ._simulate import (
+    SingularPassageWarning as SingularPassageWarning,
     Trajectory as Trajectory,
     default_controller as default_controller,
     default_drift_control as default_drift_control,
     default_solver as default_solver,
     simulate as simulate,
+)
+from ._singularity import (
+    SingularityLog as SingularityLog,
+    SingularityMonitor as SingularityMonitor,
+    SingularityReport as SingularityReport,
+    SingularPassage as SingularPassage,
+    singularity_report as singularity_report,
 )
 from ._solvability import (
     Solvability as Solvability,

@@ -7,6 +7,7 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._active_set import ActiveSetLog, ActiveSetMonitor, active_rows
@@ -19,6 +20,7 @@ from ._assembly import (
 )
 from ._drift_control import AbstractDriftControl, Baumgarte, Projection, drift_control_of
 from ._model import Model, State
+from ._singularity import THRESHOLD, SingularityLog, SingularityMonitor, singularity_report
 from ._step_projection import StepProjection
 from ._structure import Structure, decide
 from ._validation import host_values
@@ -44,6 +46,11 @@ class Trajectory(eqx.Module):
       ([`BlockSparse`][redundax.BlockSparse]), every change of its active set, step
       by step ([`ActiveSetLog`][redundax.ActiveSetLog]; read it with
       [`active_set_history`][redundax.active_set_history]); else None.
+    - `singularities`: σ_r/σ_1 of C after every integrator step, the singular
+      configurations passed and the rank changes
+      ([`SingularityLog`][redundax.SingularityLog]; read it with
+      [`singularity_report`][redundax.singularity_report]); None when the run
+      was not monitored (`monitor_singularities=False`, or no constraints).
     """
 
     ts: Float[Array, " T"]
@@ -60,6 +67,7 @@ class Trajectory(eqx.Module):
     structure: Structure
     drift_control: AbstractDriftControl = Baumgarte()
     active_set: ActiveSetLog | None = None
+    singularities: SingularityLog | None = None
 
     def state(self, k: int) -> State:
         """The saved state number `k`."""
@@ -115,6 +123,7 @@ def _simulate(
     max_steps,
     throw,
     progress_meter,
+    singular_threshold,
 ):
     if saved_times is not None:
         # Save times known on the host are constants of the program: Diffrax's
@@ -127,7 +136,13 @@ def _simulate(
     solver = drift_control.wrap(solver)
     if monitored:
         solver = ActiveSetMonitor(solver, ActiveSetLog.start(active_rows(args, ts[0], (q0, qd0))))
-    log = None
+    watched = singular_threshold is not None and model.n_constraints > 0
+    if watched:
+        solver = SingularityMonitor(
+            solver, SingularityLog.start(structure, ts[0], singular_threshold)
+        )
+    logged = monitored or watched
+    log = singular = None
     if not drift_control.projects:
         sol = diffrax.diffeqsolve(
             term,
@@ -137,15 +152,14 @@ def _simulate(
             None,
             (q0, qd0),
             args,
-            saveat=diffrax.SaveAt(ts=ts, solver_state=monitored),
+            saveat=diffrax.SaveAt(ts=ts, solver_state=logged),
             stepsize_controller=controller,
             max_steps=max_steps,
             throw=throw,
             progress_meter=progress_meter,
         )
         q, qd = sol.ys
-        if monitored:
-            log = sol.solver_state[1]
+        log, singular = _logs(sol.solver_state, monitored, watched)
         stats = (
             sol.stats["num_steps"],
             sol.stats["num_accepted_steps"],
@@ -156,16 +170,16 @@ def _simulate(
         ranks = (structure.rank_holonomic, structure.rank)
 
         def segment(carry, span):
-            y, steps, acc, rej, res, log = carry
+            y, steps, acc, rej, res, logs = carry
             sol = diffrax.diffeqsolve(
                 term,
-                eqx.tree_at(lambda s: s.log, solver, log) if monitored else solver,
+                _with_logs(solver, logs, monitored, watched),
                 span[0],
                 span[1],
                 None,
                 y,
                 args,
-                saveat=diffrax.SaveAt(t1=True, solver_state=monitored),
+                saveat=diffrax.SaveAt(t1=True, solver_state=logged),
                 stepsize_controller=controller,
                 max_steps=max_steps,
                 throw=throw,
@@ -179,15 +193,19 @@ def _simulate(
                 acc + sol.stats["num_accepted_steps"],
                 rej + sol.stats["num_rejected_steps"],
                 res,
-                sol.solver_state[1] if monitored else None,
+                _logs(sol.solver_state, monitored, watched),
             )
             return carry, y
 
         zero = jnp.asarray(0, dtype=jnp.int32)
         spans = jnp.stack([ts[:-1], ts[1:]], axis=1)
         start = ((q0, qd0), zero, zero, zero, diffrax.RESULTS.successful)
-        (_, steps, acc, rej, result, log), (q, qd) = jax.lax.scan(
-            segment, (*start, solver.log if monitored else None), spans
+        logs = (
+            solver.solver.log if monitored and watched else solver.log if monitored else None,
+            solver.log if watched else None,
+        )
+        (_, steps, acc, rej, result, (log, singular)), (q, qd) = jax.lax.scan(
+            segment, (*start, logs), spans
         )
         q = jnp.concatenate([q0[None], q])
         qd = jnp.concatenate([qd0[None], qd])
@@ -208,7 +226,31 @@ def _simulate(
         structure=structure,
         drift_control=drift_control,
         active_set=log,
+        singularities=singular,
     )
+
+
+def _logs(solver_state, monitored: bool, watched: bool):
+    """`(active-set log, singularity log)` from the final solver state of the
+    monitors `_simulate` wrapped (the singularity monitor outermost)."""
+    if solver_state is None:
+        return None, None
+    singular = None
+    if watched:
+        solver_state, singular = solver_state
+    return (solver_state[1] if monitored else None), singular
+
+
+def _with_logs(solver, logs, monitored: bool, watched: bool):
+    """The monitored solver with the logs to continue."""
+    log, singular = logs
+    if watched:
+        solver = eqx.tree_at(lambda s: s.log, solver, singular)
+        if monitored:
+            solver = eqx.tree_at(lambda s: s.solver.log, solver, log)
+    elif monitored:
+        solver = eqx.tree_at(lambda s: s.log, solver, log)
+    return solver
 
 
 _UNSET = object()
@@ -292,6 +334,8 @@ def simulate(
     max_steps: int = 100_000,
     throw: bool = True,
     progress_meter: diffrax.AbstractProgressMeter = diffrax.NoProgressMeter(),
+    monitor_singularities: bool = True,
+    singular_threshold: float = THRESHOLD,
     stabilisation=_UNSET,
     projection=_UNSET,
 ) -> Trajectory:
@@ -329,6 +373,14 @@ def simulate(
     - `progress_meter`: a Diffrax progress meter (e.g. `diffrax.TextProgressMeter()`),
       used when the drift control does not project (with a projection the solve
       runs save interval by save interval).
+    - `monitor_singularities`: record σ_r/σ_1 of C after every integrator step,
+      every singular configuration passed and every rank change of C
+      (`Trajectory.singularities`, read by [`singularity_report`][]): one singular
+      value decomposition of the dense C per step. A passage met with a drift
+      control that does not project after every step gives a
+      [`SingularPassageWarning`][] (the motion may have left its branch).
+    - `singular_threshold`: a local minimum of σ_r/σ_1 is a passage when below
+      this fraction of the largest σ_r/σ_1 of the run (default 0.1).
     - `stabilisation`, `projection`: deprecated (a `DeprecationWarning`); the
       drift control they stand for is built by [`drift_control_of`][].
 
@@ -387,7 +439,7 @@ def simulate(
     if stepsize_controller is None:
         stepsize_controller = default_controller(model, rtol, atol)
     method = specialise(method, structure)
-    return _simulate(
+    trajectory = _simulate(
         model,
         state0.t,
         q0,
@@ -403,4 +455,31 @@ def simulate(
         max_steps,
         throw,
         progress_meter,
+        singular_threshold if monitor_singularities else None,
     )
+    _warn_if_branch_at_risk(trajectory, method)
+    return trajectory
+
+
+class SingularPassageWarning(UserWarning):
+    """A simulated motion passed a singular configuration with a drift control
+    that does not keep it on its branch there."""
+
+
+def _warn_if_branch_at_risk(trajectory: Trajectory, method) -> None:
+    log = trajectory.singularities
+    if log is None or host_values(log.passages) is None or np.ndim(log.passages):
+        return  # traced or batched: the log is the record
+    report = singularity_report(trajectory, method)
+    if report.passages and not report.branch_kept:
+        times = ", ".join(f"{p.t:.4g}" for p in report.passages[:5])
+        more = "" if len(report.passages) <= 5 else f" and {len(report.passages) - 5} more"
+        warnings.warn(
+            f"the motion passed {len(report.passages)} singular configuration(s) "
+            f"(t = {times}{more} s; smallest sigma_r/sigma_1 {report.min_sigma_ratio:.2g}) "
+            f"with drift control {type(trajectory.drift_control).__name__}, which does not "
+            f"keep a closed chain on its branch there: the motion may have left it. "
+            f"Simulate with drift_control=rx.StepProjection() (the default)",
+            SingularPassageWarning,
+            stacklevel=3,
+        )

@@ -61,6 +61,11 @@ def progress(message: str) -> None:
         print(f"redundax: {message}", file=sys.stderr, flush=True)
 
 
+def warn(message: str) -> None:
+    """A warning on stderr, terminal or not: `redundax: warning: ` and the message."""
+    print(f"redundax: warning: {message}", file=sys.stderr, flush=True)
+
+
 def report(error: Exception) -> None:
     """An error on stderr: `redundax: error: ` and its first line, then the others."""
     lines = str(error).splitlines() or [type(error).__name__]

@@ -5,6 +5,7 @@ import dataclasses
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,10 @@ from .. import (
     marker_positions,
     reaction_history,
     simulate,
+    singularity_report,
 )
+from .._simulate import SingularPassageWarning
+from .._singularity import SingularityReport
 from ..io.config import Config, SimulationOptions, load_config
 from ..io.results import check_output, component_labels, write_run
 from ..methods import specialise
@@ -34,6 +38,7 @@ from ._common import (
     positive_float,
     progress as _progress,
     report as _report,
+    warn as _warn,
 )
 from ._programs import cached_call
 
@@ -116,6 +121,7 @@ def _summary(
     trajectory: Trajectory,
     unique: dict[str, bool],
     components: dict[str, dict[str, bool]],
+    singular: SingularityReport | None,
     out: Path | None,
 ) -> dict[str, Any]:
     """The JSON object of `simulate --json` (DESIGN.md §7, plus extra keys)."""
@@ -149,6 +155,7 @@ def _summary(
         },
         "energy_error": energy_error,
         "rheonomic": list(config.rheonomic),
+        **_singular_keys(singular),
         **options.choices,
         "eliminated_rows": (
             [k + 1 for k in method.eliminated] if isinstance(method, Elimination) else None
@@ -159,6 +166,14 @@ def _summary(
         "components": components,
         "out": None if out is None else str(out),
     }
+
+
+def _singular_keys(report: SingularityReport | None) -> dict[str, Any]:
+    """`singular_passages`, `min_sigma_ratio`, `rank_changes` of the JSON (empty
+    lists and a null ratio for a mechanism without constraints)."""
+    if report is None:
+        return {"singular_passages": [], "min_sigma_ratio": None, "rank_changes": []}
+    return report.as_dict()
 
 
 def _print_summary(summary: dict[str, Any], elapsed: float) -> None:
@@ -186,6 +201,19 @@ def _print_summary(summary: dict[str, Any], elapsed: float) -> None:
         print(f"  energy error: n/a (not conservative: prescribed motion in {driven})")
     else:
         print(f"  energy error: {s['energy_error']:.3g} J (max |E(t) - E(0)|)")
+    passages = s["singular_passages"]
+    if passages:
+        times = ", ".join(f"{p['t']:.4g}" for p in passages[:6])
+        more = f" and {len(passages) - 6} more" if len(passages) > 6 else ""
+        print(
+            f"  singular configurations passed: {len(passages)} (t = {times}{more} s), "
+            f"smallest sigma_r/sigma_1 {s['min_sigma_ratio']:.3g}; {passages[0]['action']}"
+        )
+    elif s["min_sigma_ratio"] is not None:
+        ratio = s["min_sigma_ratio"]
+        print(f"  no singular configuration passed (smallest sigma_r/sigma_1 {ratio:.3g})")
+    if s["rank_changes"]:
+        print(f"  rank of C changed {len(s['rank_changes'])} time(s) between integrator steps")
     if s["tracked"]:
         print(f"tracked points at t = {s['t_final']:g} s [m]:")
         width = max(len(name) for name in s["tracked"])
@@ -251,18 +279,21 @@ def _simulate(args: argparse.Namespace) -> int:
         consistency_tol=config.consistency_tolerance,
         throw=False,
     )
-    if sys.stderr.isatty():  # a progress bar: host callbacks, never cached
-        trajectory = simulate(
-            config.model,
-            config.state,
-            options.t_final,
-            **keywords,
-            progress_meter=_StderrProgressBar(),
-        )
-    else:
-        trajectory = cached_call(
-            cache, _simulation, config.model, config.state, options.t_final, keywords
-        )
+    with warnings.catch_warnings():
+        # Reported below from the log, the same whether the run was cached or not.
+        warnings.simplefilter("ignore", SingularPassageWarning)
+        if sys.stderr.isatty():  # a progress bar: host callbacks, never cached
+            trajectory = simulate(
+                config.model,
+                config.state,
+                options.t_final,
+                **keywords,
+                progress_meter=_StderrProgressBar(),
+            )
+        else:
+            trajectory = cached_call(
+                cache, _simulation, config.model, config.state, options.t_final, keywords
+            )
     if trajectory.result != diffrax.RESULTS.successful:
         reason = diffrax.RESULTS[trajectory.result]
         _report(
@@ -277,6 +308,15 @@ def _simulate(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     elapsed = time.perf_counter() - start
     _progress(f"integrated in {elapsed:.1f} s, {int(trajectory.num_steps)} steps")
+    singular = singularity_report(trajectory, options.method)
+    if singular is not None and singular.passages and not singular.branch_kept:
+        _warn(
+            f"{config.path}: the motion passed {len(singular.passages)} singular "
+            f"configuration(s), the first at t = {singular.passages[0].t:.4g} s, with "
+            f"{options.choices.get('stabilisation', 'this drift control')} drift control, "
+            f"which does not keep a closed chain on its branch there: the motion may have "
+            f'left it; set [simulation] projection = "steps" (the default)'
+        )
 
     # Every verdict comes from the Structure the motion was simulated with (decided
     # once, at the initial state): the JSON, the reactions and the run file agree.
@@ -305,11 +345,15 @@ def _simulate(args: argparse.Namespace) -> int:
             history,
             unique=unique,
             component_unique={name: list(flags.values()) for name, flags in components.items()},
-            metadata={**options.choices, "t_final": float(trajectory.ts[-1])},
+            metadata={
+                **options.choices,
+                "t_final": float(trajectory.ts[-1]),
+                **_singular_keys(singular),
+            },
             force=args.force,
         )
         _progress(f"wrote {out}")
-    summary = _summary(config, options, trajectory, unique, components, out)
+    summary = _summary(config, options, trajectory, unique, components, singular, out)
     if args.json:
         print(json.dumps(summary))
     else:

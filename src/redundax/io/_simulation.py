@@ -8,6 +8,7 @@ from typing import Any, Final
 import diffrax
 
 from .._drift_control import AbstractDriftControl, Baumgarte, Projection, drift_control_of
+from .._simulate import default_solver
 from .._step_projection import StepProjection
 from ..methods import AbstractRedundancyMethod, NullSpace
 from . import _checks as checks
@@ -26,7 +27,9 @@ class SimulationOptions:
     - `rtol`, `atol`: tolerances of the step-size controller (1e-8, 1e-10).
     - `n_save`: number of equally spaced saved states in [0, t_final] (201).
     - `max_steps`: the most integrator steps before giving up (100000).
-    - `solver`: the Diffrax solver (`solver`, default `diffrax.Tsit5()`).
+    - `solver`: the Diffrax solver (`solver`; default [`redundax.default_solver`][]
+      of `rtol`, as `redundax.simulate`: `diffrax.Dopri8()` when rtol < 1e-6, else
+      `diffrax.Tsit5()`).
     - `method`: the [`redundax.AbstractRedundancyMethod`][] (`method`, default
       `NullSpace()`); `"elimination"` is decided by [`redundax.eliminate`][] at the
       initial configuration.
@@ -47,7 +50,7 @@ class SimulationOptions:
     atol: float = 1e-10
     n_save: int = 201
     max_steps: int = 100_000
-    solver: diffrax.AbstractSolver = dataclasses.field(default_factory=diffrax.Tsit5)
+    solver: diffrax.AbstractSolver = dataclasses.field(default_factory=diffrax.Dopri8)
     method: AbstractRedundancyMethod = dataclasses.field(default_factory=NullSpace)
     stabilisation: Baumgarte | None = dataclasses.field(
         default_factory=lambda: StepProjection().baumgarte
@@ -92,7 +95,7 @@ class SimulationOptions:
 
 
 SIMULATION_CHOICES: Final = {
-    "solver": "tsit5",
+    "solver": "dopri8",  # at the default rtol; absent, it follows rtol (parse_simulation)
     "method": "null-space",
     "stabilisation": "baumgarte",
     "initial": "refuse",
@@ -183,6 +186,10 @@ def parse_simulation(raw: dict[str, Any], problems: list[str]) -> dict[str, Any]
             objects[table] = kind.build(**kind.arguments(parsed))
     if len(problems) > before or values is None:
         return None
+    if "solver" not in raw:
+        # The solver redundax.simulate takes at these tolerances: one set of defaults.
+        objects["solver"] = default_solver(values.get("rtol", SimulationOptions.rtol))
+        chosen["solver"] = type(objects["solver"]).__name__.lower()
     # Default: after every step (rx.default_drift_control), except for a method
     # whose equations carry their own drift terms (the penalty method).
     default = False if getattr(objects["method"], "stabilises_itself", False) else "steps"

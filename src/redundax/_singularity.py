@@ -1,0 +1,291 @@
+"""Singular configurations met along a motion, seen at every integrator step.
+
+A closed chain passes a singular configuration when rows of C that are
+independent elsewhere become dependent: σ_r, the r-th singular value of C (r the
+regular rank), falls to zero and rises again. Saved states rarely land on such a
+pose (IFToMM A02's parallelograms are flat for an instant, twice a second), so
+`simulate` wraps the ODE solver in [`SingularityMonitor`][]: after every step it
+takes the singular values of C at the step's end and writes to a fixed-size
+[`SingularityLog`][] carried in the solver's state (Diffrax keeps the state of
+accepted steps only):
+
+- the smallest σ_r/σ_1 over the step ends, and where;
+- every **passage**: a local minimum of σ_r/σ_1 over three consecutive step ends
+  below `threshold` times the largest σ_r/σ_1 seen so far. Its instant and depth
+  are refined from those three values: near a passage σ_r(t)² is, to leading
+  order, a quadratic c²(t − t*)² + d² (exactly so where C loses rank at t*, d = 0),
+  so the parabola through the three (t, (σ_r/σ_1)²) gives t* and the depth d
+  without another decomposition;
+- every change of the numerical rank of C (relative tolerance `structure.rtol`)
+  from one step end to the next.
+
+What keeps the motion on its branch through a passage is the drift control
+(`StepProjection`, the default, projects after every step); the log only says
+where the passages were and how deep. One singular value decomposition of the
+dense C per step: O(n³), as the dense methods' own solve, and nothing under
+`jax.grad` (a discrete record, `stop_gradient`).
+"""
+
+import dataclasses
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+from ._assembly import constraint_matrix
+from ._wrapped_solver import AbstractDelegatingSolver
+
+THRESHOLD = 0.1
+"""A local minimum of σ_r/σ_1 is a passage when it is below this fraction of the
+largest σ_r/σ_1 of the run (A02's parallelogram: 0.25 away from the flat poses)."""
+
+CAPACITY = 128
+"""Passages and rank changes a run records (later ones are counted, not stored)."""
+
+
+class SingularityLog(eqx.Module):
+    """The singular configurations one integration met, step by step.
+
+    - `regular_rank`: r, the rank of C the run was decided with.
+    - `t_last`, `ratio_last` (2,): the last two step ends and their σ_r/σ_1.
+    - `max_ratio`: the largest σ_r/σ_1 so far (the decision state's included).
+    - `min_ratio`, `t_min`: the smallest σ_r/σ_1 over the step ends (or refined
+      passages), and when.
+    - `rank`: the numerical rank of C at the last step end.
+    - `passage_t`, `passage_ratio`, `passage_window` (K,), (K,), (K, 2): every
+      passage: its refined instant and σ_r/σ_1 there, and the integrator's step
+      ends around it; `passages`: how many were seen.
+    - `rank_t`, `rank_value` (K, 2), (K,): every rank change, in the step
+      `rank_t[k]`, to `rank_value[k]`; `rank_changes`: how many were seen.
+    """
+
+    regular_rank: Int[Array, ""]
+    rtol: Float[Array, ""]
+    threshold: Float[Array, ""]
+    t_last: Float[Array, " 2"]
+    ratio_last: Float[Array, " 2"]
+    max_ratio: Float[Array, ""]
+    min_ratio: Float[Array, ""]
+    t_min: Float[Array, ""]
+    rank: Int[Array, ""]
+    passage_t: Float[Array, " K"]
+    passage_ratio: Float[Array, " K"]
+    passage_window: Float[Array, "K 2"]
+    passages: Int[Array, ""]
+    rank_t: Float[Array, "K 2"]
+    rank_value: Int[Array, " K"]
+    rank_changes: Int[Array, ""]
+
+    @classmethod
+    def start(cls, structure, t0, threshold: float = THRESHOLD, capacity: int = CAPACITY):
+        """An empty log of a run decided as `structure` that starts at `t0`."""
+        nan = jnp.full(capacity, jnp.nan)
+        t0 = jnp.asarray(t0, dtype=float)
+        ratio = jnp.asarray(structure.sigma_ratio, dtype=float)
+        return cls(
+            regular_rank=jnp.asarray(structure.rank),
+            rtol=jnp.asarray(structure.rtol, dtype=float),
+            threshold=jnp.asarray(threshold, dtype=float),
+            t_last=jnp.stack([t0, t0]),
+            ratio_last=jnp.full(2, jnp.inf),
+            max_ratio=ratio,
+            min_ratio=jnp.asarray(jnp.inf),
+            t_min=t0,
+            rank=jnp.asarray(structure.rank),
+            passage_t=nan,
+            passage_ratio=nan,
+            passage_window=jnp.full((capacity, 2), jnp.nan),
+            passages=jnp.asarray(0, dtype=jnp.int32),
+            rank_t=jnp.full((capacity, 2), jnp.nan),
+            rank_value=jnp.zeros(capacity, dtype=jnp.asarray(structure.rank).dtype),
+            rank_changes=jnp.asarray(0, dtype=jnp.int32),
+        )
+
+    def record(self, t0, t1, sigma: Float[Array, " k"]) -> "SingularityLog":
+        """The log after a step [t0, t1] whose end has singular values `sigma`
+        (descending)."""
+        r = self.regular_rank
+        s1 = sigma[0]
+        ratio = jnp.where(s1 > 0, jnp.take(sigma, jnp.maximum(r - 1, 0)) / s1, 0.0)
+        ratio = jnp.where(r > 0, ratio, 1.0)
+        rank = jnp.sum(sigma > self.rtol * s1).astype(self.rank.dtype)
+        # A passage: the previous step end is a local minimum, deep enough.
+        (ta, tb), (ra, rb) = self.t_last, self.ratio_last
+        minimum = (rb <= ra) & (rb < ratio) & jnp.isfinite(ra)
+        t_star, depth = _vertex(ta, tb, t1, ra, rb, ratio)
+        passage = minimum & (depth < self.threshold * self.max_ratio)
+        k = jnp.where(passage, self.passages, self.passage_t.shape[0])  # out of range: dropped
+        changed = rank != self.rank
+        j = jnp.where(changed, self.rank_changes, self.rank_t.shape[0])
+        lowest = jnp.where(passage, jnp.minimum(depth, ratio), ratio)
+        new_min = lowest < self.min_ratio
+        return SingularityLog(
+            regular_rank=r,
+            rtol=self.rtol,
+            threshold=self.threshold,
+            t_last=jnp.stack([tb, t1]),
+            ratio_last=jnp.stack([rb, ratio]),
+            max_ratio=jnp.maximum(self.max_ratio, ratio),
+            min_ratio=jnp.where(new_min, lowest, self.min_ratio),
+            t_min=jnp.where(new_min, jnp.where(passage & (depth < ratio), t_star, t1), self.t_min),
+            rank=rank,
+            passage_t=self.passage_t.at[k].set(t_star, mode="drop"),
+            passage_ratio=self.passage_ratio.at[k].set(depth, mode="drop"),
+            passage_window=self.passage_window.at[k].set(jnp.stack([ta, t1]), mode="drop"),
+            passages=self.passages + passage.astype(jnp.int32),
+            rank_t=self.rank_t.at[j].set(jnp.stack([t0, t1]), mode="drop"),
+            rank_value=self.rank_value.at[j].set(rank, mode="drop"),
+            rank_changes=self.rank_changes + changed.astype(jnp.int32),
+        )
+
+
+def _vertex(t0, t1, t2, r0, r1, r2):
+    """Instant and value of the minimum of σ_r/σ_1 from three step ends around
+    it: the vertex of the parabola through (t_i, r_i²) (module docstring),
+    clamped to [t0, t2] and to values ≥ 0."""
+    y0, y1, y2 = r0 * r0, r1 * r1, r2 * r2
+    f01 = (y1 - y0) / jnp.where(t1 > t0, t1 - t0, 1.0)
+    f12 = (y2 - y1) / jnp.where(t2 > t1, t2 - t1, 1.0)
+    a = (f12 - f01) / jnp.where(t2 > t0, t2 - t0, 1.0)
+    ok = a > 0
+    t_star = jnp.clip(0.5 * (t0 + t1) - f01 / (2.0 * jnp.where(ok, a, 1.0)), t0, t2)
+    y_star = y0 + f01 * (t_star - t0) + a * (t_star - t0) * (t_star - t1)
+    depth = jnp.sqrt(jnp.clip(y_star, 0.0, y1))
+    return jnp.where(ok, t_star, t1), jnp.where(ok, depth, r1)
+
+
+def step_sigma(args, t, y) -> Float[Array, " k"]:
+    """Singular values of C at (t, y), descending: a record, through which no
+    derivative flows."""
+    args, t, y = jax.tree.map(
+        lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, (args, t, y)
+    )
+    model = args[0]
+    return jnp.linalg.svd(constraint_matrix(model, y[0], t), compute_uv=False)
+
+
+class SingularityMonitor(AbstractDelegatingSolver):
+    """A Diffrax solver that steps like `solver` and records σ_r/σ_1 of C after
+    every step in a [`SingularityLog`][] (the second half of its solver state).
+    `log`: the log to continue (a run integrated save interval by save interval
+    continues one log)."""
+
+    solver: diffrax.AbstractSolver
+    log: SingularityLog
+
+    def init(self, terms, t0, t1, y0, args):
+        return self.solver.init(terms, t0, t1, y0, args), self.log
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        state, log = solver_state
+        y1, error, dense, state, result = self.solver.step(
+            terms, t0, t1, y0, args, state, made_jump
+        )
+        return y1, error, dense, (state, log.record(t0, t1, step_sigma(args, t1, y1))), result
+
+
+@dataclasses.dataclass(frozen=True)
+class SingularPassage:
+    """One singular configuration a motion passed (host-side values).
+
+    - `t`: the instant of the smallest σ_r/σ_1 [s], refined between the
+      integrator's step ends `window` (t_before, t_after).
+    - `sigma_ratio`: σ_r/σ_1 there (0: C lost rank).
+    - `action`: what kept the motion on its branch (from the drift control)."""
+
+    t: float
+    sigma_ratio: float
+    window: tuple[float, float]
+    action: str
+
+    def as_dict(self) -> dict:
+        return {
+            "t": self.t,
+            "sigma_ratio": self.sigma_ratio,
+            "window": list(self.window),
+            "action": self.action,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class SingularityReport:
+    """What a run's [`SingularityLog`][] says, on the host.
+
+    - `passages`: the [`SingularPassage`][]s, in time order.
+    - `min_sigma_ratio`, `t_min`: the smallest σ_r/σ_1 met, and when.
+    - `rank_changes`: `(t_before, t_after, rank)` per change of the numerical rank
+      of C between two step ends.
+    - `unrecorded`: passages and rank changes seen beyond the log's capacity.
+    - `branch_kept`: whether the drift control projects after every step (what
+      keeps a closed chain on its branch through a passage)."""
+
+    passages: tuple[SingularPassage, ...]
+    min_sigma_ratio: float
+    t_min: float
+    rank_changes: tuple[tuple[float, float, int], ...]
+    unrecorded: int
+    branch_kept: bool
+
+    def as_dict(self) -> dict:
+        """The report in the JSON of `redundax simulate`."""
+        return {
+            "singular_passages": [p.as_dict() for p in self.passages],
+            "min_sigma_ratio": self.min_sigma_ratio,
+            "rank_changes": [
+                {"t_before": a, "t_after": b, "rank": r} for a, b, r in self.rank_changes
+            ],
+        }
+
+
+def _action(drift_control, method) -> tuple[str, bool]:
+    from ._drift_control import Projection
+    from ._step_projection import StepProjection
+
+    if isinstance(drift_control, StepProjection):
+        what, kept = "projection onto the manifold after every integrator step", True
+    elif isinstance(drift_control, Projection):
+        what, kept = "projection at the saved times only: the branch is not guaranteed", False
+    elif getattr(method, "partitions", False):
+        what, kept = "constraint partitioning (active set) without projection", False
+    else:
+        name = type(drift_control).__name__
+        what, kept = f"none ({name} terms only): the motion may have left its branch", False
+    return what, kept
+
+
+def singularity_report(trajectory, method=None) -> SingularityReport | None:
+    """The singular passages, the smallest σ_r/σ_1 and the rank changes a
+    simulated `trajectory` recorded step by step (None if it was simulated
+    without the monitor). Host-side; `method`: the method simulated with (names
+    what was done at a passage)."""
+    log = trajectory.singularities
+    if log is None:
+        return None
+    what, kept = _action(trajectory.drift_control, method)
+    n = int(log.passages)
+    stored = min(n, log.passage_t.shape[0])
+    t, ratio, window = (
+        np.asarray(x[:stored]) for x in (log.passage_t, log.passage_ratio, log.passage_window)
+    )
+    passages = tuple(
+        SingularPassage(float(t[k]), float(ratio[k]), tuple(map(float, window[k])), what)
+        for k in range(stored)
+    )
+    m = int(log.rank_changes)
+    logged = min(m, log.rank_t.shape[0])
+    rank_t, rank_value = np.asarray(log.rank_t[:logged]), np.asarray(log.rank_value[:logged])
+    changes = tuple(
+        (float(a), float(b), int(r)) for (a, b), r in zip(rank_t, rank_value, strict=True)
+    )
+    min_ratio = float(log.min_ratio)
+    return SingularityReport(
+        passages=passages,
+        min_sigma_ratio=min_ratio if np.isfinite(min_ratio) else float(log.max_ratio),
+        t_min=float(log.t_min),
+        rank_changes=changes,
+        unrecorded=(n - stored) + (m - logged),
+        branch_kept=kept,
+    )
