@@ -398,3 +398,35 @@ def test_singular_passages_are_listed_and_a_risky_drift_control_is_reported(tmp_
     assert len(json.loads(out)["singular_passages"]) == 2
     assert err.startswith(f"redundax: warning: {risky}: the motion passed 2 singular")
     assert 'projection = "steps"' in err and len(err.splitlines()) == 1
+
+
+def test_a_memory_budget_one_state_does_not_fit_is_refused_before_the_run(tmp_path):
+    """Exit 2, one line naming the budget and the option, nothing on stdout, no
+    file, and no simulation first (issue 14: the reactions of a long run used to
+    die in a raw RESOURCE_EXHAUSTED traceback after the whole integration)."""
+    npz = tmp_path / "run.npz"
+    status, out, err = _run(
+        "simulate", MOBILE_ROBOT, "--out", npz, "--memory-budget", "1e-9", "--json"
+    )
+    assert status == 2 and out == "" and not npz.exists()
+    assert err.startswith("redundax: error: out of memory: the reactions at one state")
+    assert "--memory-budget" in err and len(err.splitlines()) == 1
+
+
+def test_an_xla_runtime_error_is_one_line(monkeypatch):
+    """An error raised by XLA while running (here: out of memory) reaches the user
+    as one line with what to change, never as a traceback."""
+    import jax
+
+    from redundax.cli import simulate as command
+
+    def exhausted(*args, **kwargs):
+        raise jax.errors.JaxRuntimeError(
+            "RESOURCE_EXHAUSTED: Out of memory allocating 69871251984 bytes.\nmore detail"
+        )
+
+    monkeypatch.setattr(command, "cached_call", exhausted)
+    status, out, err = _run("simulate", FOUR_BAR, "--json")
+    assert status == 2 and out == ""
+    assert err.startswith("redundax: error: out of memory while running the computation")
+    assert "n_save" in err and len(err.splitlines()) == 1

@@ -97,6 +97,26 @@ def test_unique_reactions_agree_and_non_unique_differ(robot_runs, robot):
     assert float(np.max(np.abs(reac["null-space"].wrench[:, k["W4"]]))) > 1e-3
 
 
+def test_reaction_history_in_chunks_is_the_vmapped_reactions(robot_runs, robot):
+    """`reaction_history` solves the saved states in chunks within a memory budget
+    (issue 14): with a budget of 7 states (101 saves: 15 chunks, the last one
+    partial) it gives the reactions `jax.vmap` gives over all states at once; a
+    budget below one state is refused with a message that names it."""
+    from redundax._reactions import chunk_size, state_bytes
+
+    model, _ = robot
+    traj, reac = robot_runs["null-space"]
+    budget = 7 * state_bytes(model)
+    assert chunk_size(model, traj.ts.shape[0], budget) == 7
+    chunked = rx.reaction_history(model, traj, memory_budget=budget)
+    for field in ("multipliers", "wrench", "qdd", "total"):
+        np.testing.assert_allclose(
+            getattr(chunked, field), getattr(reac, field), rtol=0, atol=1e-9, err_msg=field
+        )
+    with pytest.raises(MemoryError, match=r"more than the memory budget of .*memory_budget="):
+        rx.reaction_history(model, traj, memory_budget=state_bytes(model) - 1)
+
+
 def test_eliminated_rows_carry_exactly_zero(robot_runs):
     for name, rows in VARIANTS.items():
         lam = np.asarray(robot_runs[name][1].multipliers)

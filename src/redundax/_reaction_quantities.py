@@ -22,7 +22,7 @@ from jaxtyping import Array, Bool, Float
 from ._assembly import marker_positions
 from ._drift_control import AS_SIMULATED, as_simulated
 from ._model import Model
-from ._reactions import pair_wrenches
+from ._reactions import chunk_size, pair_wrenches
 from ._simulate import Trajectory
 from ._solve import solve_terms
 from ._structure import Structure, decide
@@ -144,9 +144,14 @@ def _at_state(model, q, qd, t, rows, structure, method, stabilisation):
 
 @eqx.filter_jit
 def _along(model, ts, qs, qds, rows, structure, method, stabilisation):
-    return jax.vmap(
-        lambda q, qd, t: _core(model, q, qd, t, rows, structure, method, stabilisation)
-    )(qs, qds, ts)
+    """`_core` at every saved state, in chunks within the reactions' memory budget
+    (`MEMORY_BUDGET`: the states of a long run are not all solved at once)."""
+
+    def one(state):
+        q, qd, t = state
+        return _core(model, q, qd, t, rows, structure, method, stabilisation)
+
+    return jax.lax.map(one, (qs, qds, ts), batch_size=chunk_size(model, ts.shape[0]))
 
 
 _ADVICE = (

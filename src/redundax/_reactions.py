@@ -181,13 +181,47 @@ def reactions(
     )
 
 
+MEMORY_BUDGET = 2**30
+"""Working memory [bytes] [`reaction_history`][] may use at once (1 GiB): the saved
+states are solved in chunks of at most this much (`jax.lax.map` with a batch size),
+so a long run of a large mechanism takes more time, not more memory."""
+
+
+def state_bytes(model: Model) -> int:
+    """An upper estimate of the working memory of the reactions at one state [bytes]:
+    a few dense (n + m + h)² matrices (the system, its factors, the null-space
+    basis), float64."""
+    size = model.n_coordinates + model.n_constraints
+    return 8 * 8 * size * size
+
+
+def chunk_size(model: Model, n_states: int, memory_budget: int | None = None) -> int:
+    """How many states [`reaction_history`][] solves at once within `memory_budget`
+    bytes (default [`MEMORY_BUDGET`][]).
+
+    **Raises:** `MemoryError` naming the budget when one state does not fit."""
+    budget = MEMORY_BUDGET if memory_budget is None else int(memory_budget)
+    per_state = state_bytes(model)
+    if per_state > budget:
+        raise MemoryError(
+            f"the reactions at one state of this mechanism ({model.n_coordinates} "
+            f"coordinates, {model.n_constraints} constraint rows) need about "
+            f"{per_state / 2**20:.0f} MiB, more than the memory budget of "
+            f"{budget / 2**20:.0f} MiB; raise the budget (memory_budget=, or "
+            f"--memory-budget on the command line)"
+        )
+    return max(1, min(n_states, budget // per_state))
+
+
 @eqx.filter_jit
-def _history(model, trajectory, structure, method, stabilisation):
-    return jax.vmap(
-        lambda q, qd, t: reactions(
+def _history(model, trajectory, structure, method, stabilisation, batch: int):
+    def one(state):
+        q, qd, t = state
+        return reactions(
             model, q, qd, t, structure=structure, method=method, stabilisation=stabilisation
         )
-    )(trajectory.q, trajectory.qd, trajectory.ts)
+
+    return jax.lax.map(one, (trajectory.q, trajectory.qd, trajectory.ts), batch_size=batch)
 
 
 def reaction_history(
@@ -197,6 +231,7 @@ def reaction_history(
     structure: Structure | None = None,
     method: AbstractRedundancyMethod = NullSpace(),
     stabilisation=AS_SIMULATED,
+    memory_budget: int | None = None,
 ) -> Reactions:
     """[`reactions`][] at every saved state of `trajectory` (one compilation).
 
@@ -206,10 +241,17 @@ def reaction_history(
     default the drift control the trajectory was simulated with
     (`trajectory.drift_control`), so that q̈ matches the motion.
 
+    The states are solved in chunks within `memory_budget` bytes of working memory
+    (default [`MEMORY_BUDGET`][], 1 GiB; [`chunk_size`][] says how many at once).
+
     **Returns:** a [`Reactions`][] whose array fields carry a leading time axis
     (the verdicts too, constant along it).
+
+    **Raises:** `MemoryError` naming the budget when one state does not fit in it.
     """
     if structure is None:
         structure = trajectory.structure
     stabilisation = as_simulated(stabilisation, trajectory)
-    return _history(model, trajectory, structure, specialise(method, structure), stabilisation)
+    batch = chunk_size(model, trajectory.ts.shape[0], memory_budget)
+    method = specialise(method, structure)
+    return _history(model, trajectory, structure, method, stabilisation, batch)

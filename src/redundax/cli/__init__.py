@@ -82,6 +82,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_MEMORY_OPTIONS = {
+    "simulate": "lower [simulation] n_save or --memory-budget, or simulate a shorter span",
+    "sweep": "lower [sweep] chunk_size (variants simulated at once) or n_save",
+    "optimize": "lower [simulation] n_save or t_final of the design study",
+}
+
+
+def _out_of_memory(error: Exception) -> bool:
+    text = str(error)
+    return "RESOURCE_EXHAUSTED" in text or "Out of memory" in text
+
+
+def _runtime_error(command: str, error: Exception) -> RuntimeError:
+    """One line for an error raised by XLA while running a program."""
+    first = (str(error).splitlines() or [type(error).__name__])[0]
+    if _out_of_memory(error):
+        advice = _MEMORY_OPTIONS.get(command, "make the problem smaller")
+        return RuntimeError(f"out of memory while running the computation ({first}); {advice}")
+    return RuntimeError(f"the computation failed in XLA: {first}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `redundax` command line.
 
@@ -111,6 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as error:  # ConfigError is a ValueError
         report(error)
         return EXIT_USAGE
+    except MemoryError as error:  # a budget the run does not fit: says which option
+        report(MemoryError(f"out of memory: {error}" if str(error) else "out of memory"))
+        return EXIT_USAGE
+    except jax.errors.JaxRuntimeError as error:  # from XLA: never a raw traceback
+        report(_runtime_error(args.command, error))
+        return EXIT_USAGE if _out_of_memory(error) else EXIT_FAILURE
     except KeyboardInterrupt:  # Ctrl-C: one line, no traceback (files are written atomically)
         print("redundax: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

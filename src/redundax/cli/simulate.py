@@ -26,6 +26,7 @@ from .. import (
     simulate,
     singularity_report,
 )
+from .._reactions import MEMORY_BUDGET, chunk_size
 from .._simulate import SingularPassageWarning
 from .._singularity import SingularityReport
 from ..io.config import Config, SimulationOptions, load_config
@@ -83,6 +84,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--force", action="store_true", help="overwrite the --out file if it exists"
+    )
+    parser.add_argument(
+        "--memory-budget",
+        type=positive_float,
+        default=MEMORY_BUDGET / 2**30,
+        metavar="GB",
+        help="working memory in GiB for the reactions along the run written by --out: "
+        "the saved states are solved in chunks that fit (default %(default)g)",
     )
 
 
@@ -260,6 +269,8 @@ def _simulate(args: argparse.Namespace) -> int:
                 f"{args.out}: already exists; pass --force to overwrite it"
             ) from None
 
+    if out is not None:  # before the run: a budget one state does not fit is refused now
+        chunk_size(config.model, options.n_save, int(args.memory_budget * 2**30))
     start = time.perf_counter()
     _progress(
         f"simulating {config.name} to t = {options.t_final:g} s "
@@ -337,6 +348,7 @@ def _simulate(args: argparse.Namespace) -> int:
             config.model,
             trajectory,
             method=options.method,
+            memory_budget=int(args.memory_budget * 2**30),
         )
         write_run(
             out,
