@@ -2,9 +2,12 @@
 error reporting, progress lines and argument types."""
 
 import argparse
+import contextlib
 import dataclasses
 import math
 import sys
+import threading
+import time
 from collections.abc import Callable
 
 EXIT_OK = 0
@@ -53,6 +56,37 @@ def positive_float(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
+
+
+PROGRESS_INTERVAL = 10.0
+"""Seconds between two lines of [`heartbeat`][] (stderr not a terminal)."""
+
+
+@contextlib.contextmanager
+def heartbeat(what: str):
+    """While the block runs with stderr not a terminal (a log file, a batch job:
+    no progress bar there), one line every `PROGRESS_INTERVAL` s of wall time,
+    `redundax: <what>: <n> s elapsed`, from a thread that reads no computed value
+    (the compiled programs stay free of host callbacks, so the compilation cache
+    keeps them)."""
+    if sys.stderr.isatty():
+        yield
+        return
+    stop = threading.Event()
+    start = time.perf_counter()
+
+    def beat():
+        while not stop.wait(PROGRESS_INTERVAL):
+            elapsed = time.perf_counter() - start
+            print(f"redundax: {what}: {elapsed:.0f} s elapsed", file=sys.stderr, flush=True)
+
+    thread = threading.Thread(target=beat, name="redundax-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def progress(message: str) -> None:

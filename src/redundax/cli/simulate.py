@@ -36,6 +36,7 @@ from ._common import (
     EXIT_FAILURE,
     EXIT_OK,
     config_argument,
+    heartbeat as _heartbeat,
     positive_float,
     progress as _progress,
     report as _report,
@@ -271,6 +272,12 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if out is not None:  # before the run: a budget one state does not fit is refused now
         chunk_size(config.model, options.n_save, int(args.memory_budget * 2**30))
+    with _heartbeat(f"simulating {config.name} to t = {options.t_final:g} s"):
+        return _run(args, config, options, out)
+
+
+def _run(args: argparse.Namespace, config: Config, options: SimulationOptions, out) -> int:
+    """The run of `redundax simulate` once its input is checked."""
     start = time.perf_counter()
     _progress(
         f"simulating {config.name} to t = {options.t_final:g} s "
