@@ -334,3 +334,18 @@ def test_a_free_body_with_no_pairs_is_analysed_and_simulated(tmp_path, capsys):
     q = json.loads(out)["final_q"]
     assert q[0] == 0.0 and q[2] == 0.0
     assert abs(q[1] - (-0.5 * 9.81 * 0.5**2)) < 1e-10
+
+
+def test_too_few_max_steps_say_to_raise_them(tmp_path, capsys):
+    """A run that needs more steps than `max_steps` fails (exit 1) with one line
+    that names the key and what to do (issue 14: IFToMM A01 needs more than the
+    default for 2000 s), nothing on stdout."""
+    path = tmp_path / "short.toml"
+    path.write_text(FOUR_BAR.replace("t_final = 2.0", "t_final = 2.0\nmax_steps = 5"))
+    status, out, err = _run(capsys, "simulate", path, "--json")
+    assert status == 1 and out == ""
+    assert err.startswith(
+        f"redundax: error: {path}: the integrator took [simulation] max_steps = 5 steps "
+        "before t_final = 2 s; raise max_steps"
+    )
+    assert len(err.splitlines()) == 1

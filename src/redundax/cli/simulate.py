@@ -312,6 +312,15 @@ def _run(args: argparse.Namespace, config: Config, options: SimulationOptions, o
             trajectory = cached_call(
                 cache, _simulation, config.model, config.state, options.t_final, keywords
             )
+    if trajectory.result == diffrax.RESULTS.max_steps_reached:
+        _report(
+            RuntimeError(
+                f"{config.path}: the integrator took [simulation] max_steps = "
+                f"{options.max_steps} steps before t_final = {options.t_final:g} s; raise "
+                f"max_steps (the run needs more steps), or loosen rtol = {options.rtol:g}"
+            )
+        )
+        return EXIT_FAILURE
     if trajectory.result != diffrax.RESULTS.successful:
         reason = diffrax.RESULTS[trajectory.result]
         _report(
