@@ -70,3 +70,13 @@ def planar_rotation(a: float) -> np.ndarray:
 def planar_twin(mech: rx.Mechanism) -> rx.Mechanism:
     """The spatial model of a planar mechanism (`rx.models.spatial_twin`)."""
     return rx.models.spatial_twin(mech)
+
+# --- force elements (tests/test_forces.py) ---
+# Linear oscillators (spring, torsion spring, dampers) against their closed-form motion
+# at rtol = 1e-10, atol = 1e-12 [m, rad].
+TOL_OSCILLATOR = 1e-8
+# Accelerations at a closed-form static equilibrium (bushing), relative to g.
+TOL_STATIC = 1e-9
+# Andrews' squeezer: the seven angles at t = 0.03 s against the Bari test set [rad]
+# (issue 14).
+TOL_ANDREWS_ANGLE = 1e-6

@@ -449,3 +449,40 @@ def test_an_xla_runtime_error_is_one_line(monkeypatch):
     assert status == 2 and out == ""
     assert err.startswith("redundax: error: out of memory while running the computation")
     assert "n_save" in err and len(err.splitlines()) == 1
+
+
+def test_a_mechanism_that_cannot_be_assembled_is_not_projected_silently(tmp_path):
+    """The four-bar with its ground pivots 3 m apart (links 0.4 + 1.2 + 0.8 m) and
+    `initial = "project"`: no configuration closes the loop. Exit 2, the file named,
+    nothing on stdout (issue 14: it exited 0 with violations of 0.02 to 0.8)."""
+    text = FOUR_BAR.read_text(encoding="utf-8")
+    for old, new in (
+        ("point_j = [1.0, 0.0]            # D", "point_j = [3.0, 0.0]"),
+        ("t_final = 2.0", 't_final = 2.0\ninitial = "project"'),
+    ):
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "apart.toml"
+    path.write_text(text, encoding="utf-8")
+    status, out, err = _run("simulate", path, "--json")
+    assert status == 2 and out == ""
+    assert err.startswith(
+        f"redundax: error: {path}: the initial state could not be projected onto the constraints"
+    )
+    assert "pair 'D': position residual" in err and "can the mechanism be assembled" in err
+
+
+def test_numbers_that_overflow_are_an_error_not_nan(tmp_path):
+    """A pendulum pivoted at (1e308, 1e308) under gravity: its potential energy is
+    not a float64. Exit 2 with one line, never `NaN` in the JSON (issue 14)."""
+    path = tmp_path / "far.toml"
+    path.write_text(
+        '[mechanism]\nname = "far pendulum"\ngravity = [0.0, -9.81]\n'
+        '[[bodies]]\nname = "bob"\nmass = 1.0\ninertia = 0.1\nposition = [1e308, 1e308]\n'
+        'angular_velocity = 1.0\n[[pairs]]\nname = "pivot"\ntype = "revolute"\n'
+        'body_i = "bob"\nbody_j = "ground"\npoint_i = [0.0, 0.0]\npoint_j = [1e308, 1e308]\n',
+        encoding="utf-8",
+    )
+    status, out, err = _run("simulate", path, "--json", "--t-final", "0.1")
+    assert status == 2 and out == "" and len(err.splitlines()) == 1
+    assert err.startswith(f"redundax: error: {path}: the energy is not finite")

@@ -2,6 +2,7 @@
 simulation (issue 3). Oracles: closed forms, the IFToMM A01 reference, a second
 method in the library, central finite differences in the test."""
 
+import dataclasses
 import math
 
 import diffrax
@@ -377,6 +378,12 @@ def test_inconsistent_initial_state_refused_or_projected():
     traj = rx.simulate(model, bad, 0.1, initial_projection=rx.Projection(), n_save=3)
     assert 0.005 < float(traj.initial_correction[0]) < 0.02
     assert float(traj.position_violation.max()) < 1e-9
+    # The ground pivot D 3 m from O: the links (0.4 + 1.2 + 0.8 m) cannot close the
+    # loop, the projection cannot converge, and the state is refused (issue 14).
+    pairs = [dataclasses.replace(p, point_j=(3.0, 0.0)) if p.name == "D" else p for p in mech.pairs]
+    apart = dataclasses.replace(mech, pairs=pairs).build()
+    with pytest.raises(ValueError, match=r"could not be projected(.|\n)*pair 'D'"):
+        rx.simulate(apart, s, 0.1, initial_projection=rx.Projection(), n_save=3)
 
 
 def test_eliminating_a_row_that_is_not_redundant_is_refused(robot):

@@ -1,4 +1,4 @@
-"""Assembly of Φ, C = [Φ_q; Ψ], b, Γ, M and F from the stacked pairs.
+"""Assembly of Φ, C = [Φ_q; Ψ], b, Γ, M and F from the stacked pairs and force elements.
 
 Every derivative comes from autodiff of the members' local residuals
 (`jax.jacfwd` / `jax.jvp`), evaluated with `jax.vmap` over each stacked type and
@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ._errors import ModelError
+from ._forces import AbstractForceElement
 from ._model import Model
 from ._types import Scalar
 from .joints import AbstractHolonomic, AbstractPfaffian
@@ -205,26 +206,71 @@ def _torque_power(model: Model, q, qd) -> Float[Array, ""]:
     return jnp.sum(omega * L.torques)
 
 
+def _element_force(element: AbstractForceElement, B, qb, qdb, t):
+    return element.generalized_force(B, qb, qdb, t)
+
+
+def _element_energy(element: AbstractForceElement, B, qb):
+    return element.potential_energy(B, qb)
+
+
+def _force_elements(model: Model, q, qd, t) -> Float[Array, " nq"]:
+    """Generalised forces of the force elements, by `jax.vmap` over each stacked
+    type, added into the coordinates of their bodies (the ground's dropped)."""
+    B = model.bodies
+    Q, QD = _coords(model, q, qd)
+    out = jnp.zeros_like(Q)
+    for g in model.forces:
+        F = jax.vmap(_element_force, in_axes=(0, None, 0, 0, None))(
+            g, B, Q[g.bodies], QD[g.bodies], t
+        )
+        out = out.at[g.bodies].add(F)
+    return out[:-1].reshape(-1)
+
+
 def generalized_forces(
     model: Model, q: Float[Array, " nq"], qd: Float[Array, " nq"] | None = None, t: Scalar = 0.0
 ) -> Float[Array, " nq"]:
-    """Generalised applied forces F(q, q̇, t): gravity, constant global point forces
-    and torques, by `jax.grad` of their virtual work (`jax.grad` of their power in
-    q̇ for torques on spatial bodies). No velocity-dependent inertia terms arise:
-    the mass matrix is constant in absolute planar and in natural coordinates."""
-    del t
+    """Generalised applied forces F(q, q̇, t).
+
+    Gravity, constant global point forces and torques, by `jax.grad` of their
+    virtual work (`jax.grad` of their power in q̇ for torques on spatial bodies);
+    then the force elements (`model.forces`: spring-dampers, bushings,
+    time-dependent loads, user forces), each Jᵀ f by `jax.vjp` (`_forces.py`). No
+    velocity-dependent inertia terms arise: the mass matrix is constant in absolute
+    planar and in natural coordinates.
+
+    **Arguments:**
+
+    - `model`: the mechanism.
+    - `q`, `qd`: coordinates [m, rad] and velocities [m/s, rad/s], shape `(nq,)`;
+      `qd` None means at rest (dampers then exert nothing).
+    - `t`: time [s] (time-dependent loads and user forces).
+
+    **Returns:** F, shape `(nq,)` [N, N m].
+    """
+    qd = jnp.zeros_like(q) if qd is None else qd
     F = jax.grad(_work, argnums=1)(model, q)
     if model.dim == 3:
-        qd = jnp.zeros_like(q) if qd is None else qd
         F = F + jax.grad(_torque_power, argnums=2)(model, q, qd)
+    if model.forces:
+        F = F + _force_elements(model, q, qd, jnp.asarray(t, dtype=float))
     return F
 
 
 def potential_energy(model: Model, q: Float[Array, " nq"]) -> Float[Array, ""]:
-    """Potential energy of gravity and the constant loads, V = −W [J] (constant
-    torques on spatial bodies do work that no potential describes: they are left
-    out, and a model with them is not conservative)."""
-    return -_work(model, q)
+    """Potential energy V [J]: −W of gravity and the constant loads, plus the energy
+    stored in the force elements (spring-dampers' and bushings' stiffness and
+    preload). Constant torques on spatial bodies, dampers, time-dependent loads and
+    user forces do work that no potential describes: they are left out, and a model
+    with them is not conservative."""
+    V = -_work(model, q)
+    if model.forces:
+        B = model.bodies
+        Q = _coords(model, q)
+        for g in model.forces:
+            V = V + jnp.sum(jax.vmap(_element_energy, in_axes=(0, None, 0))(g, B, Q[g.bodies]))
+    return V
 
 
 def kinetic_energy(model: Model, qd: Float[Array, " nq"]) -> Float[Array, ""]:

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from ._bodies import AbstractBodies
+from ._forces import AbstractForceElement
 from .joints import AbstractHolonomic, AbstractPfaffian
 
 
@@ -45,13 +46,20 @@ class Pair(NamedTuple):
 
 
 class Model(eqx.Module):
-    """A mechanism: bodies, constraints stacked by type, loads and tracked points.
+    """A mechanism: bodies, constraints stacked by type, loads, force elements and
+    tracked points.
 
     Build one with [`redundax.Mechanism.build`][]; change a parameter with
-    `eqx.tree_at`. Rows of C are ordered: holonomic pairs in declaration order,
-    then the bodies' internal rows (the six rigid-body constraints of each spatial
-    body in natural coordinates, `n_internal` rows, not a kinematic pair and never
-    reported as a reaction), then Pfaffian pairs in declaration order.
+    `eqx.tree_at` (e.g. a spring's stiffness, `lambda m: m.forces[0].stiffness`).
+    Rows of C are ordered: holonomic pairs in declaration order, then the bodies'
+    internal rows (the six rigid-body constraints of each spatial body in natural
+    coordinates, `n_internal` rows, not a kinematic pair and never reported as a
+    reaction), then Pfaffian pairs in declaration order.
+
+    `forces` holds the force elements stacked by type (spring-dampers, bushings,
+    time-dependent loads, user forces; `_forces.py`), groups in order of first
+    appearance; `force_index[k]` is `(group, member)` of the k-th element as
+    declared.
     """
 
     bodies: AbstractBodies
@@ -64,6 +72,8 @@ class Model(eqx.Module):
     n_holonomic: int = eqx.field(static=True)
     n_pfaffian: int = eqx.field(static=True)
     n_internal: int = eqx.field(static=True, default=0)
+    forces: tuple[AbstractForceElement, ...] = ()
+    force_index: tuple[tuple[int, int], ...] = eqx.field(static=True, default=())
 
     @property
     def dim(self) -> int:

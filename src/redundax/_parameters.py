@@ -57,9 +57,9 @@ class Target:
     **Attributes:**
 
     - `name`: the address, e.g. `"bodies.platform.mass"`.
-    - `leaf`: the path of the leaf: `("bodies", field)`, `("holonomic" or
-      "pfaffian", group, field, ...)`, `("gravity",)`, `("loads", field)` or
-      `("initial",)` (the initial velocities q̇⁰).
+    - `leaf`: the path of the leaf: `("bodies", field)`, `("holonomic",
+      "pfaffian" or "forces", group, field, ...)`, `("gravity",)`, `("loads",
+      field)` or `("initial",)` (the initial velocities q̇⁰).
     - `index`: the entry of the leaf (the member of a stacked group first).
     - `rule`: how the value is applied ([`Rule`][]).
     - `unit`: the value's unit, for reports.
@@ -82,7 +82,7 @@ def _get(model: Model, leaf: tuple[str | int, ...]) -> Any:
     head = leaf[0]
     if head == "gravity":
         return model.gravity
-    if head in ("holonomic", "pfaffian"):
+    if head in ("holonomic", "pfaffian", "forces"):
         node, fields = getattr(model, str(head))[int(leaf[1])], leaf[2:]
     else:
         node, fields = getattr(model, str(head)), leaf[1:]
@@ -150,7 +150,8 @@ def parameter_targets(model: Model, state: State) -> dict[str, Target]:
     - `model`, `state`: the nominal mechanism and its initial state (concrete).
 
     **Returns:** `{address: Target}`, in model order: bodies, pairs, gravity,
-    loads, initial state.
+    loads, force elements (`forces[k].<field>`, k in declaration order; the
+    fields of `parameters` of each element type), initial state.
     """
     targets: list[Target] = []
     bodies = model.bodies
@@ -203,6 +204,16 @@ def parameter_targets(model: Model, state: State) -> dict[str, Target]:
                 )
             else:
                 targets += _vector_targets(f"loads[{k}].{key}", ("loads", field), (k,), value, unit)
+    for k, (g, member) in enumerate(model.force_index):
+        group = model.forces[g]
+        for field, unit in group.parameters:
+            value = np.asarray(getattr(group, field))[member]
+            leaf, prefix = ("forces", g, field), f"forces[{k}].{field}"
+            if value.size == 1:
+                index = (member,) if value.ndim == 0 else (member, 0)
+                targets.append(Target(prefix, leaf, index, Rule.SET, unit, float(value.flat[0])))
+            else:
+                targets += _vector_targets(prefix, leaf, (member,), value, unit)
     targets.append(Target("initial.velocity_scale", ("initial",), (), Rule.SCALE, "1", 1.0, 1.0))
     speed = float(np.linalg.norm(np.asarray(state.qd)[: model.dim])) if bodies.count else 0.0
     if speed > 0.0:
@@ -213,7 +224,9 @@ def parameter_targets(model: Model, state: State) -> dict[str, Target]:
 _ADDRESS_FORMS = (
     "bodies.<BODY>.mass|inertia, pairs.<PAIR>.point_i|point_j|point|normal|direction.x|y|z, "
     "pairs.<PAIR>.angle, pairs.<PAIR>.motion.amplitude|value|values[k]|coefficients[k], "
-    "gravity.x|y|z, loads[k].force|point|torque..., initial.speed, initial.velocity_scale"
+    "gravity.x|y|z, loads[k].force|point|torque..., forces[k].stiffness|damping|free_length|"
+    "free_angle|preload|rotational_stiffness|rotational_damping|force|point|torque..., "
+    "initial.speed, initial.velocity_scale"
 )
 
 

@@ -19,6 +19,7 @@ from ._assembly import (
     velocity_residual,
 )
 from ._drift_control import AbstractDriftControl, Baumgarte, Projection, drift_control_of
+from ._errors import ModelError
 from ._model import Model, State
 from ._singularity import THRESHOLD, SingularityLog, SingularityMonitor, singularity_report
 from ._step_projection import StepProjection
@@ -103,7 +104,36 @@ def _initial_state(model: Model, state0: State, initial_projection):
         return q0, qd0, jnp.zeros(2), phi, vel
     q1, qd1 = initial_projection(model, q0, qd0, t0, None)
     correction = jnp.stack([jnp.max(jnp.abs(q1 - q0)), jnp.max(jnp.abs(qd1 - qd0))])
-    return q1, qd1, correction, phi, vel
+    # The residuals after the projection: what the run starts from.
+    return (
+        q1,
+        qd1,
+        correction,
+        position_residual(model, q1, t0),
+        velocity_residual(model, q1, qd1, t0),
+    )
+
+
+PROJECTED_TOL = 1e-6
+"""The largest constraint residual accepted after the initial projection: its
+Gauss–Newton steps converge quadratically, so a state left further off lies where
+no configuration satisfies the constraints (the mechanism cannot be assembled)."""
+
+
+def raise_if_not_projected(model: Model, phi, vel, tol: float) -> None:
+    try:
+        raise_if_inconsistent(model, phi, vel, tol)
+    except ModelError as error:
+        problems = error.problems
+        raise ModelError(
+            "the initial state could not be projected onto the constraints: after the "
+            f"projection it still violates those of {len(problems)} pair(s) or bodies:\n"
+            + "\n".join(f"  - {p}" for p in problems)
+            + "\nno configuration near it satisfies them: can the mechanism be assembled "
+            "with these dimensions? Check the lengths and joint points",
+            problems,
+            "initial_projection",
+        ) from None
 
 
 @eqx.filter_jit
@@ -366,7 +396,9 @@ def simulate(
       the structure's ranks) with Baumgarte terms between saves;
       `Projection(baumgarte=None)`; or [`NoDriftControl`][]`()`.
     - `initial_projection`: project `state0` first (the correction is reported in
-      `Trajectory.initial_correction`); if None, an inconsistent `state0` is refused.
+      `Trajectory.initial_correction`; a state the projection cannot bring within
+      `PROJECTED_TOL` of the constraints, as one where the mechanism cannot be
+      assembled, is refused); if None, an inconsistent `state0` is refused.
     - `consistency_tol`: the largest constraint residual accepted in `state0`.
     - `n_save` / `ts`: save times (default: `n_save` equally spaced in [t0, t1]).
     - `max_steps`, `throw`: as in `diffrax.diffeqsolve`.
@@ -420,10 +452,11 @@ def simulate(
             f"rx.Projection(), rx.NoDriftControl()), got {drift_control!r}"
         )
     q0, qd0, correction, phi, vel = _initial_state(model, state0, initial_projection)
-    if initial_projection is None:
-        residuals = host_values(phi, vel)
-        if residuals is not None:
-            raise_if_inconsistent(model, *residuals, consistency_tol)
+    residuals = host_values(phi, vel)
+    if residuals is not None and initial_projection is None:
+        raise_if_inconsistent(model, *residuals, consistency_tol)
+    elif residuals is not None:
+        raise_if_not_projected(model, *residuals, max(consistency_tol, PROJECTED_TOL))
     if structure is None:
         structure = decide(model, q0, state0.t)
     if isinstance(method, AbstractNullSpaceMethod) and model.n_constraints:

@@ -16,6 +16,8 @@ import numpy as np
 
 from ._bodies import PlanarBodies, SpatialBodies, natural_from_pose, natural_velocity
 from ._errors import ModelError
+from ._forces import FORCE_SPECS, Bushing
+from ._math import rot2
 from ._model import Loads, Markers, Model, Pair, State
 from ._motion import AbstractMotion, Constant
 from ._spatial_spec import (
@@ -403,10 +405,13 @@ def _group(members: list) -> tuple:
 
 
 class _Context:
-    """What a pair spec needs from the mechanism to build its member."""
+    """What a pair or force spec needs from the mechanism to build its member."""
 
-    def __init__(self, p: _Problems, names: list[str], poses: dict):
-        self.p, self.names, self.poses = p, names, poses
+    def __init__(
+        self, p: _Problems, names: list[str], poses: dict, dim: int = 3, angles: dict | None = None
+    ):
+        self.p, self.names, self.poses, self.dim = p, names, poses, dim
+        self.angles = {} if angles is None else angles
         self.lookup = {n: k for k, n in enumerate(names)}
         self.lookup[GROUND] = len(names)
 
@@ -422,19 +427,59 @@ class _Context:
 
     __call__ = index
 
+    def pair_bodies(self, spec, k: int):
+        """Indices of `body_i`, `body_j` of force element `k` (not the same body)."""
+        out = [self.body(f"force {k} field {f!r}", getattr(spec, f)) for f in ("body_i", "body_j")]
+        if out[0] == out[1]:
+            self.p.add(f"force {k}: body_i and body_j are the same body {spec.body_i!r}")
+        return jnp.asarray(out, dtype=jnp.int32)
+
     def body(self, owner: str, name) -> int:
-        if name not in self.lookup:
+        if not isinstance(name, str) or name not in self.lookup:
             self.p.add(
                 f"{owner}: unknown body {name!r} (known: {', '.join(self.names + [GROUND])})"
             )
-        return self.lookup.get(name, len(self.names))
+        return self.lookup.get(name, len(self.names)) if isinstance(name, str) else len(self.names)
 
     def pose(self, name):
-        """(position, rotation) of a body at the initial configuration."""
-        return self.poses.get(name, (jnp.zeros(3), jnp.eye(3)))
+        """(position, rotation) of a body at the initial configuration (spatial;
+        planar: position (2,), rotation (2, 2)); the ground's is the identity."""
+        identity = (jnp.zeros(self.dim), jnp.eye(self.dim))
+        return self.poses.get(name, identity) if isinstance(name, str) else identity
+
+    def initial_point(self, name, s):
+        """Global position [m] of the body point `s` (body frame) at the initial
+        configuration."""
+        r, R = self.pose(name)
+        return r + R @ s
+
+    def initial_angle(self, name):
+        """Angle [rad] of a planar body at the initial configuration (ground: 0)."""
+        return self.angles.get(name, jnp.zeros(())) if isinstance(name, str) else jnp.zeros(())
+
+    def rotation(self, value, where: str):
+        return check_rotation(self.p, value, where)
 
     def motion(self, spec) -> AbstractMotion:
         return _motion(self.p, spec.motion, f"pair {spec.name!r} field 'motion'")
+
+
+def _planar_poses(bodies) -> tuple[dict, dict]:
+    """Initial poses {name: (position, rotation)} and angles {name: φ} of planar
+    bodies, for the defaults of force elements; an invalid pose reads as zero (it is
+    reported by `initial_state`)."""
+    poses, angles = {}, {}
+    for b in bodies:
+        try:
+            r = np.asarray(b.position, dtype=float)
+            angle = float(b.angle)
+        except (TypeError, ValueError):
+            r, angle = np.zeros(2), 0.0
+        if r.shape != (2,) or not np.all(np.isfinite(r)) or not np.isfinite(angle):
+            r, angle = np.zeros(2), 0.0
+        poses[b.name] = (jnp.asarray(r), rot2(jnp.asarray(angle)))
+        angles[b.name] = jnp.asarray(angle)
+    return poses, angles
 
 
 @dataclasses.dataclass(frozen=True)
@@ -454,6 +499,9 @@ class Mechanism:
     - `gravity`: gravitational acceleration [m/s²], length 2 or 3 (default zero).
     - `loads`: constant applied forces and torques.
     - `markers`: tracked points.
+    - `forces`: force elements: [`SpringDamper`][], [`RotationalSpringDamper`][],
+      [`Bushing`][] (spatial), [`TimeDependentLoad`][], [`CustomForce`][]; errors
+      name them by their index in this sequence ("force 2 field 'stiffness'").
 
     !!! example
         ```python
@@ -471,6 +519,7 @@ class Mechanism:
     gravity: Vector | None = None
     loads: Sequence[Load] = ()
     markers: Sequence[Marker] = ()
+    forces: Sequence[Any] = ()
 
     @property
     def dim(self) -> int:
@@ -542,7 +591,11 @@ class Mechanism:
         bodies, poses = self._bodies(p)
         names = list(bodies.names)
         nb = len(names)
-        ctx = _Context(p, names, poses)
+        if dim == 2:
+            poses, angles = _planar_poses(self.bodies)
+            ctx = _Context(p, names, poses, dim, angles)
+        else:
+            ctx = _Context(p, names, poses, dim)
         holonomic_specs = HOLONOMIC_SPECS if dim == 2 else SPATIAL_SPECS + (CustomHolonomic,)
         pfaffian_specs = PFAFFIAN_SPECS if dim == 2 else (CustomPfaffian,)
         for spec in self.pairs:
@@ -659,6 +712,7 @@ class Mechanism:
             ),
             names=marker_names,
         )
+        forces, force_index = self._forces(p, ctx, dim)
         p.raise_if_any("mechanism")
         return Model(
             bodies=bodies,
@@ -671,7 +725,35 @@ class Mechanism:
             n_holonomic=m_all,
             n_pfaffian=h,
             n_internal=n_internal,
+            forces=forces,
+            force_index=force_index,
         )
+
+    def _forces(self, p: _Problems, ctx: _Context, dim: int):
+        """The force elements stacked by type, and where each one went."""
+        members = []
+        for k, spec in enumerate(self.forces):
+            if not isinstance(spec, FORCE_SPECS):
+                p.add(
+                    f"force {k}: unknown force element {type(spec).__name__!r} ({spec!r}); "
+                    f"known: {', '.join(c.__name__ for c in FORCE_SPECS)}"
+                )
+            elif isinstance(spec, Bushing) and dim == 2:
+                p.add(
+                    f"force {k}: a Bushing is spatial; in a planar mechanism use a SpringDamper "
+                    "and a RotationalSpringDamper"
+                )
+            else:
+                members.append((k, spec._member(p, ctx, k, dim)))
+        keys: dict[tuple, list] = {}
+        for k, m in members:
+            keys.setdefault(_group_key(m), []).append((k, m))
+        groups, index = [], {}
+        for g, entries in enumerate(keys.values()):
+            groups.append(_stack([m for _, m in entries]))
+            for j, (k, _) in enumerate(entries):
+                index[k] = (g, j)
+        return tuple(groups), tuple(index[k] for k in sorted(index))
 
     def initial_state(self) -> State:
         """The initial state from the bodies' poses and velocities, at t = 0."""

@@ -2,6 +2,7 @@
 
 import math
 
+from ._forces import SpringDamper
 from ._motion import AbstractMotion, SmoothSteps
 from ._spec import Body, KnifeEdge, Marker, Mechanism, Revolute, Translational, TranslationalDriver
 
@@ -544,4 +545,146 @@ def six_bar(
         pairs=pairs,
         gravity=(-g * math.sin(tilt), 0.0, -g * math.cos(tilt)),
         markers=[Marker("P", "P")],
+    )
+
+
+ANDREWS_ANGLES = (
+    -0.0617138900142764496358948458001,
+    0.0,
+    0.455279819163070380255912382449,
+    0.222668390165885884674473185609,
+    0.487364979543842550225598953530,
+    -0.222668390165885884674473185609,
+    1.23054744454982119249735015568,
+)
+"""The consistent initial angles (β, Θ, γ, Φ, δ, Ω, ε) [rad] of Andrews' squeezing
+mechanism, at rest (Test Set for IVP Solvers, Bari, `andrews.f`, subroutine INITIAL)."""
+
+ANDREWS_DATA = {
+    # Fixed points O = (0, 0), A, B and the spring's anchor C [m].
+    "xa": -0.06934, "ya": -0.00227, "xb": -0.03635, "yb": 0.03273, "xc": 0.014, "yc": 0.072,
+    # Masses [kg] and central moments of inertia [kg m²] of bodies 1…7.
+    "m": (0.04325, 0.00365, 0.02373, 0.00706, 0.07050, 0.00706, 0.05498),
+    "i": (2.194e-6, 4.410e-7, 5.255e-6, 5.667e-7, 1.169e-5, 5.667e-7, 1.912e-5),
+    # Lengths [m] (Hairer & Wanner, Fig. VII.7.1).
+    "d": 28e-3, "da": 115e-4, "e": 2e-2, "ea": 1421e-5, "rr": 7e-3, "ra": 92e-5,
+    "ss": 35e-3, "sa": 1874e-5, "sb": 1043e-5, "sc": 18e-3, "sd": 2e-2,
+    "ta": 2308e-5, "tb": 916e-5, "u": 4e-2, "ua": 1228e-5, "ub": 449e-5,
+    "zf": 2e-2, "zt": 4e-2, "fa": 1421e-5,
+    # Driving torque on body 1 [N m]; spring stiffness [N/m] and free length [m].
+    "mom": 0.033, "c0": 4530.0, "l0": 0.07785,
+}  # fmt: skip
+"""The data of Andrews' squeezer (Hairer & Wanner, *Solving ODEs II*, §VII.7; Bari
+Test Set `andrews.f`)."""
+
+
+def andrews_angles(phi) -> tuple[float, ...]:
+    """The seven angles (β, Θ, γ, Φ, δ, Ω, ε) of Hairer & Wanner from the absolute
+    angles φ₁…φ₇ of the bodies of [`andrews`][] (indexable, 7 numbers or arrays):
+    β = φ₁, Θ = φ₂ − φ₁, γ = φ₃, Φ = φ₄ − φ₅, δ = φ₅, Ω = φ₆ − φ₇, ε = φ₇. Absolute
+    angles are integrated continuously, so no multiple of 2π is lost."""
+    return (
+        phi[0],
+        phi[1] - phi[0],
+        phi[2],
+        phi[3] - phi[4],
+        phi[4],
+        phi[5] - phi[6],
+        phi[6],
+    )
+
+
+def andrews(angles=ANDREWS_ANGLES) -> Mechanism:
+    """Andrews' squeezing mechanism (Hairer & Wanner, *Solving ODEs II*, 2nd ed.,
+    §VII.7; Schiehlen 1990; Bari Test Set problem `andrews`) in absolute
+    coordinates: 7 bodies, 10 revolutes (20 rows, one degree of freedom), the
+    spring from point D of body 3 to the fixed point C, and the driving torque
+    `mom` on body 1; no gravity. Data: [`ANDREWS_DATA`][].
+
+    Bodies `body1`…`body7` as numbered by Hairer & Wanner, each with its absolute
+    angle φ_k (frame at its centre of mass, x axis as below): φ₁ = β (crank about
+    O, frame x from O to P), φ₂ = β + Θ (rod, x from E to P), φ₃ = γ (about B),
+    φ₄ = Φ + δ, φ₅ = δ (about A, x from A to G), φ₆ = Ω + ε (x from H to E),
+    φ₇ = ε (about A); [`andrews_angles`][] maps them back. Pairs `O` (1–ground),
+    `P` (1–2), `E3`, `E4`, `E6` (2–3, 2–4, 2–6: the point E they share), `B`
+    (3–ground), `A5`, `A7` (5, 7–ground), `G` (4–5), `H` (6–7).
+
+    With e(a) = (cos a, sin a), n(a) = (−sin a, cos a): P = rr e(β),
+    E = P − d e(β + Θ) = B − ss n(γ) = G − e n(Φ + δ) = H + zf e(Ω + ε) with
+    G = A + zt e(δ) and H = A − u n(ε) (the six loop-closure equations of the test
+    set), D = B + sd e(γ) − sc n(γ). The centres of mass at ra from O, da from P
+    towards E, e − ea from G towards E and zf − fa from H towards E are those of
+    the test set's mass matrix; those of bodies 3, 5 and 7, at distances
+    √(sa² + sb²), √(ta² + tb²) and √(ua² + ub²) from their pivots, are placed at
+    B + sb e(γ) − sa n(γ), A + ta e(δ) + tb n(δ) and A + ub e(ε) − ua n(ε) (the
+    motion depends on the distances only).
+
+    **Arguments:**
+
+    - `angles`: the initial (β, Θ, γ, Φ, δ, Ω, ε) [rad], at rest (default: the
+      test set's consistent values, [`ANDREWS_ANGLES`][]).
+    """
+    from ._spec import Load
+
+    k = ANDREWS_DATA
+    beta, theta, gamma, phi, delta, omega, epsilon = (float(a) for a in angles)
+    phis = (beta, beta + theta, gamma, phi + delta, delta, omega + epsilon, epsilon)
+
+    def e(a):
+        return (math.cos(a), math.sin(a))
+
+    def n(a):
+        return (-math.sin(a), math.cos(a))
+
+    def at(origin, *terms):
+        """origin + Σ c v for the pairs (c, v) of `terms`."""
+        x, y = origin
+        for c, v in terms:
+            x, y = x + c * v[0], y + c * v[1]
+        return (x, y)
+
+    A, B = (k["xa"], k["ya"]), (k["xb"], k["yb"])
+    P = at((0.0, 0.0), (k["rr"], e(beta)))
+    G = at(A, (k["zt"], e(delta)))
+    H = at(A, (-k["u"], n(epsilon)))
+    centres = (
+        at((0.0, 0.0), (k["ra"], e(phis[0]))),
+        at(P, (-k["da"], e(phis[1]))),
+        at(B, (k["sb"], e(gamma)), (-k["sa"], n(gamma))),
+        at(G, (-(k["e"] - k["ea"]), n(phis[3]))),
+        at(A, (k["ta"], e(delta)), (k["tb"], n(delta))),
+        at(H, (k["zf"] - k["fa"], e(phis[5]))),
+        at(A, (k["ub"], e(epsilon)), (-k["ua"], n(epsilon))),
+    )
+    bodies = [
+        Body(f"body{j + 1}", k["m"][j], k["i"][j], position=centres[j], angle=phis[j])
+        for j in range(7)
+    ]
+    ee, ea = k["e"], k["ea"]
+    pairs = [
+        Revolute("O", "body1", "ground", (-k["ra"], 0.0), (0.0, 0.0)),
+        Revolute("P", "body1", "body2", (k["rr"] - k["ra"], 0.0), (k["da"], 0.0)),
+        Revolute("E3", "body2", "body3", (k["da"] - k["d"], 0.0), (-k["sb"], k["sa"] - k["ss"])),
+        Revolute("E4", "body2", "body4", (k["da"] - k["d"], 0.0), (0.0, -ea)),
+        Revolute("E6", "body2", "body6", (k["da"] - k["d"], 0.0), (k["fa"], 0.0)),
+        Revolute("B", "body3", "ground", (-k["sb"], k["sa"]), B),
+        Revolute("A5", "body5", "ground", (-k["ta"], -k["tb"]), A),
+        Revolute("A7", "body7", "ground", (-k["ub"], k["ua"]), A),
+        Revolute("G", "body4", "body5", (0.0, ee - ea), (k["zt"] - k["ta"], -k["tb"])),
+        Revolute("H", "body6", "body7", (k["fa"] - k["zf"], 0.0), (-k["ub"], k["ua"] - k["u"])),
+    ]
+    spring = SpringDamper(
+        "body3",
+        "ground",
+        stiffness=k["c0"],
+        free_length=k["l0"],
+        point_i=(k["sd"] - k["sb"], k["sa"] - k["sc"]),
+        point_j=(k["xc"], k["yc"]),
+    )
+    return Mechanism(
+        bodies,
+        pairs,
+        loads=[Load("body1", torque=k["mom"])],
+        forces=[spring],
+        markers=[Marker("E", "body2", (k["da"] - k["d"], 0.0))],
     )

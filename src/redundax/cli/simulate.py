@@ -17,17 +17,19 @@ from .. import (
     AbstractNullSpaceMethod,
     Elimination,
     Model,
+    ModelError,
     State,
-    Structure,
     Trajectory,
     decide,
     marker_positions,
+    position_residual,
     reaction_history,
     simulate,
     singularity_report,
+    velocity_residual,
 )
 from .._reactions import MEMORY_BUDGET, chunk_size
-from .._simulate import SingularPassageWarning
+from .._simulate import PROJECTED_TOL, SingularPassageWarning, raise_if_not_projected
 from .._singularity import SingularityReport
 from ..io.config import Config, SimulationOptions, load_config
 from ..io.results import check_output, component_labels, write_run
@@ -178,6 +180,17 @@ def _summary(
     }
 
 
+def _not_finite(value: Any) -> bool:
+    """Whether a JSON value holds a NaN or an infinity anywhere."""
+    if isinstance(value, float):
+        return not np.isfinite(value)
+    if isinstance(value, dict):
+        return any(_not_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_not_finite(v) for v in value)
+    return False
+
+
 def _singular_keys(report: SingularityReport | None) -> dict[str, Any]:
     """`singular_passages`, `min_sigma_ratio`, `rank_changes` of the JSON (empty
     lists and a null ratio for a mechanism without constraints)."""
@@ -243,13 +256,15 @@ def _print_summary(summary: dict[str, Any], elapsed: float) -> None:
         print(f"wrote {s['out']}")
 
 
-def _decision(model: Model, state: State, initial_projection) -> Structure:
+def _decision(model: Model, state: State, initial_projection):
     """The Structure of the run: decided at the initial state, projected first when
-    the configuration says so (as `redundax.simulate` does)."""
+    the configuration says so (as `redundax.simulate` does); and the constraint
+    residuals (Φ, C q̇ + b) of that state."""
     q, qd = state.q, state.qd
     if initial_projection is not None:
         q, qd = initial_projection(model, q, qd, state.t)
-    return decide(model, q, state.t)
+    residuals = (position_residual(model, q, state.t), velocity_residual(model, q, qd, state.t))
+    return decide(model, q, state.t), residuals
 
 
 def _simulation(model: Model, state: State, t_final: float, keywords: dict) -> Trajectory:
@@ -278,6 +293,13 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, config: Config, options: SimulationOptions, out) -> int:
     """The run of `redundax simulate` once its input is checked."""
+    try:
+        return _integrate(args, config, options, out)
+    except ModelError as error:  # found by the library's checks: name the file
+        raise ModelError(f"{config.path}: {error}", error.problems, error.source) from None
+
+
+def _integrate(args: argparse.Namespace, config: Config, options: SimulationOptions, out) -> int:
     start = time.perf_counter()
     _progress(
         f"simulating {config.name} to t = {options.t_final:g} s "
@@ -286,9 +308,13 @@ def _run(args: argparse.Namespace, config: Config, options: SimulationOptions, o
     cache = getattr(args, "cache", None)
     # The decisions on the host, once, from the (projected) initial state; the
     # initial state was checked for consistency when the file was read.
-    structure = cached_call(
+    structure, residuals = cached_call(
         cache, _decision, config.model, config.state, options.initial_projection
     )
+    if options.initial_projection is not None:  # `simulate` checks it only when not traced
+        raise_if_not_projected(
+            config.model, *residuals, max(config.consistency_tolerance, PROJECTED_TOL)
+        )
     if isinstance(options.method, AbstractNullSpaceMethod) and config.model.n_constraints:
         structure.raise_if_singular()
     keywords = options.keywords(
@@ -333,6 +359,13 @@ def _run(args: argparse.Namespace, config: Config, options: SimulationOptions, o
     if not bool(jnp.all(jnp.isfinite(trajectory.q)) & jnp.all(jnp.isfinite(trajectory.qd))):
         _report(RuntimeError(f"{config.path}: integration failed: non-finite q or q̇"))
         return EXIT_FAILURE
+    if not bool(jnp.all(jnp.isfinite(trajectory.energy))):
+        scale = float(np.max(np.abs(np.asarray(config.state.q)), initial=0.0))
+        raise ModelError(
+            "the energy is not finite: float64 overflows with the numbers of this model "
+            f"(its initial coordinates reach {scale:.3g}); state the mechanism in units "
+            "that keep its numbers of a sensible size (SI: m, kg, s)"
+        )
     elapsed = time.perf_counter() - start
     _progress(f"integrated in {elapsed:.1f} s, {int(trajectory.num_steps)} steps")
     singular = singularity_report(trajectory, options.method)
@@ -382,8 +415,11 @@ def _run(args: argparse.Namespace, config: Config, options: SimulationOptions, o
         )
         _progress(f"wrote {out}")
     summary = _summary(config, options, trajectory, unique, components, singular, out)
+    bad = [key for key, value in summary.items() if _not_finite(value)]
+    if bad:  # never NaN or Infinity in the output (not JSON)
+        raise ModelError(f"the results are not finite ({', '.join(bad)}): check the numbers")
     if args.json:
-        print(json.dumps(summary))
+        print(json.dumps(summary, allow_nan=False))
     else:
         _print_summary(summary, time.perf_counter() - start)
     return EXIT_OK

@@ -202,6 +202,17 @@ def direction3(value: Any, where: Where, problems: list[str]) -> tuple[float, fl
     return v
 
 
+def non_negative3(
+    value: Any, where: Where, problems: list[str]
+) -> tuple[float, float, float] | None:
+    """Three numbers ≥ 0 (diagonal stiffness or damping along three axes)."""
+    v = vector3(value, where, problems)
+    if v is not None and min(v) < 0.0:
+        problems.append(Problem(where, f"every component must be zero or positive, got {list(v)}"))
+        return None
+    return v
+
+
 class _Collector:
     """The `add` interface of the library's checks, appending to a problem list."""
 

@@ -16,6 +16,7 @@ import diffrax
 import numpy as np
 
 from .._drift_control import Baumgarte, Projection
+from .._forces import Bushing, RotationalSpringDamper, SpringDamper, TimeDependentLoad
 from .._motion import Constant, Polynomial, SmoothSteps
 from .._spatial_spec import (
     Cylindrical,
@@ -223,6 +224,77 @@ def _joint3d(spec: type, motion: bool = False) -> Kind:
     return Kind(spec, keys, tuple(required), _joint_geometry(universal))
 
 
+def _spring_law(values: dict[str, Any], where: str, problems: list[str]) -> None:
+    """A force element whose stiffness, damping and preload are all zero does nothing."""
+    keys = ("stiffness", "rotational_stiffness", "damping", "rotational_damping", "preload")
+    if not any(np.any(np.asarray(values.get(k, 0.0)) != 0.0) for k in keys):
+        problems.append(
+            Problem(
+                where,
+                "stiffness, damping and preload are all zero or absent (the element does "
+                "nothing); give at least one",
+            )
+        )
+
+
+def _force_kinds(vector: checks.Check, spatial: bool) -> dict[str, Kind]:
+    """The `[[forces]] type`s of a planar or spatial mechanism."""
+    two_bodies = {"body_i": checks.name, "body_j": checks.name}
+    law = {
+        "stiffness": checks.non_negative,
+        "damping": checks.non_negative,
+        "preload": checks.number,
+    }
+    rotational = {**two_bodies, **law, "free_angle": checks.number}
+    kinds = {
+        "spring-damper": Kind(
+            SpringDamper,
+            {
+                **two_bodies,
+                **law,
+                "free_length": checks.non_negative,
+                "point_i": vector,
+                "point_j": vector,
+            },
+            ("body_i", "body_j"),
+            _spring_law,
+        ),
+        "rotational-spring-damper": Kind(
+            RotationalSpringDamper,
+            {**rotational, "axis": checks.direction3} if spatial else rotational,
+            ("body_i", "body_j", "axis") if spatial else ("body_i", "body_j"),
+            _spring_law,
+        ),
+        "time-dependent-load": Kind(
+            TimeDependentLoad,
+            {
+                "body": checks.name,
+                "profile": _motion,
+                "force": vector,
+                "point": vector,
+                "torque": vector if spatial else checks.number,
+            },
+            ("body", "profile"),
+        ),
+    }
+    if spatial:
+        kinds["bushing"] = Kind(
+            Bushing,
+            {
+                **two_bodies,
+                "point": checks.vector3,
+                "axes": checks.rotation,
+                "stiffness": checks.non_negative3,
+                "rotational_stiffness": checks.non_negative3,
+                "damping": checks.non_negative3,
+                "rotational_damping": checks.non_negative3,
+            },
+            ("body_i", "body_j", "point"),
+            _spring_law,
+        )
+    return kinds
+
+
 TYPES: Final[Mapping[str, Mapping[str, Kind]]] = {
     "pair": {
         "revolute": Kind(Revolute, _TWO_BODIES, _TWO_BODIES_REQUIRED),
@@ -263,6 +335,8 @@ TYPES: Final[Mapping[str, Mapping[str, Kind]]] = {
         "revolute-driver-3d": _joint3d(RevoluteDriver3D, motion=True),
         "translational-driver-3d": _joint3d(TranslationalDriver3D, motion=True),
     },
+    "force": _force_kinds(checks.vector, spatial=False),
+    "spatial-force": _force_kinds(checks.vector3, spatial=True),
     "motion": {
         "constant": Kind(Constant, {"value": checks.number}, ("value",)),
         "polynomial": Kind(Polynomial, {"coefficients": checks.numbers}, ("coefficients",)),
@@ -314,8 +388,9 @@ TYPES: Final[Mapping[str, Mapping[str, Kind]]] = {
 }
 """The one table from type strings to objects. `TYPES["pair"]` for `[[pairs]] type`
 of a planar mechanism, `TYPES["spatial-pair"]` of a spatial one (`[mechanism] dim =
-3`; the strings are the `Pair.kind` of the pairs they build), `TYPES["motion"]` for
-the `motion` tables of drivers; `TYPES["solver"]`,
+3`; the strings are the `Pair.kind` of the pairs they build), `TYPES["force"]` and
+`TYPES["spatial-force"]` for `[[forces]] type`, `TYPES["motion"]` for
+the `motion` tables of drivers (and the `profile` of time-dependent loads); `TYPES["solver"]`,
 `TYPES["method"]`, `TYPES["stabilisation"]` and `TYPES["initial"]` for the keys of
 the same names in `[simulation]`, whose other keys depend on the choice (`eliminate`
 for `"elimination"`, `stiffness` for `"penalty"`, ...)."""
@@ -393,6 +468,7 @@ class Schema:
     load: Kind
     marker: Kind
     word: str  # "planar" or "spatial", for messages
+    force_types: str = "force"  # the table of TYPES for `[[forces]] type`
 
 
 SCHEMAS: Final = {
@@ -404,6 +480,7 @@ SCHEMAS: Final = {
         _SPATIAL_LOAD,
         _SPATIAL_MARKER,
         "spatial",
+        "spatial-force",
     ),
 }
 """`[mechanism] dim` → the schema of the file's entries (default 2)."""
@@ -438,7 +515,12 @@ def parse_table(
 def parse_typed(raw: dict[str, Any], table: str, where: str, problems: list[str]) -> Any:
     """Build an entry whose `type` key selects its kind in `TYPES[table]`."""
     kinds = TYPES[table]
-    other = {"pair": ("spatial-pair", "spatial", 2), "spatial-pair": ("pair", "planar", 3)}
+    other = {
+        "pair": ("spatial-pair", "spatial", 2),
+        "spatial-pair": ("pair", "planar", 3),
+        "force": ("spatial-force", "spatial", 2),
+        "spatial-force": ("force", "planar", 3),
+    }
     if "type" not in raw:
         problems.append(Problem(where, f"missing required key 'type' (known: {', '.join(kinds)})"))
         return None
@@ -453,17 +535,18 @@ def parse_typed(raw: dict[str, Any], table: str, where: str, problems: list[str]
         return None
     if kind_name not in kinds:
         known = checks.suggest(kind_name, list(kinds), "known")
+        noun = "force" if table.endswith("force") else "pair"
         if table in other and kind_name in TYPES[other[table][0]]:
             _, word, dim = other[table]
             problems.append(
                 Problem(
                     Where(where, "type"),
-                    f"{kind_name!r} is a {word} pair type, but the mechanism is "
+                    f"{kind_name!r} is a {word} {noun} type, but the mechanism is "
                     f"{SCHEMAS[dim].word} ([mechanism] dim = {dim}) {known}",
                 )
             )
         else:
-            label = "pair" if table in other else table
+            label = noun if table in other else table
             problems.append(
                 Problem(Where(where, "type"), f"unknown {label} type {kind_name!r} {known}")
             )

@@ -90,10 +90,33 @@ class Config:
             if isinstance(pair, _DRIVERS) and not isinstance(pair.motion, Constant)
         )
 
+    @property
+    def nonconservative(self) -> tuple[str, ...]:
+        """What does work that no potential describes, besides prescribed motion
+        ([`rheonomic`][]): force elements with damping (`forces[k] (damper)`),
+        time-dependent loads (`forces[k] (time-dependent load)`) and user forces
+        (`forces[k] (user force)`, Python only), and constant
+        torques on spatial bodies (`loads[k] (torque on a spatial body)`). The
+        potential energy of gravity, constant loads and springs is in E; with any of
+        these the mechanical energy E is not conserved."""
+        what = {"time-dependent-load": "time-dependent load", "custom-force": "user force"}
+        out = [
+            f"forces[{k}] ({what.get(f.kind, 'damper')})"
+            for k, f in enumerate(self.mechanism.forces)
+            if not f.conservative()
+        ]
+        if self.dim == 3:
+            out += [
+                f"loads[{k}] (torque on a spatial body)"
+                for k, load in enumerate(self.mechanism.loads)
+                if load.torque is not None and any(float(x) != 0.0 for x in load.torque)
+            ]
+        return tuple(out)
+
 
 _DRIVERS: Final = (TranslationalDriver, RevoluteDriver, TranslationalDriver3D, RevoluteDriver3D)
 """The pairs whose `motion` may prescribe work-doing motion (`Config.rheonomic`)."""
-_ARRAYS: Final = ("bodies", "pairs", "loads", "markers")
+_ARRAYS: Final = ("bodies", "pairs", "loads", "markers", "forces")
 _TOP_LEVEL: Final = ("mechanism", *_ARRAYS, "simulation")
 _BODY_KEYS: Final = ("body", "body_i", "body_j")
 
@@ -206,9 +229,17 @@ def _parse(path: Path, document: dict[str, Any]) -> _Parsed:
     ]
     loads = build("loads", schema.load)
     markers = build("markers", schema.marker)
+    forces = [
+        parse_typed(entry, schema.force_types, where, problems) for where, entry in raw["forces"]
+    ]
     _check_names(
         raw["bodies"],
-        {"pair": raw["pairs"], "load": raw["loads"], "marker": raw["markers"]},
+        {
+            "pair": raw["pairs"],
+            "load": raw["loads"],
+            "marker": raw["markers"],
+            "force": raw["forces"],
+        },
         problems,
     )
     if problems or simulation is None:
@@ -219,6 +250,7 @@ def _parse(path: Path, document: dict[str, Any]) -> _Parsed:
         gravity=options.get("gravity", (0.0,) * dim),
         loads=loads,
         markers=markers,
+        forces=forces,
     )
     return _Parsed(mechanism, {**options, "dim": dim}, simulation)
 
