@@ -55,14 +55,14 @@ from ._equations import (
     local_terms as local_terms,
 )
 from ._errors import ModelError as ModelError
-from ._forces import (
-    AbstractForceElement as AbstractForceElement,
+from ._force_specs import (
     Bushing as Bushing,
     CustomForce as CustomForce,
     RotationalSpringDamper as RotationalSpringDamper,
     SpringDamper as SpringDamper,
     TimeDependentLoad as TimeDependentLoad,
 )
+from ._forces import AbstractForceElement as AbstractForceElement
 from ._model import Model as Model, Pair as Pair, State as State
 from ._motion import (
     AbstractMotion as AbstractMotion,

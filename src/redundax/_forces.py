@@ -1,14 +1,10 @@
 """Force elements: applied forces that depend on the state and on time.
 
-Two halves, as for the kinematic pairs:
-
-- the **members**, Equinox modules stacked by type (STYLE rule 4): a model stores
-  every kind of element as one module whose array leaves carry a leading axis over
-  the elements of that kind, evaluated with `jax.vmap` in `_assembly.py`;
-- the **specs**, frozen dataclasses the user writes by body names
-  ([`SpringDamper`][], [`RotationalSpringDamper`][], [`Bushing`][],
-  [`TimeDependentLoad`][], [`CustomForce`][]), which
-  [`redundax.Mechanism.build`][] validates and turns into members.
+The **members**, Equinox modules stacked by type (STYLE rule 4): a model stores
+every kind of element as one module whose array leaves carry a leading axis over
+the elements of that kind, evaluated with `jax.vmap` in `_assembly.py`. Users write
+the **specs** of `_force_specs.py` ([`redundax.SpringDamper`][], ...), which
+[`redundax.Mechanism.build`][] validates and turns into members.
 
 Conventions of the members (those of `joints/_base.py`): `bodies` indexes the
 stacked coordinates of the moving bodies with the ground appended as row `nb`;
@@ -24,23 +20,17 @@ v = J(q) q̇ in q̇ (the loads).
 """
 
 import abc
-import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._bodies import AbstractBodies, axes, point
 from ._motion import AbstractMotion
 from ._types import Scalar
-from .joints import joint_frame
-
-Vector = Sequence[float] | Any
-Matrix = Sequence[Sequence[float]] | Any
 
 
 # --------------------------------------------------------------------------- numerics
@@ -318,384 +308,18 @@ class CustomForceElement(AbstractForceElement):
 
     def generalized_force(self, B, qb, qdb, t):
         wrenches = jnp.asarray(self.fn(self.params, qb, qdb, t), dtype=float)
-        wrenches = wrenches.reshape(qb.shape[0], B.wrench_size)
+        shape = (qb.shape[0], B.wrench_size)
+        if wrenches.size != shape[0] * shape[1]:
+            name = getattr(self.fn, "__name__", repr(self.fn))
+            raise ValueError(
+                f"the force law {name} of a CustomForce returned shape {wrenches.shape}; "
+                f"expected {shape}: for each of its {shape[0]} bodies the force and the "
+                f"torque ({'[Fx, Fy, Mz]' if B.dim == 2 else '[Fx, Fy, Fz, Mx, My, Mz]'})"
+            )
+        wrenches = wrenches.reshape(shape)
         origin = jnp.zeros(B.dim)
         return jax.vmap(lambda p, pd, w: _wrench_force(B, p, pd, origin, w))(qb, qdb, wrenches)
 
     def potential_energy(self, B, qb):
         del B, qb
         return jnp.zeros(())
-
-
-# --------------------------------------------------------------------------- specs
-def _scalar(p, value, where: str):
-    """A finite number, as a float64 array (not weakly typed: a parameter changed with
-    `eqx.tree_at` to a float64 array then needs no new compilation)."""
-    return jnp.asarray(np.float64(p.scalar(value, where)))
-
-
-def _non_negative(p, value, where: str):
-    x = _scalar(p, value, where)
-    if np.isfinite(float(x)) and float(x) < 0.0:
-        p.add(f"{where}: must be zero or positive, got {float(x)}")
-    return x
-
-
-def _non_negative_vector(p, value, length: int, where: str):
-    v = p.vector(value, length, where)
-    if np.all(np.isfinite(np.asarray(v))) and np.any(np.asarray(v) < 0.0):
-        p.add(f"{where}: every component must be zero or positive, got {np.asarray(v).tolist()}")
-    return v
-
-
-def _nothing_to_do(p, where: str, values) -> None:
-    if all(float(np.max(np.abs(np.asarray(v)))) == 0.0 for v in values):
-        p.add(f"{where}: stiffness, damping and preload are all zero (the element does nothing)")
-
-
-@dataclasses.dataclass(frozen=True)
-class SpringDamper:
-    """Point-to-point spring-damper between the point `point_i` of `body_i` and
-    `point_j` of `body_j` (body frames [m]; default the centres of mass), planar or
-    spatial; either body may be "ground".
-
-    The tension T = k (l − l₀) + c l̇ + T₀ [N] acts along the line of the points
-    and pulls them together when positive (l: their distance). The stiffness
-    (with the preload) stores the energy ½ k (l − l₀)² + T₀ l, part of
-    [`redundax.potential_energy`][]; the damping dissipates.
-
-    **Arguments:**
-
-    - `body_i`, `body_j`: the two bodies (not the same one).
-    - `stiffness`: k [N/m], ≥ 0.
-    - `damping`: c [N s/m], ≥ 0.
-    - `free_length`: l₀ [m], ≥ 0; default: the distance at the initial
-      configuration (no force there but the preload).
-    - `preload`: T₀ [N], the tension at l = l₀ (at rest).
-    - `point_i`, `point_j`: the attachment points, body frames [m].
-
-    The points may coincide only when l₀ = 0 and T₀ = 0 (the force k (P_j − P_i)
-    is then linear); a coincidence at the initial configuration otherwise is an
-    error (the line of action is undefined there). Stiffness, damping and preload
-    may not all be zero.
-
-    !!! example
-        ```python
-        rx.SpringDamper("slider", "ground", stiffness=100.0, damping=0.5, free_length=0.2)
-        ```
-    """
-
-    body_i: str
-    body_j: str
-    stiffness: float = 0.0
-    damping: float = 0.0
-    free_length: float | None = None
-    preload: float = 0.0
-    point_i: Vector | None = None
-    point_j: Vector | None = None
-
-    kind = "spring-damper"
-
-    def _member(self, p, ctx, k: int, dim: int):
-        where = f"force {k} field"
-        bodies = ctx.pair_bodies(self, k)
-        zeros = (0.0,) * dim
-        s_i = p.vector(zeros if self.point_i is None else self.point_i, dim, f"{where} 'point_i'")
-        s_j = p.vector(zeros if self.point_j is None else self.point_j, dim, f"{where} 'point_j'")
-        stiffness = _non_negative(p, self.stiffness, f"{where} 'stiffness'")
-        damping = _non_negative(p, self.damping, f"{where} 'damping'")
-        preload = _scalar(p, self.preload, f"{where} 'preload'")
-        _nothing_to_do(p, f"force {k}", (stiffness, damping, preload))
-        distance = float(
-            np.linalg.norm(
-                np.asarray(ctx.initial_point(self.body_i, s_i))
-                - np.asarray(ctx.initial_point(self.body_j, s_j))
-            )
-        )
-        if self.free_length is None:
-            free_length = jnp.asarray(distance, dtype=float)
-        else:
-            free_length = _non_negative(p, self.free_length, f"{where} 'free_length'")
-        if distance == 0.0 and (float(free_length) != 0.0 or float(preload) != 0.0):
-            p.add(
-                f"force {k}: the points coincide at the initial configuration, where the line "
-                "of a spring with a free length or a preload has no direction; move a point, "
-                "or give free_length = 0 and preload = 0"
-            )
-        return SpringDamperElement(
-            bodies=bodies,
-            s_i=s_i,
-            s_j=s_j,
-            stiffness=stiffness,
-            damping=damping,
-            free_length=free_length,
-            preload=preload,
-        )
-
-    def conservative(self) -> bool:
-        """Whether the element's force is −∂V/∂q of its stored energy (no damping)."""
-        return not _positive(self.damping)
-
-
-@dataclasses.dataclass(frozen=True)
-class RotationalSpringDamper:
-    """Rotational (torsion) spring-damper between `body_i` and `body_j` (either may
-    be "ground"), e.g. in a revolute joint between them.
-
-    θ is the rotation of body i relative to body j since the initial configuration
-    [rad]: in the plane φ_i − φ_j minus its initial value (any number of turns); in
-    space about `axis` (global components at the initial configuration, required),
-    in (−π, π] (pair it with a joint that keeps the axis, a `Revolute3D`). The
-    torque on body i is −[k (θ − θ₀) + c θ̇ + τ₀] (about `axis` in space), on body j
-    its opposite; the stored energy ½ k (θ − θ₀)² + τ₀ θ is part of
-    [`redundax.potential_energy`][].
-
-    **Arguments:**
-
-    - `body_i`, `body_j`: the two bodies (not the same one).
-    - `stiffness`: k [N m/rad], ≥ 0; `damping`: c [N m s/rad], ≥ 0.
-    - `free_angle`: θ₀ [rad], default 0 (free at the initial configuration).
-    - `preload`: τ₀ [N m], the torque at θ = θ₀.
-    - `axis`: spatial mechanisms only.
-    """
-
-    body_i: str
-    body_j: str
-    stiffness: float = 0.0
-    damping: float = 0.0
-    free_angle: float = 0.0
-    preload: float = 0.0
-    axis: Vector | None = None
-
-    kind = "rotational-spring-damper"
-
-    def _member(self, p, ctx, k: int, dim: int):
-        where = f"force {k} field"
-        bodies = ctx.pair_bodies(self, k)
-        law = dict(
-            stiffness=_non_negative(p, self.stiffness, f"{where} 'stiffness'"),
-            damping=_non_negative(p, self.damping, f"{where} 'damping'"),
-            free_angle=_scalar(p, self.free_angle, f"{where} 'free_angle'"),
-            preload=_scalar(p, self.preload, f"{where} 'preload'"),
-        )
-        _nothing_to_do(p, f"force {k}", (law["stiffness"], law["damping"], law["preload"]))
-        if dim == 2:
-            if self.axis is not None:
-                p.add(f"{where} 'axis': spatial mechanisms only (the plane's normal is the axis)")
-            reference = ctx.initial_angle(self.body_i) - ctx.initial_angle(self.body_j)
-            return RotationalSpringDamperElement(bodies=bodies, reference=reference, **law)
-        G = _axis_frame(p, self.axis, f"{where} 'axis'")
-        (_, R_i), (_, R_j) = ctx.pose(self.body_i), ctx.pose(self.body_j)
-        return RotationalSpringDamperElement3D(
-            bodies=bodies, frame_i=G @ R_i, frame_j=G @ R_j, **law
-        )
-
-    def conservative(self) -> bool:
-        """Whether the element's force is −∂V/∂q of its stored energy (no damping)."""
-        return not _positive(self.damping)
-
-
-IDENTITY = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
-
-
-@dataclasses.dataclass(frozen=True)
-class Bushing:
-    """A 6-D linear bushing (spatial mechanisms) between `body_i` and `body_j`
-    (either may be "ground"): a frame at `point` with axes `axes` is fixed on each
-    body at the initial configuration, where the bushing is undeformed.
-
-    The deflection, in the axes of the body-i frame, is the translation d [m] of
-    the body-j frame's origin and the small-rotation measure ψ = vee(½ (R − Rᵀ))
-    of the rotation R of the body-j frame relative to the body-i frame (ψ = sin θ n
-    for a rotation θ about n: the rotation vector to first order). The load on body
-    j is −(K d + C ḋ) and the moment −(K_r ψ + C_r ψ̇) (in those axes; its opposite
-    on body i), with diagonal K, C, K_r, C_r; the energy ½ dᵀ K d + ½ ψᵀ K_r ψ is
-    part of [`redundax.potential_energy`][].
-
-    **Arguments:**
-
-    - `body_i`, `body_j`: the two bodies (not the same one).
-    - `point`: the frames' origin, global [m] at the initial configuration.
-    - `stiffness`: K, 3 numbers ≥ 0 [N/m] along the axes.
-    - `rotational_stiffness`: K_r, 3 numbers ≥ 0 [N m/rad] about the axes.
-    - `damping`, `rotational_damping`: C [N s/m], C_r [N m s/rad], 3 numbers ≥ 0
-      each (default zero).
-    - `axes`: rotation matrix whose columns are the bushing axes in global
-      components at the initial configuration (default: the global axes).
-    """
-
-    body_i: str
-    body_j: str
-    point: Vector
-    stiffness: Vector = (0.0, 0.0, 0.0)
-    rotational_stiffness: Vector = (0.0, 0.0, 0.0)
-    damping: Vector = (0.0, 0.0, 0.0)
-    rotational_damping: Vector = (0.0, 0.0, 0.0)
-    axes: Matrix = IDENTITY
-
-    kind = "bushing"
-
-    def _member(self, p, ctx, k: int, dim: int):
-        where = f"force {k} field"
-        bodies = ctx.pair_bodies(self, k)
-        law = {
-            key: _non_negative_vector(p, getattr(self, key), 3, f"{where} {key!r}")
-            for key in ("stiffness", "rotational_stiffness", "damping", "rotational_damping")
-        }
-        _nothing_to_do(p, f"force {k}", law.values())
-        x = p.vector(self.point, 3, f"{where} 'point'")
-        A = ctx.rotation(self.axes, f"{where} 'axes'")
-        (r_i, R_i), (r_j, R_j) = ctx.pose(self.body_i), ctx.pose(self.body_j)
-        return BushingElement(
-            bodies=bodies,
-            s_i=R_i.T @ (x - r_i),
-            s_j=R_j.T @ (x - r_j),
-            frame_i=A.T @ R_i,
-            frame_j=A.T @ R_j,
-            **law,
-        )
-
-    def conservative(self) -> bool:
-        """Whether the element's force is −∂V/∂q of its stored energy (no damping)."""
-        return not (_positive(self.damping) or _positive(self.rotational_damping))
-
-
-@dataclasses.dataclass(frozen=True)
-class TimeDependentLoad:
-    """A load that varies in time: the global `force` [N] at the body point `point`
-    (body frame [m], default the centre of mass) and the `torque` [N m] (a number
-    in the plane, a global 3-vector in space), both multiplied by the profile s(t)
-    = `profile(t)`, any [`redundax.AbstractMotion`][] (`Constant`, `Polynomial`,
-    `SmoothSteps`, `Function`). Omitted force and torque are zero. A constant load
-    is a [`redundax.Load`][].
-
-    !!! example
-        ```python
-        rx.TimeDependentLoad("crank", torque=0.5, profile=rx.Polynomial([0.0, 2.0]))  # τ = t N m
-        ```
-    """
-
-    body: str
-    profile: AbstractMotion
-    force: Vector | None = None
-    point: Vector | None = None
-    torque: Vector | float | None = None
-
-    kind = "time-dependent-load"
-
-    def _member(self, p, ctx, k: int, dim: int):
-        where = f"force {k} field"
-        w = 1 if dim == 2 else 3
-        zeros = (0.0,) * dim
-        if not isinstance(self.profile, AbstractMotion):
-            p.add(
-                f"{where} 'profile': expected a redundax motion (Constant, Polynomial, "
-                f"SmoothSteps, Function), got {self.profile!r}"
-            )
-        return TimeDependentLoadElement(
-            bodies=jnp.asarray([ctx.body(f"{where} 'body'", self.body)], dtype=jnp.int32),
-            point=p.vector(zeros if self.point is None else self.point, dim, f"{where} 'point'"),
-            force=p.vector(zeros if self.force is None else self.force, dim, f"{where} 'force'"),
-            torque=p.vector(
-                (0.0,) * w if self.torque is None else np.reshape(self.torque, -1),
-                w,
-                f"{where} 'torque'",
-            ),
-            profile=self.profile if isinstance(self.profile, AbstractMotion) else _UNIT,
-        )
-
-    def conservative(self) -> bool:
-        """False: its work is not in [`redundax.potential_energy`][]."""
-        return False
-
-
-@dataclasses.dataclass(frozen=True)
-class CustomForce:
-    """Any other force law, in Python: `force(params, qb, qdb, t)` returns, for each
-    body of `bodies`, the global force [N] at its centre of mass and the torque
-    [N m] on it, shape `(len(bodies), 3)` in the plane ([Fx, Fy, Mz]) and
-    `(len(bodies), 6)` in space ([Fx, Fy, Fz, Mx, My, Mz], global components).
-
-    `qb`, `qdb` stack the coordinates and velocities of `bodies`: [x, y, φ] per
-    planar body; [r, u, v, w] per spatial body (r the centre of mass, u, v, w the
-    body axes in global components). "ground" may be listed (its force is
-    ignored). Write it with `jax.numpy` (it is traced, differentiated and
-    vmapped); `params` is any pytree of numbers (differentiable). Its generalised
-    forces come from autodiff of the bodies' velocities, like every element's.
-
-    !!! example
-        ```python
-        def drag(params, qb, qdb, t):  # linear drag on one planar body
-            return -params["c"] * qdb  # [Fx, Fy, Mz] = -c [vx, vy, ω]
-        rx.CustomForce(("body",), drag, params={"c": 0.1})
-        ```
-    """
-
-    bodies: tuple[str, ...]
-    force: Callable[..., Any]
-    params: Any = None
-
-    kind = "custom-force"
-
-    def _member(self, p, ctx, k: int, dim: int):
-        where = f"force {k} field"
-        names = (self.bodies,) if isinstance(self.bodies, str) else tuple(self.bodies)
-        if not names:
-            p.add(f"{where} 'bodies': list at least one body")
-        if not callable(self.force):
-            p.add(f"{where} 'force': expected a function (params, qb, qdb, t), got {self.force!r}")
-        return CustomForceElement(
-            bodies=jnp.asarray([ctx.body(f"{where} 'bodies'", b) for b in names], dtype=jnp.int32),
-            fn=self.force,
-            params=_params(self.params),
-        )
-
-    def conservative(self) -> bool:
-        """False: its work is not in [`redundax.potential_energy`][]."""
-        return False
-
-
-class _Unit(AbstractMotion):
-    """s(t) = 1: the stand-in profile of an invalid spec (never simulated)."""
-
-    def __call__(self, t):
-        del t
-        return jnp.ones(())
-
-    def breakpoints(self):
-        return jnp.zeros((0,))
-
-
-_UNIT = _Unit()
-
-FORCE_SPECS = (SpringDamper, RotationalSpringDamper, Bushing, TimeDependentLoad, CustomForce)
-"""The force element specs; [`Bushing`][] is spatial only."""
-
-
-def _params(params):
-    """Parameters of a user force as float arrays; a list or tuple of numbers becomes
-    one vector (as for the custom pairs), so `qb[0, :2] - params["anchor"]` works."""
-
-    def numbers(x) -> bool:
-        return isinstance(x, (list, tuple)) and all(isinstance(v, (int, float)) for v in x)
-
-    return jax.tree.map(lambda x: jnp.asarray(x, dtype=float), params, is_leaf=numbers)
-
-
-def _positive(value) -> bool:
-    try:
-        return bool(np.any(np.asarray(value, dtype=float) > 0.0))
-    except (TypeError, ValueError):
-        return False
-
-
-def _axis_frame(p, axis, where: str):
-    """A right-handed frame (rows e₀, e₁, e₂, global) with e₀ along `axis`."""
-    if axis is None:
-        p.add(f"{where}: required in a spatial mechanism (the axis of rotation)")
-        return jnp.eye(3)
-    a = p.vector(axis, 3, where)
-    if not float(jnp.linalg.norm(a)) > 0.0:
-        p.add(f"{where}: must be a non-zero vector")
-        return jnp.eye(3)
-    return joint_frame(a)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._bodies import PlanarBodies, SpatialBodies, natural_from_pose, natural_velocity
 from ._errors import ModelError
-from ._forces import FORCE_SPECS, Bushing
+from ._force_specs import FORCE_SPECS, Bushing
 from ._math import rot2
 from ._model import Loads, Markers, Model, Pair, State
 from ._motion import AbstractMotion, Constant

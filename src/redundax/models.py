@@ -2,7 +2,7 @@
 
 import math
 
-from ._forces import SpringDamper
+from ._force_specs import SpringDamper
 from ._motion import AbstractMotion, SmoothSteps
 from ._spec import Body, KnifeEdge, Marker, Mechanism, Revolute, Translational, TranslationalDriver
 

@@ -16,7 +16,7 @@ import diffrax
 import numpy as np
 
 from .._drift_control import Baumgarte, Projection
-from .._forces import Bushing, RotationalSpringDamper, SpringDamper, TimeDependentLoad
+from .._force_specs import Bushing, RotationalSpringDamper, SpringDamper, TimeDependentLoad
 from .._motion import Constant, Polynomial, SmoothSteps
 from .._spatial_spec import (
     Cylindrical,
