@@ -78,10 +78,10 @@ class SpringDamper:
     - `preload`: T₀ [N], the tension at l = l₀ (at rest).
     - `point_i`, `point_j`: the attachment points, body frames [m].
 
-    The points may coincide only when l₀ = 0 and T₀ = 0 (the force k (P_j − P_i)
-    is then linear); a coincidence at the initial configuration otherwise is an
-    error (the line of action is undefined there). Stiffness, damping and preload
-    may not all be zero.
+    Points that coincide at the initial configuration are an error unless l₀ = 0
+    and T₀ = 0 (then the force −k (P_i − P_j) on body i is linear and defined
+    everywhere); where they meet during a motion the force is zero. Stiffness,
+    damping and preload may not all be zero.
 
     !!! example
         ```python

@@ -75,7 +75,7 @@ class AbstractForceElement(eqx.Module):
     """
 
     bodies: eqx.AbstractVar[Int[Array, " nbp"]]
-    parameters: ClassVar[tuple[tuple[str, str], ...]] = ()
+    parameters: eqx.AbstractClassVar[tuple[tuple[str, str], ...]]
     """(field, unit) of every parameter a sweep may change, in order."""
 
     @abc.abstractmethod
@@ -133,8 +133,8 @@ class SpringDamperElement(AbstractSpringDamper):
     """Point-to-point spring-damper between the points `s_i` of body i and `s_j`
     of body j (body frames), planar or spatial: the tension T = k (l − l₀) + c l̇ +
     T₀ along the line of the points pulls them together (l = ‖P_i − P_j‖). At
-    l = 0 the line has no direction and the force is zero (so is its derivative:
-    [`safe_norm`][])."""
+    l = 0 the line has no direction: the force is zero there, and no derivative is
+    NaN ([`safe_norm`][])."""
 
     bodies: Int[Array, " 2"]
     s_i: Float[Array, " dim"]
@@ -305,6 +305,7 @@ class CustomForceElement(AbstractForceElement):
     bodies: Int[Array, " nbp"]
     fn: Callable[..., Any] = eqx.field(static=True)
     params: Any
+    parameters: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def generalized_force(self, B, qb, qdb, t):
         wrenches = jnp.asarray(self.fn(self.params, qb, qdb, t), dtype=float)

@@ -477,8 +477,8 @@ def _planar_poses(bodies) -> tuple[dict, dict]:
             r, angle = np.zeros(2), 0.0
         if r.shape != (2,) or not np.all(np.isfinite(r)) or not np.isfinite(angle):
             r, angle = np.zeros(2), 0.0
-        poses[b.name] = (jnp.asarray(r), rot2(jnp.asarray(angle)))
-        angles[b.name] = jnp.asarray(angle)
+        poses[b.name] = (jnp.asarray(r), rot2(jnp.asarray(np.float64(angle))))
+        angles[b.name] = jnp.asarray(np.float64(angle))
     return poses, angles
 
 
