@@ -293,12 +293,17 @@ class _Times(eqx.Module):
 
 
 def breakpoints(model: Model) -> Float[Array, " k"]:
-    """Knots of the prescribed motions of every driver (sorted; may repeat), for
-    the step-size controller's `step_ts`."""
+    """Knots of the prescribed motions of every driver and of the profiles of the
+    time-dependent loads (sorted; may repeat), for the step-size controller's
+    `step_ts`."""
     knots = [
         jnp.ravel(g.motion.breakpoints())
         for g in model.holonomic
         if "motion" in {f.name for f in dataclasses.fields(g)}
+    ] + [
+        jnp.ravel(g.profile.breakpoints())
+        for g in getattr(model, "forces", ())
+        if "profile" in {f.name for f in dataclasses.fields(g)}
     ]
     if not knots:
         return jnp.zeros((0,))

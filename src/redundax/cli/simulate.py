@@ -141,10 +141,11 @@ def _summary(
     velocity = float(jnp.max(trajectory.velocity_violation))
     tracked = np.asarray(marker_positions(config.model, trajectory.q[-1]))
     energy = np.asarray(trajectory.energy)
-    # Prescribed motion does work on the mechanism: its energy is not conserved.
-    # Everything else a configuration can hold (every other pair, planar or
-    # spatial, knife edges, gravity and constant loads) conserves it.
-    energy_error = None if config.rheonomic else float(np.max(np.abs(energy - energy[0])))
+    # Prescribed motion, dampers, time-dependent loads and torques on spatial bodies
+    # do work that no potential describes: the energy is not conserved. Everything
+    # else (every other pair, knife edges, gravity, constant loads, springs) keeps it.
+    conservative = not (config.rheonomic or config.nonconservative)
+    energy_error = float(np.max(np.abs(energy - energy[0]))) if conservative else None
     method = options.method
     return {
         "config": str(config.path),
@@ -167,6 +168,7 @@ def _summary(
         },
         "energy_error": energy_error,
         "rheonomic": list(config.rheonomic),
+        "nonconservative": list(config.nonconservative),
         **_singular_keys(singular),
         **options.choices,
         "eliminated_rows": (
@@ -220,8 +222,9 @@ def _print_summary(summary: dict[str, Any], elapsed: float) -> None:
         dq, dqd = s["initial_correction"]
         print(f"  initial state projected: max |Δq| {dq:.3g}, max |Δq̇| {dqd:.3g}")
     if s["energy_error"] is None:
-        driven = ", ".join(s["rheonomic"])
-        print(f"  energy error: n/a (not conservative: prescribed motion in {driven})")
+        why = [f"prescribed motion in {', '.join(s['rheonomic'])}"] if s["rheonomic"] else []
+        why += s["nonconservative"]
+        print(f"  energy error: n/a (not conservative: {'; '.join(why)})")
     else:
         print(f"  energy error: {s['energy_error']:.3g} J (max |E(t) - E(0)|)")
     passages = s["singular_passages"]
