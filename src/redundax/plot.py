@@ -442,11 +442,13 @@ def plot_solvability(
     )
     for bar, name in zip(bars, names, strict=True):
         bar.set_gid(name)
-    ax.set_yscale("log")
     positive = heights[heights > 0.0]
     low = positive.min() / 10.0 if positive.size else 1e-20
     high = positive.max() * 10.0 if positive.size else 1.0
+    # Limits first: a log scale over bars that are all 0 (every pair unique) would
+    # autoscale on nothing, and matplotlib warns.
     ax.set_ylim(low, high)
+    ax.set_yscale("log")
     for x in np.flatnonzero(heights == 0.0):
         ax.text(x, low, "0", ha="center", va="bottom", fontsize=_FOOTNOTE)
     ax.set_xticks(np.arange(len(names)), names, rotation=45 if len(names) > 8 else 0)

@@ -12,7 +12,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from ..io._atomic import check_directory
+from ..io._errors import ConfigError
 from ..optimize import OUTPUTS, Design, Step, load_design, optimize_design, write_result
+from ._common import positive_float
 
 SUMMARY = "design optimisation (Optax) of a unique reaction over a simulated manoeuvre"
 DESCRIPTION = (
@@ -47,7 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the most iterations (default: the file's)",
     )
     parser.add_argument(
-        "--t-final", type=float, default=None, metavar="T", help="end time of the manoeuvre in s"
+        "--t-final",
+        type=positive_float,
+        default=None,
+        metavar="T",
+        help="end time of the manoeuvre in s",
     )
     parser.add_argument("--force", action="store_true", help="overwrite the files in DIR")
     parser.add_argument("--json", action="store_true", help="print design.json on stdout")
@@ -80,17 +87,18 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--steps: expected a positive integer, got {args.steps}")
         design = dataclasses.replace(design, steps=args.steps)
     if args.t_final is not None:
-        if not args.t_final > 0:
-            raise ValueError(f"--t-final: expected a positive time in s, got {args.t_final}")
         options = dataclasses.replace(design.simulation, t_final=args.t_final)
         design = dataclasses.replace(
             design, config=dataclasses.replace(design.config, simulation=options)
         )
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out}: exists and is not a folder")
     if not args.force:
         for name in OUTPUTS:
             if (out / name).exists():
                 raise FileExistsError(f"{out / name}: already exists; pass --force to overwrite it")
+    check_directory(out)  # before the computation, not after it
     if not args.quiet:
         print(
             f"redundax: optimizing {design.config.name}: {len(design.variables)} variable(s), "
@@ -101,12 +109,14 @@ def run(args: argparse.Namespace) -> int:
         )
     try:
         result = optimize_design(design, on_step=_printer(design, design.steps, args.quiet))
+    except ConfigError:
+        raise  # a design that makes no sense (exit 2), e.g. an objective that is zero
     except ValueError as err:
         print(f"redundax: error: {err}", file=sys.stderr)
         return 1
     paths = write_result(result, out, force=args.force)
     if args.json:
-        print(json.dumps(result.to_dict()))
+        print(json.dumps(result.to_dict(), allow_nan=False))
         return 0
     print(f"design study {design.path} ({design.config.name}):")
     for (name, unit), a, b in zip(result.variables, result.initial, result.final, strict=True):

@@ -19,6 +19,7 @@ from jax.experimental import multihost_utils
 
 from ..io.config import ConfigError, load_config
 from ..sweep import (
+    MAX_VARIANTS,
     Progress,
     load_sweep,
     parameter_targets,
@@ -26,6 +27,7 @@ from ..sweep import (
     run_sweep,
     sweep_mechanism,
 )
+from ..sweep._store import check_out
 from ._common import EXIT_USAGE, positive_float
 
 SUMMARY = "solvability and simulation of a grid or random sample of parameter variants"
@@ -73,7 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "resumed, else 64 simulations or 1024 analyses per CPU device, more on GPUs)",
     )
     parser.add_argument(
-        "--t-final", type=float, default=None, metavar="T", help="end time of the simulations in s"
+        "--t-final",
+        type=positive_float,
+        default=None,
+        metavar="T",
+        help="end time of the simulations in s",
     )
     parser.add_argument(
         "--force", action="store_true", help="discard the results of another sweep in DIR"
@@ -327,16 +333,18 @@ def run(args: argparse.Namespace) -> int:
         return _list_parameters(path)
     if args.out is None:
         raise ValueError("sweep: --out DIR is required (the directory of the results)")
-    if args.chunk_size is not None and args.chunk_size < 1:
-        raise ValueError(f"--chunk-size: expected a positive integer, got {args.chunk_size}")
-    if args.t_final is not None and not args.t_final > 0:
-        raise ValueError(f"--t-final: expected a positive number, got {args.t_final}")
+    if args.chunk_size is not None and not 1 <= args.chunk_size <= MAX_VARIANTS:
+        raise ValueError(
+            f"argument --chunk-size: expected an integer from 1 to {MAX_VARIANTS:,}, "
+            f"got {args.chunk_size:,}"
+        )
     _join(args)  # before anything starts JAX's devices
     sweep = load_sweep(path)
     if args.t_final is not None:
         sweep = dataclasses.replace(
             sweep, simulation=dataclasses.replace(sweep.simulation, t_final=args.t_final)
         )
+    check_out(args.out, args.force)  # before the first progress line
     show = _printer(args.quiet)
     if show is not None:
         processes = (

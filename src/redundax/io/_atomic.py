@@ -11,6 +11,34 @@ from typing import Any
 EXISTS = "already exists; pass --force to overwrite it (force=True in Python)"
 """What is said of an output file that exists, on the command line and in Python."""
 
+NOT_WRITABLE = "no permission to write there, or a read-only file system"
+"""Why a directory cannot take new files, as the operating system tells."""
+
+
+def check_directory(path: str | os.PathLike) -> Path:
+    """Check, before a long computation, that files can be written in the
+    directory `path`, or that it can be created (in its nearest existing parent).
+
+    **Returns:** `path` as a `Path`.
+
+    **Raises:** `NotADirectoryError` if `path` or the parent is a file;
+    `PermissionError` naming the directory if the process may not create files
+    in it (`os.access`: its permissions, or a read-only file system).
+    """
+    path = Path(path)
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise NotADirectoryError(f"{path}: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        where = "" if existing == path else f" (it would be created in {existing})"
+        raise PermissionError(
+            f"{existing}: cannot write in this directory{where}: {NOT_WRITABLE}; "
+            "choose another output directory"
+        )
+    return path
+
 
 def _umask() -> int:
     """The process's umask (read by setting it and setting it back)."""
@@ -40,7 +68,13 @@ def atomic_write(path: Path, force: bool = False, *, text: bool = False) -> Iter
 
     **Raises:** `FileExistsError` if `path` exists and `force` is False.
     """
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except PermissionError:
+        # Name the directory, not the temporary file nobody asked for.
+        raise PermissionError(
+            f"{path.parent}: cannot write {path.name} there: {NOT_WRITABLE}"
+        ) from None
     try:
         # mkstemp makes the file private (0600); the result gets the permissions
         # any new file of the user's gets (0666 less the umask).

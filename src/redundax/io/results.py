@@ -101,7 +101,7 @@ from .._reactions import Reactions
 from .._simulate import Trajectory
 from .._solvability import solvability_report
 from .._spec import GROUND
-from ._atomic import EXISTS, atomic_write
+from ._atomic import EXISTS, NOT_WRITABLE, atomic_write
 from .config import Config
 
 FORMAT = "redundax run 1"
@@ -143,7 +143,8 @@ def check_output(
 
     **Raises:** `ValueError` for an extension not in `suffixes`;
     `FileExistsError` if the file exists and `force` is False; `FileNotFoundError`
-    if its directory does not exist.
+    if its directory does not exist; `PermissionError` if the process may not
+    write in it (permissions, or a read-only file system).
     """
     path = Path(path)
     if path.suffix.lower() not in suffixes:
@@ -155,6 +156,10 @@ def check_output(
         raise FileExistsError(f"{path}: {EXISTS}")
     if not path.parent.is_dir():
         raise FileNotFoundError(f"{path}: no such directory {str(path.parent)!r}")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise PermissionError(
+            f"{path}: cannot write in the directory {str(path.parent)!r}: {NOT_WRITABLE}"
+        )
     return path
 
 
@@ -495,67 +500,139 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
         raise ValueError(f"{path}: read_run reads .npz runs only (CSV is for other tools)")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
+    with path.open("rb") as file:
+        magic = file.read(6)
+    if magic.startswith(b"\x93NUMPY"):
+        raise ValueError(f"{path}: not a redundax run (a single NumPy array, not an NPZ archive)")
+    if not magic.startswith(b"PK"):
+        # np.load would try it as a pickle, and say so.
+        raise ValueError(f"{path}: not a redundax run (not an NPZ archive: not a zip file)")
     try:
         archive = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
         raise ValueError(f"{path}: not a redundax run (not an NPZ archive: {error})") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ValueError(f"{path}: not a redundax run (a single NumPy array, not an NPZ archive)")
     with archive as npz:
-        files = set(npz.files)
-        if "meta" not in files:
-            raise ValueError(f"{path}: not a redundax run (no 'meta' entry)")
-        meta = json.loads(str(npz["meta"]))
-        if meta.get("format") != FORMAT:
-            raise ValueError(
-                f"{path}: unknown run format {meta.get('format')!r}, expected {FORMAT!r}"
-            )
-        out: dict[str, Any] = {key: npz[key] for key in _HISTORIES}
-        tracked = npz["tracked"]
-        out["tracked"] = {
-            str(name): tracked[:, m] for m, name in enumerate(npz["tracked_names"].tolist())
-        }
-        pairs = [str(name) for name in npz["pair_names"].tolist()]
-        out["reactions"] = {name: npz[f"reaction/{name}"] for name in pairs}
-        out["unique"] = {name: bool(npz[f"unique/{name}"]) for name in pairs}
-        out["rows"] = {name: tuple(int(r) for r in npz[f"rows/{name}"]) for name in pairs}
-        out["dim"] = int(meta.get("dim", 2))
-        out["joint_moment"] = {
-            name: npz[f"joint_moment/{name}"] for name in pairs if f"joint_moment/{name}" in files
-        }
-        out["components"], out["component_unique"] = {}, {}
-        for name in pairs:
-            if f"components/{name}" not in files:
-                continue
-            labels = [str(label) for label in npz[f"component_labels/{name}"].tolist()]
-            values, flags = npz[f"components/{name}"], npz[f"component_unique/{name}"]
-            out["components"][name] = {label: values[:, c] for c, label in enumerate(labels)}
-            out["component_unique"][name] = {
-                label: bool(flags[c]) for c, label in enumerate(labels)
-            }
-        out["bodies"] = tuple(str(name) for name in npz["body_names"].tolist())
-        out["pair_bodies"] = {
-            name: tuple(str(b) for b in npz[f"pair_bodies/{name}"].tolist())
-            for name in pairs
-            if f"pair_bodies/{name}" in files
-        }
-        out["rank"] = npz["rank"] if "rank" in files else None
-        out["rank_gap"] = npz["rank_gap"] if "rank_gap" in files else None
-        out["active_set"] = (
-            {key: npz[f"active_set/{key}"] for key in ("initial", "steps", "active")}
-            if "active_set/initial" in files
-            else None
-        )
-        out["b_norm"] = {
-            name: float(npz[f"b_norm/{name}"]) for name in pairs if f"b_norm/{name}" in files
-        }
-        out["component_b_norm"] = {}
-        for name in pairs:
-            if f"component_b_norm/{name}" in files and name in out["components"]:
-                values = npz[f"component_b_norm/{name}"]
-                out["component_b_norm"][name] = {
-                    label: float(values[c]) for c, label in enumerate(out["components"][name])
-                }
-        out["solvability"] = meta.get("solvability", {})
-        out["meta"] = meta
+        try:
+            out = _read_entries(path, npz)
+        except _NotARun:
+            raise
+        except _DAMAGED as error:
+            # Entries missing, of the wrong kind, or unreadable (a corrupt member).
+            what = str(error.args[0]) if isinstance(error, KeyError) else str(error)
+            raise ValueError(f"{path}: a damaged or incomplete redundax run ({what})") from None
+    _check_shapes(path, out)
     return out
+
+
+class _NotARun(ValueError):
+    """A readable NPZ archive that is not a redundax run (its message says why)."""
+
+
+_DAMAGED = (KeyError, ValueError, TypeError, IndexError, OSError, EOFError, zipfile.BadZipFile)
+"""What reading the entries of a damaged or foreign NPZ archive raises."""
+
+
+def _read_entries(path: Path, npz: Any) -> dict[str, Any]:
+    """The entries of an open run archive, as [`read_run`][] returns them."""
+    files = set(npz.files)
+    if "meta" not in files:
+        raise _NotARun(f"{path}: not a redundax run (no 'meta' entry)")
+    try:
+        meta = json.loads(str(npz["meta"]))
+    except ValueError:
+        meta = None
+    if not isinstance(meta, dict):
+        raise _NotARun(f"{path}: not a redundax run (its 'meta' entry is not a JSON object)")
+    if meta.get("format") != FORMAT:
+        raise _NotARun(f"{path}: unknown run format {meta.get('format')!r}, expected {FORMAT!r}")
+    out: dict[str, Any] = {key: npz[key] for key in _HISTORIES}
+    tracked = npz["tracked"]
+    out["tracked"] = {
+        str(name): tracked[:, m] for m, name in enumerate(npz["tracked_names"].tolist())
+    }
+    pairs = [str(name) for name in npz["pair_names"].tolist()]
+    out["reactions"] = {name: npz[f"reaction/{name}"] for name in pairs}
+    out["unique"] = {name: bool(npz[f"unique/{name}"]) for name in pairs}
+    out["rows"] = {name: tuple(int(r) for r in npz[f"rows/{name}"]) for name in pairs}
+    out["dim"] = int(meta.get("dim", 2))
+    out["joint_moment"] = {
+        name: npz[f"joint_moment/{name}"] for name in pairs if f"joint_moment/{name}" in files
+    }
+    out["components"], out["component_unique"] = {}, {}
+    for name in pairs:
+        if f"components/{name}" not in files:
+            continue
+        labels = [str(label) for label in npz[f"component_labels/{name}"].tolist()]
+        values, flags = npz[f"components/{name}"], npz[f"component_unique/{name}"]
+        out["components"][name] = {label: values[:, c] for c, label in enumerate(labels)}
+        out["component_unique"][name] = {label: bool(flags[c]) for c, label in enumerate(labels)}
+    out["bodies"] = tuple(str(name) for name in npz["body_names"].tolist())
+    out["pair_bodies"] = {
+        name: tuple(str(b) for b in npz[f"pair_bodies/{name}"].tolist())
+        for name in pairs
+        if f"pair_bodies/{name}" in files
+    }
+    out["rank"] = npz["rank"] if "rank" in files else None
+    out["rank_gap"] = npz["rank_gap"] if "rank_gap" in files else None
+    out["active_set"] = (
+        {key: npz[f"active_set/{key}"] for key in ("initial", "steps", "active")}
+        if "active_set/initial" in files
+        else None
+    )
+    out["b_norm"] = {
+        name: float(npz[f"b_norm/{name}"]) for name in pairs if f"b_norm/{name}" in files
+    }
+    out["component_b_norm"] = {}
+    for name in pairs:
+        if f"component_b_norm/{name}" in files and name in out["components"]:
+            values = npz[f"component_b_norm/{name}"]
+            out["component_b_norm"][name] = {
+                label: float(values[c]) for c, label in enumerate(out["components"][name])
+            }
+    out["solvability"] = meta.get("solvability", {})
+    out["meta"] = meta
+    return out
+
+
+def _check_shapes(path: Path, run: dict[str, Any]) -> None:
+    """Refuse a run whose arrays do not fit together (a foreign or edited file),
+    naming the first entry that does not, before anything draws it."""
+    T = run["t"].shape[0] if run["t"].ndim == 1 else -1
+    nq = run["q"].shape[1] if run["q"].ndim == 2 else -1
+    dim, nb = run["dim"], len(run["bodies"])
+    width = {2: 3, 3: 6}.get(dim, -1)
+    expected: list[tuple[str, Any, tuple[int | None, ...]]] = [
+        ("t", run["t"], (None,)),
+        ("q", run["q"], (T, None)),
+        ("qd", run["qd"], (T, nq)),
+        ("qdd", run["qdd"], (T, nq)),
+        ("multipliers", run["multipliers"], (T, None)),
+        ("total_reaction", run["total_reaction"], (T, nq)),
+        ("position_violation", run["position_violation"], (T,)),
+        ("velocity_violation", run["velocity_violation"], (T,)),
+        ("energy", run["energy"], (T,)),
+        *((f"tracked ({name!r})", a, (T, dim)) for name, a in run["tracked"].items()),
+        *((f"reaction/{name}", a, (T, nb, width)) for name, a in run["reactions"].items()),
+        *(
+            (f"components/{name} ({label!r})", a, (T,))
+            for name, labels in run["components"].items()
+            for label, a in labels.items()
+        ),
+        *((key, run[key], (T,)) for key in ("rank", "rank_gap") if run[key] is not None),
+    ]
+    if dim not in (2, 3):
+        raise ValueError(f"{path}: a damaged redundax run (its 'meta' says dim = {dim!r})")
+    for name, array, shape in expected:
+        fits = (
+            np.issubdtype(array.dtype, np.number)
+            and array.ndim == len(shape)
+            and all(n is None or n == m for n, m in zip(shape, array.shape, strict=True))
+        )
+        if not fits:
+            wanted = "(" + ", ".join("T" if n == T else "*" if n is None else str(n) for n in shape)
+            raise ValueError(
+                f"{path}: a damaged redundax run: entry {name!r} has {array.dtype} values "
+                f"of shape {array.shape}, expected numbers of shape "
+                f"{wanted}{',' if len(shape) == 1 else ''})"
+                + (f" (T = {T} saved times)" if T >= 0 else "")
+            )

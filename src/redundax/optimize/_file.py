@@ -6,6 +6,7 @@ Part of [`redundax.optimize`][], whose docstring describes the whole.
 import dataclasses
 import difflib
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from .. import (
     analyze_solvability,
 )
 from .._parameters import Target, parameter_targets, unknown_parameter
-from ..io._checks import is_number, read_table, unknown_keys
+from ..io._checks import MAX_SAVED_STATES, is_number, read_table, unknown_keys
 from ..io._errors import Problem, Where
 from ..io.config import Config, ConfigError, SimulationOptions, load_config
 from ._constants import (
@@ -26,6 +27,18 @@ from ._constants import (
     OBJECTIVES,
     OPTIMIZERS,
 )
+
+_TINY = sys.float_info.min
+"""The smallest normal float64 (2.2e-308). A coefficient, scale or weight below it
+is subnormal: it carries fewer digits, and its reciprocal (the optimiser works on
+(x − x₀)/scale) overflows."""
+
+
+def _normal(value: Any, nonzero: bool = False) -> bool:
+    """A finite number that is zero (unless `nonzero`) or a normal float64."""
+    if not is_number(value) or not math.isfinite(value):
+        return False
+    return abs(value) >= _TINY or (value == 0 and not nonzero)
 
 
 # -------------------------------------------------------------------------- the file
@@ -148,12 +161,12 @@ def _variable(
             problems.append(
                 Problem(Where(where, "addresses"), unknown_parameter(address, list(known)))
             )
-        elif not is_number(coefficient) or coefficient == 0:
+        elif not _normal(coefficient, nonzero=True):
             problems.append(
                 Problem(
-                    Where(where, "addresses"),
-                    f"the coefficient of {address!r} must be a non-zero number, "
-                    f"got {coefficient!r}",
+                    Where(where, "addresses").entry(address),
+                    f"the coefficient must be a finite non-zero number of at least "
+                    f"{_TINY:.3g} in magnitude, got {coefficient!r}",
                 )
             )
         elif known[address].leaf == ("initial",):
@@ -165,15 +178,29 @@ def _variable(
     if len(pairs) != len(addresses):
         return None
     first, c0 = pairs[0]
-    initial = entry.get("initial", known[first].nominal / c0)
     for key in ("initial", "lower", "upper", "scale"):
         value = entry.get(key)
         if value is not None and not is_number(value):
             problems.append(Problem(Where(where, key), f"expected a number, got {value!r}"))
             return None
+        if value is not None and math.isnan(value):
+            problems.append(Problem(Where(where, key), f"expected a number, got {value!r}"))
+            return None
+        if key in ("initial", "scale") and value is not None and not math.isfinite(value):
+            problems.append(Problem(Where(where, key), f"must be finite, got {value!r}"))
+            return None
+    initial = float(entry.get("initial", known[first].nominal / c0))
+    if not math.isfinite(initial):
+        problems.append(
+            Problem(
+                Where(where, "initial"),
+                f"the default, {known[first].nominal:g} / {c0:g} (the nominal value of "
+                f"{first!r} over its coefficient), is not finite; give 'initial'",
+            )
+        )
+        return None
     lower = float(entry.get("lower", -math.inf))
     upper = float(entry.get("upper", math.inf))
-    initial = float(initial)
     if not lower <= initial <= upper:
         problems.append(
             Problem(
@@ -182,11 +209,15 @@ def _variable(
             )
         )
     scale = entry.get("scale")
+    default = "" if scale is not None else " (the default, 10 % of |initial|)"
     if scale is None:
         scale = 0.1 * abs(initial) if initial != 0 else 1.0
-    if not float(scale) > 0:
+    if not (_normal(scale) and scale > 0):
         problems.append(
-            Problem(Where(where, "scale"), f"expected a positive number, got {scale!r}")
+            Problem(
+                Where(where, "scale"),
+                f"expected a positive number of at least {_TINY:.3g}, got {scale!r}{default}",
+            )
         )
     unit = entry.get("unit", known[first].unit)
     return Variable(name, str(unit), tuple(pairs), initial, lower, upper, float(scale))
@@ -229,12 +260,17 @@ def _term(entry: Any, where: str, config: Config, problems: list[str]) -> Term |
         )
         return None
     order, weight = entry.get("order", 16.0), entry.get("weight", 1.0)
-    if not (is_number(order) and order >= 2):
-        problems.append(Problem(Where(where, "order"), f"expected a number ≥ 2, got {order!r}"))
-        return None
-    if not (is_number(weight) and weight > 0):
+    if not (_normal(order) and order >= 2):
         problems.append(
-            Problem(Where(where, "weight"), f"expected a positive number, got {weight!r}")
+            Problem(Where(where, "order"), f"expected a finite number ≥ 2, got {order!r}")
+        )
+        return None
+    if not (_normal(weight) and weight > 0):
+        problems.append(
+            Problem(
+                Where(where, "weight"),
+                f"expected a finite positive number of at least {_TINY:.3g}, got {weight!r}",
+            )
         )
         return None
     return Term(kind, pair, component, float(order), float(weight))
@@ -297,6 +333,9 @@ def load_design(path: str | Path) -> Design:
 
     def number(key, default, ok, expected):
         value = table.get(key, default)
+        if is_number(value) and not math.isfinite(value):
+            problems.append(Problem(Where("optimize", key), f"must be finite, got {value!r}"))
+            return default
         if not (is_number(value) and ok(value)):
             problems.append(Problem(Where("optimize", key), f"expected {expected}, got {value!r}"))
             return default
@@ -319,7 +358,11 @@ def load_design(path: str | Path) -> Design:
     sim = {}
     for key, ok, expected in (
         ("t_final", lambda v: v > 0, "a positive number [s]"),
-        ("n_save", lambda v: isinstance(v, int) and v >= 2, "an integer ≥ 2"),
+        (
+            "n_save",
+            lambda v: isinstance(v, int) and 2 <= v <= MAX_SAVED_STATES,
+            f"an integer from 2 to {MAX_SAVED_STATES:,}",
+        ),
         ("rtol", lambda v: v > 0, "a positive number"),
         ("atol", lambda v: v > 0, "a positive number"),
     ):
@@ -372,10 +415,11 @@ def load_design(path: str | Path) -> Design:
                         f"expected a number in (0, 1), got {ratio!r}",
                     )
                 )
-            elif not (is_number(weight) and weight > 0):
+            elif not (_normal(weight) and weight > 0):
                 problems.append(
                     Problem(
-                        Where("assembly", "weight"), f"expected a positive number, got {weight!r}"
+                        Where("assembly", "weight"),
+                        f"expected a finite positive number, got {weight!r}",
                     )
                 )
             else:

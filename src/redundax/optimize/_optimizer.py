@@ -20,8 +20,9 @@ from .. import (
     position_residual,
     velocity_residual,
 )
+from ..io._errors import ConfigError, Problem, Where
 from ._constants import FORMAT, OPTIMIZERS
-from ._file import Design
+from ._file import _TINY, Design
 from ._problem import DesignProblem, Evaluation
 
 
@@ -54,7 +55,10 @@ class DesignResult:
     - `history`: every [`Step`][], accepted or not (the accepted objectives
       decrease monotonically).
     - `initial_evaluation`, `final_evaluation`: the [`Evaluation`][] of x₀ and of
-      the final design (NumPy arrays).
+      the final design (NumPy arrays), both normalised alike: `objective` is
+      Σ_k weight_k · term_k / reference_k + penalty (1 + penalty at x₀), `terms`
+      and `peaks` are in physical units.
+    - `references`: each term's value at x₀ [N, N m, N s], its normaliser.
     - `initial_rank`, `final_rank`: rank of C at the (projected) initial state of
       each design; `final_unique`: the solvability verdict per pair there.
     - `stopped`: why the optimiser stopped.
@@ -71,6 +75,7 @@ class DesignResult:
     final_unique: dict[str, bool]
     stopped: str
     labels: list[str]
+    references: list[float]
 
     @property
     def accepted(self) -> list[Step]:
@@ -83,6 +88,9 @@ class DesignResult:
         return (first - last) / first
 
     def to_dict(self) -> dict[str, Any]:
+        """The content of `design.json`: plain JSON (a number that is not finite,
+        such as the objective of a step whose simulation failed, is None)."""
+
         def ev(e: Evaluation) -> dict[str, Any]:
             return {
                 "objective": float(e.objective),
@@ -92,23 +100,48 @@ class DesignResult:
                 "min_singular_ratio": float(e.min_ratio),
             }
 
-        return {
-            "format": FORMAT,
-            "variables": [
-                {"name": n, "unit": u, "initial": float(a), "final": float(b)}
-                for (n, u), a, b in zip(self.variables, self.initial, self.final, strict=True)
-            ],
-            "objective_terms": self.labels,
-            "initial": ev(self.initial_evaluation),
-            "final": ev(self.final_evaluation),
-            "decrease": self.decrease,
-            "initial_rank": self.initial_rank,
-            "final_rank": self.final_rank,
-            "same_rank": self.initial_rank == self.final_rank,
-            "final_unique": self.final_unique,
-            "stopped": self.stopped,
-            "history": [dataclasses.asdict(s) for s in self.history],
-        }
+        return _json_numbers(
+            {
+                "format": FORMAT,
+                "variables": [
+                    {"name": n, "unit": u, "initial": float(a), "final": float(b)}
+                    for (n, u), a, b in zip(self.variables, self.initial, self.final, strict=True)
+                ],
+                "objective_terms": self.labels,
+                "objective_normalisation": NORMALISATION,
+                "objective_references": self.references,
+                "initial": ev(self.initial_evaluation),
+                "final": ev(self.final_evaluation),
+                "decrease": self.decrease,
+                "initial_rank": self.initial_rank,
+                "final_rank": self.final_rank,
+                "same_rank": self.initial_rank == self.final_rank,
+                "final_unique": self.final_unique,
+                "stopped": self.stopped,
+                "history": [dataclasses.asdict(s) for s in self.history],
+            }
+        )
+
+
+NORMALISATION = (
+    "objective = sum over the terms of weight * term / reference (the term's value at the "
+    "initial design, in objective_references) + penalty: 1 + penalty at the initial design, "
+    "in both 'initial' and 'final' and in every step; terms and peaks are in physical units "
+    "(N, N m, N s)"
+)
+"""How `design.json` says what its objective values are."""
+
+
+def _json_numbers(tree: Any) -> Any:
+    """`tree` with every float that is not finite replaced by None (JSON has no
+    NaN or infinity)."""
+    if isinstance(tree, dict):
+        return {key: _json_numbers(value) for key, value in tree.items()}
+    if isinstance(tree, list | tuple):
+        return [_json_numbers(value) for value in tree]
+    if isinstance(tree, float) and not math.isfinite(tree):
+        return None
+    return tree
 
 
 def _numpy(tree):
@@ -134,7 +167,10 @@ def optimize_design(
 
     **Returns:** a [`DesignResult`][].
 
-    **Raises:** `ValueError` if the initial design cannot be simulated.
+    **Raises:** `ValueError` if the initial design cannot be simulated;
+    `redundax.io.ConfigError` naming the objective term whose reaction is zero
+    throughout the initial design's manoeuvre (it has no scale to divide by, and
+    nothing to minimise).
     """
     problem = DesignProblem(design) if problem is None else problem
     steps = design.steps if steps is None else steps
@@ -149,12 +185,29 @@ def optimize_design(
             f"{design.path}: the initial design cannot be simulated over "
             f"{design.simulation.t_final:g} s (the solve failed or gave non-finite reactions)"
         )
-    reference = jnp.asarray(np.where(first.terms > 0, first.terms, 1.0))
+    zero = [k for k, value in enumerate(first.terms) if not value >= _TINY]
+    if zero:
+        # Each term is divided by its initial value: a zero one has no scale, and
+        # nothing to decrease.
+        raise ConfigError(
+            "design" if design.path is None else design.path,
+            [
+                Problem(
+                    Where(f"objective[{k}]", "pair"),
+                    f"the {labels[k]} is zero throughout the initial design's "
+                    f"{design.simulation.t_final:g} s manoeuvre ({first.terms[k]:g}): there is "
+                    "nothing to minimise; choose a pair (or component) that carries load",
+                )
+                for k in zero
+            ],
+        )
+    reference = jnp.asarray(first.terms)
     optimizer = optax.inject_hyperparams(OPTIMIZERS[design.optimizer])(
         learning_rate=design.learning_rate
     )
     state = optimizer.init(z)
     best_z, best_value, best_grad, best_eval = None, math.inf, None, None
+    initial_evaluation = first
     history: list[Step] = []
     rejections, stopped = 0, f"{steps} steps done"
     lower, upper = jnp.asarray(problem.lower), jnp.asarray(problem.upper)
@@ -177,6 +230,8 @@ def optimize_design(
             seconds=time.perf_counter() - start,
         )
         history.append(step)
+        if k == 0:
+            initial_evaluation = evaluation  # x₀, normalised as every later one
         if on_step is not None:
             on_step(step)
         if accepted:
@@ -215,8 +270,9 @@ def optimize_design(
         initial=problem.x0.copy(),
         final=np.asarray(x_final),
         history=history,
-        initial_evaluation=first,
+        initial_evaluation=initial_evaluation,
         final_evaluation=best_eval,
+        references=[float(v) for v in first.terms],
         initial_rank=problem.rank,
         final_rank=int(report.rank),
         final_unique={name: bool(u) for name, u in zip(report.names, report.unique, strict=True)},

@@ -6,6 +6,7 @@ Part of [`redundax.optimize`][], whose docstring describes the whole.
 import csv
 import io
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -72,11 +73,17 @@ def _history_csv(result: DesignResult) -> str:
     )  # fmt: skip
     for s in result.history:
         writer.writerow(
-            [s.step, *map(repr, s.x), repr(s.objective), *map(repr, s.terms), repr(s.penalty),
-             repr(s.min_ratio), repr(s.gradient_norm), repr(s.learning_rate), s.accepted,
-             f"{s.seconds:.3f}"]
+            [s.step, *map(_number, s.x), _number(s.objective), *map(_number, s.terms),
+             _number(s.penalty), _number(s.min_ratio), _number(s.gradient_norm),
+             _number(s.learning_rate), s.accepted, f"{s.seconds:.3f}"]
         )  # fmt: skip
     return buffer.getvalue()
+
+
+def _number(value: float) -> str:
+    """A CSV cell: the number's repr, empty when it is not finite (a step whose
+    simulation failed has no objective)."""
+    return repr(value) if math.isfinite(value) else ""
 
 
 OUTPUTS = ("design.json", "history.csv", "design.png")
@@ -99,7 +106,7 @@ def write_result(result: DesignResult, out: str | Path, force: bool = False) -> 
                 raise FileExistsError(f"{path}: already exists; pass --force to overwrite it")
     out.mkdir(parents=True, exist_ok=True)
     with atomic_write(paths[0], force, text=True) as file:
-        json.dump(result.to_dict(), file, indent=2)
+        json.dump(result.to_dict(), file, indent=2, allow_nan=False)
         file.write("\n")
     with atomic_write(paths[1], force, text=True) as file:
         file.write(_history_csv(result))

@@ -76,8 +76,10 @@ class DesignProblem:
                 self.matrix[addresses.index(a), j] = c
         self.x0 = np.array([v.initial for v in design.variables])
         self.scale = np.array([v.scale for v in design.variables])
-        self.lower = (np.array([v.lower for v in design.variables]) - self.x0) / self.scale
-        self.upper = (np.array([v.upper for v in design.variables]) - self.x0) / self.scale
+        # A bound far beyond the scale may overflow to ±inf: unbounded, as it should be.
+        with np.errstate(over="ignore"):
+            self.lower = (np.array([v.lower for v in design.variables]) - self.x0) / self.scale
+            self.upper = (np.array([v.upper for v in design.variables]) - self.x0) / self.scale
         # Every discrete decision (rank, verdicts, the null-space path) is taken once,
         # on the initial design, and shared by every design the optimiser visits.
         options = design.simulation

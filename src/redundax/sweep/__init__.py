@@ -115,6 +115,7 @@ from .._parameters import (
 from ._constants import (
     AXIS as AXIS,
     FORMAT as FORMAT,
+    MAX_VARIANTS as MAX_VARIANTS,
     PROJECTION_STEPS as PROJECTION_STEPS,
     SINGULAR_RTOL as SINGULAR_RTOL,
 )

@@ -17,3 +17,12 @@ SINGULAR_RTOL = 1e-8
 `rank_max`): a singular value below `SINGULAR_RTOL · σ₁` counts as zero. Drift of
 the order of the integrator's tolerance makes dependent rows independent by far
 less, and a singular configuration passed between two saved states by more."""
+
+MAX_VARIANTS = 10_000_000
+"""The most variants a sweep may have (`samples`, or the product of a grid's value
+counts), and the largest `chunk_size`. The table of values (variants × parameters
+float64 numbers) is made before the first chunk and the combined file is gathered
+in memory, about a kilobyte per variant for a mechanism of the mobile robot's size:
+ten million variants are ten gigabytes (the same bound as a run's `n_save`); a
+larger sweep is refused before anything is allocated (10^15 samples were an attempt
+to allocate 7 PiB)."""

@@ -4,6 +4,7 @@ Part of [`redundax.sweep`][], whose docstring describes the whole.
 """
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from .._parameters import Target, parameter_targets, resolve_parameters, unknown
 from ..io._checks import MAX_STEPS, is_integer, is_number, read_table, unknown_keys
 from ..io._errors import Problem, Where
 from ..io.config import ConfigError, SimulationOptions, load_config
+from ._constants import MAX_VARIANTS
 
 
 # ------------------------------------------------------------------------ samples
@@ -72,22 +74,85 @@ class RandomSample:
         return np.stack(columns, axis=1).reshape(self.count, len(parameters))
 
 
-def _parameter_problems(p: Parameter, grid: bool) -> list[str]:
+def _variant_count(parameters: Sequence[Parameter], sample: "Grid | RandomSample") -> int:
+    """How many variants the sample has (a Python integer: no overflow, nothing
+    allocated)."""
+    if isinstance(sample, RandomSample):
+        return sample.count
+    return math.prod(
+        len(p.values) if p.values is not None else max(p.count or 0, 0) for p in parameters
+    )
+
+
+_POSITIVE = {
+    ("bodies", "mass"): "a mass [kg]",
+    ("bodies", "inertia"): "a moment of inertia [kg m²]",
+}
+"""Parameters that the model accepts only positive (its leaf → what it is)."""
+
+
+def _domain_problems(p: Parameter, target: Target, where: str) -> list[str]:
+    """A parameter whose values leave the model's domain: a mass or an inertia
+    that is not positive (the mechanism file refuses them too)."""
+    what = _POSITIVE.get(target.leaf[:2])
+    if what is None:
+        return []
+    if p.values is not None:
+        bad = [v for v in p.values if not v > 0]
+        if bad:
+            return [
+                Problem(
+                    Where(where, "values"),
+                    f"{what} must be positive, got {bad[0]:g}; give values > 0",
+                )
+            ]
+    elif p.low is not None and not p.low > 0:
+        return [
+            Problem(
+                Where(where, "range"),
+                f"{what} must be positive, but the range [{p.low:g}, {p.high:g}] reaches "
+                f"{p.low:g}; give low > 0",
+            )
+        ]
+    return []
+
+
+def _parameter_problems(p: Parameter, grid: bool, where: str) -> list[str]:
     problems = []
     if (p.values is None) == (p.low is None or p.high is None):
-        problems.append("give either 'values' or 'range' = [low, high]")
+        problems.append(Problem(where, "give either 'values' or 'range' = [low, high]"))
     if p.values is not None and len(p.values) == 0:
-        problems.append("'values' is empty")
-    if p.low is not None and p.high is not None and not p.low <= p.high:
-        problems.append(f"range [{p.low}, {p.high}]: low must not exceed high")
+        problems.append(Problem(Where(where, "values"), "is empty"))
+    key = "values" if p.values is not None else "range"
+    given = [v for v in (*(p.values or ()), p.low, p.high) if v is not None]
+    infinite = [v for v in given if not math.isfinite(v)]
+    if infinite:
+        problems.append(
+            Problem(
+                Where(where, key),
+                f"expected finite numbers, got {infinite[0]}",
+            )
+        )
+    elif p.low is not None and p.high is not None and not p.low <= p.high:
+        problems.append(
+            Problem(Where(where, "range"), f"[{p.low}, {p.high}]: low must not exceed high")
+        )
     if p.low is not None and grid and p.count is None:
-        problems.append("a grid over a range needs 'count' (the number of values, ends included)")
+        problems.append(
+            Problem(
+                where, "a grid over a range needs 'count' (the number of values, ends included)"
+            )
+        )
     if p.count is not None and not grid:
-        problems.append("'count' is for grid sweeps; a random sample has [sweep] samples")
+        problems.append(
+            Problem(
+                Where(where, "count"), "is for grid sweeps; a random sample has [sweep] samples"
+            )
+        )
     if p.count is not None and p.values is not None:
-        problems.append("'count' goes with 'range', not with 'values'")
+        problems.append(Problem(Where(where, "count"), "goes with 'range', not with 'values'"))
     if p.count is not None and p.count < 1:
-        problems.append(f"'count' must be at least 1, got {p.count}")
+        problems.append(Problem(Where(where, "count"), f"must be at least 1, got {p.count}"))
     return problems
 
 
@@ -171,9 +236,16 @@ def _problems(
     if not evaluates:
         problems.append("nothing to evaluate: set analyze = true and/or simulate = true")
     if isinstance(sample, RandomSample) and sample.count < 1:
-        problems.append(f"samples must be at least 1, got {sample.count}")
-    if chunk_size is not None and chunk_size < 1:
-        problems.append(f"chunk_size must be at least 1, got {chunk_size}")
+        problems.append(
+            Problem(Where("sweep", "samples"), f"must be at least 1, got {sample.count}")
+        )
+    if chunk_size is not None and not 1 <= chunk_size <= MAX_VARIANTS:
+        problems.append(
+            Problem(
+                Where("sweep", "chunk_size"),
+                f"expected an integer from 1 to {MAX_VARIANTS:,}, got {chunk_size:,}",
+            )
+        )
     known = parameter_targets(model, state)
     grid = isinstance(sample, Grid)
     names = [p.name for p in parameters]
@@ -183,8 +255,36 @@ def _problems(
             problems.append(Problem(Where(where, "name"), unknown_parameter(p.name, list(known))))
         elif p.name in names[:k]:
             problems.append(Problem(Where(where, "name"), "listed twice"))
-        problems += [Problem(where, problem) for problem in _parameter_problems(p, grid)]
-    return problems
+        own = _parameter_problems(p, grid, where)
+        problems += own
+        if p.name in known and not own:
+            problems += _domain_problems(p, known[p.name], where)
+    return problems + _size_problems(parameters, sample)
+
+
+def _size_problems(parameters: Sequence[Parameter], sample: "Grid | RandomSample") -> list[str]:
+    """More variants than [`MAX_VARIANTS`][], refused before anything is allocated."""
+    n = _variant_count(parameters, sample)
+    if n <= MAX_VARIANTS:
+        return []
+    if isinstance(sample, RandomSample):
+        return [
+            Problem(
+                Where("sweep", "samples"),
+                f"at most {MAX_VARIANTS:,} variants, got {n:,}; sweep fewer, or split the "
+                "sweep into several files (seeds)",
+            )
+        ]
+    sizes = " × ".join(
+        f"{len(p.values) if p.values is not None else p.count:,}" for p in parameters
+    )
+    return [
+        Problem(
+            Where("sweep", "parameters"),
+            f"the grid has {sizes} = {n:.3g} variants, more than {MAX_VARIANTS:,}; give "
+            "fewer 'values' or a smaller 'count', or draw samples (sample = \"random\")",
+        )
+    ]
 
 
 # ---------------------------------------------------------------------- TOML file

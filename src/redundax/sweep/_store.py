@@ -21,7 +21,7 @@ from jax.sharding import Mesh
 from .. import (
     __version__,
 )
-from ..io._atomic import atomic_write
+from ..io._atomic import atomic_write, check_directory
 from ._constants import FORMAT
 from ._evaluate import Evaluator, default_chunk_size, default_mesh, local_devices
 from ._file import Sweep
@@ -127,10 +127,41 @@ def _read_chunk(path: Path, k: int, fingerprint: str) -> dict[str, np.ndarray] |
         return None
 
 
+def check_out(out: str | Path, force: bool = False) -> None:
+    """Check, before anything is computed, that a sweep may write into `out`.
+
+    **Raises:** `PermissionError` or `NotADirectoryError` (as
+    [`redundax.io._atomic.check_directory`][]) naming the directory;
+    `FileExistsError` if `out` holds files a sweep writes (`sweep.npz`,
+    `summary.json`, chunk files) but no manifest of a sweep, unless `force`:
+    they are someone else's.
+    """
+    out = Path(out)
+    check_directory(out)
+    if force or (out / "manifest.json").exists():
+        return
+    theirs = [
+        str(path.relative_to(out))
+        for path in [
+            out / "sweep.npz",
+            out / "summary.json",
+            *sorted((out / "chunks").glob("chunk-*.npz"))[:1],
+        ]
+        if path.exists()
+    ]
+    if theirs:
+        raise FileExistsError(
+            f"{out}: holds {', '.join(theirs)} but no manifest.json of a redundax sweep, "
+            "so they are not a sweep's to replace; use another output directory, or pass "
+            "--force (force=True) to overwrite them"
+        )
+
+
 def _start(out: Path, describe: dict[str, Any], force: bool) -> None:
     """Create `out` with its manifest, or check that its manifest is this sweep's."""
     manifest = out / "manifest.json"
     fingerprint = describe["fingerprint"]
+    check_out(out, force)
     if manifest.exists() and not force:
         try:
             old = json.loads(manifest.read_text())
@@ -144,6 +175,7 @@ def _start(out: Path, describe: dict[str, Any], force: bool) -> None:
                 "--force (force=True) to discard its results"
             )
     (out / "chunks").mkdir(parents=True, exist_ok=True)
+    check_directory(out / "chunks")
     if force:
         for path in [
             *(out / "chunks").glob("chunk-*.npz"),
