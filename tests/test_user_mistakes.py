@@ -11,10 +11,13 @@ import os
 import stat
 from pathlib import Path
 
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import redundax as rx
 from redundax import cli
+from redundax.optimize import DesignProblem, Evaluation
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 FOUR_BAR = (CONFIGS / "four_bar.toml").read_text()
@@ -349,3 +352,417 @@ def test_too_few_max_steps_say_to_raise_them(tmp_path, capsys):
         "before t_final = 2 s; raise max_steps"
     )
     assert len(err.splitlines()) == 1
+
+
+# ------------------------------------------------- sweeps, designs, plots (issue 14)
+def _sweep_file(tmp_path, body, head=""):
+    """A sweep file over the four-bar: `head` in [sweep], then `body` (its
+    [[sweep.parameters]] entries)."""
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(f'[sweep]\nmechanism = "{CONFIGS / "four_bar.toml"}"\n{head}\n{body}\n')
+    return sweep
+
+
+def _one_error_line(err):
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err.rstrip("\n")
+
+
+MASS = '[[sweep.parameters]]\nname = "bodies.crank.mass"\n'
+COUPLER = '[[sweep.parameters]]\nname = "bodies.coupler.mass"\n'
+ROCKER = '[[sweep.parameters]]\nname = "bodies.rocker.mass"\n'
+
+
+@pytest.mark.parametrize(
+    "head, body, expected",
+    [
+        (
+            'sample = "random"\nsamples = 1000000000000000',
+            MASS + "range = [0.3, 0.5]",
+            "sweep key 'samples': at most 10,000,000 variants, got 1,000,000,000,000,000; "
+            "sweep fewer, or split the sweep into several files (seeds)",
+        ),
+        (
+            "",
+            "\n".join(p + "range = [0.3, 0.5]\ncount = 1000000" for p in (MASS, COUPLER, ROCKER)),
+            "sweep key 'parameters': the grid has 1,000,000 × 1,000,000 × 1,000,000 = 1e+18 "
+            "variants, more than 10,000,000; give fewer 'values' or a smaller 'count', or "
+            'draw samples (sample = "random")',
+        ),
+        (
+            "chunk_size = 100000000000000000000",
+            MASS + "values = [0.3, 0.5]",
+            "sweep key 'chunk_size': expected an integer from 1 to 10,000,000, "
+            "got 100,000,000,000,000,000,000",
+        ),
+    ],
+    ids=["10^15 samples", "a grid of 10^18", "chunk_size 10^20"],
+)
+def test_a_sweep_too_large_is_refused_before_anything_is_allocated(
+    tmp_path, capsys, head, body, expected
+):
+    """10^15 samples or a grid of 10^18 points were 7 PiB and 7 EiB allocations
+    (then an out-of-memory line that named no key), a chunk_size of 10^20 a
+    traceback: the key and the limit are named before any table is made."""
+    sweep = _sweep_file(tmp_path, body, head)
+    status, out, err = _run(capsys, "sweep", sweep, "--out", tmp_path / "out")
+    assert (status, out) == (2, "")
+    assert _one_error_line(err) == f"redundax: error: {sweep}: {expected}"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (
+            "range = [0.3, inf]\ncount = 3",
+            "key 'range': expected finite numbers, got inf",
+        ),
+        (
+            "range = [nan, 0.5]\ncount = 3",
+            "key 'range': expected finite numbers, got nan",
+        ),
+        ("values = [0.3, nan]", "key 'values': expected finite numbers, got nan"),
+        (
+            "range = [-1.0, 1.0]\ncount = 3",
+            "key 'range': a mass [kg] must be positive, but the range [-1, 1] reaches -1; "
+            "give low > 0",
+        ),
+        (
+            "values = [0.0, 0.5]",
+            "key 'values': a mass [kg] must be positive, got 0; give values > 0",
+        ),
+    ],
+    ids=["infinite end", "NaN end", "NaN value", "mass from -1 to 1", "zero mass"],
+)
+def test_a_sweep_outside_the_parameters_domain_is_refused(tmp_path, capsys, body, expected):
+    """A range with an infinite end (a RuntimeWarning, then exit 0), NaN, or masses
+    that are not positive (exit 0 with garbage): refused, naming the parameter."""
+    sweep = _sweep_file(tmp_path, MASS + body)
+    status, out, err = _run(capsys, "sweep", sweep, "--out", tmp_path / "out")
+    assert (status, out) == (2, "")
+    assert _one_error_line(err) == (
+        f"redundax: error: {sweep}: parameters[0] ('bodies.crank.mass') {expected}"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_sweep_leaves_the_users_own_files_alone(tmp_path, capsys):
+    """A directory holding the user's own sweep.npz and summary.json, with no
+    manifest of a redundax sweep, is not overwritten without --force."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sweep.npz").write_bytes(b"mine")
+    (out / "summary.json").write_text('{"mine": true}')
+    sweep = _sweep_file(tmp_path, MASS + "values = [0.3, 0.5]")
+    status, stdout, err = _run(capsys, "sweep", sweep, "--out", out)
+    assert (status, stdout) == (2, "")
+    assert _one_error_line(err) == (
+        f"redundax: error: {out}: holds sweep.npz, summary.json but no manifest.json of a "
+        "redundax sweep, so they are not a sweep's to replace; use another output "
+        "directory, or pass --force (force=True) to overwrite them"
+    )
+    assert (out / "sweep.npz").read_bytes() == b"mine"
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json", "sweep.npz"]
+
+
+FOUR_BAR_DESIGN = """[optimize]
+mechanism = "{mechanism}"
+steps = 3
+learning_rate = 0.5
+t_final = 0.6
+n_save = 13
+
+[[optimize.objective]]
+type = "peak-reaction"
+pair = "O"
+order = 8
+
+[[optimize.variables]]
+name = "ground_pivot_x"
+unit = "m"
+lower = 0.9
+upper = 1.1
+scale = 0.01
+addresses = {{ "pairs.D.point_j.x" = 1.0 }}
+"""
+
+
+def _design_file(tmp_path, edit=lambda s: s):
+    design = tmp_path / "design.toml"
+    design.write_text(edit(FOUR_BAR_DESIGN.format(mechanism=CONFIGS / "four_bar.toml")))
+    return design
+
+
+@pytest.mark.parametrize("command", ["sweep", "optimize"])
+def test_a_binary_file_is_named(tmp_path, capsys, command):
+    path = tmp_path / "file.toml"
+    path.write_bytes(b"\x80\x81\xff\xfe[sweep]\n\x00")
+    status, out, err = _run(capsys, command, path, "--out", tmp_path / "out")
+    assert (status, out) == (2, "")
+    assert _one_error_line(err) == (
+        f"redundax: error: {path}: not a text file (TOML files are UTF-8)"
+    )
+
+
+VARIABLE = "variables[0] ('ground_pivot_x')"
+ADDRESS = f"{VARIABLE} key 'addresses' ('pairs.D.point_j.x'): the coefficient must be"
+
+
+@pytest.mark.parametrize(
+    "old, new, expected",
+    [
+        ("= 1.0 }", "= inf }", f"{ADDRESS} a finite non-zero number of at least 2.23e-308 in "
+                               "magnitude, got inf"),
+        ("= 1.0 }", "= 5e-324 }", f"{ADDRESS} a finite non-zero number of at least 2.23e-308 "
+                                  "in magnitude, got 5e-324"),
+        ("scale = 0.01", "scale = inf", f"{VARIABLE} key 'scale': must be finite, got inf"),
+        ("scale = 0.01", "scale = 5e-324", f"{VARIABLE} key 'scale': expected a positive "
+                                           "number of at least 2.23e-308, got 5e-324"),
+        ("t_final = 0.6", "t_final = inf", "optimize key 't_final': must be finite, got inf"),
+        ("learning_rate = 0.5", "learning_rate = inf",
+         "optimize key 'learning_rate': must be finite, got inf"),
+        ("learning_rate = 0.5", "learning_rate = nan",
+         "optimize key 'learning_rate': must be finite, got nan"),
+        ("learning_rate = 0.5", "learning_rate = 0.0",
+         "optimize key 'learning_rate': expected a positive number, got 0.0"),
+    ],
+    ids=["infinite coefficient", "subnormal coefficient", "infinite scale", "subnormal scale",
+         "t_final inf", "learning_rate inf", "learning_rate NaN", "learning_rate 0"],
+)  # fmt: skip
+def test_a_design_number_out_of_range_is_named_before_simulating(
+    tmp_path, capsys, old, new, expected
+):
+    """Infinite or subnormal coefficients and scales ran ~45 s and exited 1
+    ("initial design cannot be simulated"); t_final = inf was `Expected None, got
+    Array([0.])`; learning_rate = inf wrote -Infinity/NaN into design.json with
+    exit 0. Each is exit 2 naming the key, before anything is simulated."""
+    design = _design_file(tmp_path, lambda s: s.replace(old, new))
+    status, out, err = _run(capsys, "optimize", design, "--out", tmp_path / "out", "--quiet")
+    assert (status, out) == (2, "")
+    assert _one_error_line(err) == f"redundax: error: {design}: {expected}"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["optimize", "sweep"])
+def test_an_infinite_end_time_argument_is_refused(tmp_path, capsys, command):
+    path = _design_file(tmp_path) if command == "optimize" else _sweep_file(tmp_path, MASS)
+    status, out, err = _run(capsys, command, path, "--out", tmp_path / "o", "--t-final", "inf")
+    assert (status, out) == (2, "")
+    assert "argument --t-final: expected a finite number, got 'inf'" in err
+
+
+class _Standin(DesignProblem):
+    """The design problem of a design file with its simulation replaced by a
+    closed form (the optimiser's loop, the checks and the files are the real
+    ones): term(x) = `size` · (1 + 100 (x − 1.02)²) [N], x the ground pivot."""
+
+    size = 50.0
+
+    def __init__(self, design):
+        super().__init__(design)
+        self.value_and_grad = self._closed_form  # in place of the compiled simulation
+
+    def _closed_form(self, z, reference):
+        x = jnp.asarray(self.x(z))
+        term = self.size * (1.0 + 100.0 * (x - 1.02) ** 2)
+        objective = jnp.sum(term / reference)
+        grad = self.size * 200.0 * (x - 1.02) * jnp.asarray(self.scale) / reference
+        evaluation = Evaluation(
+            objective=objective,
+            penalty=jnp.zeros(()),
+            terms=term,
+            peaks=term,
+            magnitude=jnp.stack([jnp.full(3, term[0])]),
+            ts=jnp.linspace(0.0, 0.6, 3),
+            min_ratio=jnp.ones(()),
+            initial_correction=jnp.zeros(()),
+        )
+        return (objective, evaluation), grad
+
+
+class _Unloaded(_Standin):
+    size = 0.0
+
+
+def test_an_objective_that_is_zero_throughout_is_named(tmp_path, capsys, monkeypatch):
+    """A reaction that is zero over the whole manoeuvre has no scale to divide by:
+    it was a ZeroDivisionError after the whole optimisation, with an empty output
+    folder. Now exit 2 naming the objective term, after its first evaluation."""
+    monkeypatch.setattr("redundax.optimize._optimizer.DesignProblem", _Unloaded)
+    design = _design_file(tmp_path)
+    status, out, err = _run(capsys, "optimize", design, "--out", tmp_path / "out", "--quiet")
+    assert (status, out) == (2, "")
+    assert _one_error_line(err) == (
+        f"redundax: error: {design}: objective[0] key 'pair': the peak-reaction O is zero "
+        "throughout the initial design's 0.6 s manoeuvre (0): there is nothing to minimise; "
+        "choose a pair (or component) that carries load"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_design_json_normalises_the_initial_and_final_objective_alike(
+    tmp_path, capsys, monkeypatch
+):
+    """The initial objective was reported in newtons and the final one divided by
+    the initial value (a 1.3 % gain read as 84 %): both are normalised, the file
+    says how, and `decrease` is their relative difference."""
+    monkeypatch.setattr("redundax.optimize._optimizer.DesignProblem", _Standin)
+    design = _design_file(tmp_path)
+    status, out, err = _run(
+        capsys, "optimize", design, "--out", tmp_path / "out", "--quiet", "--json"
+    )
+    assert status == 0, err
+    result = json.loads(out)
+    assert result == json.loads((tmp_path / "out" / "design.json").read_text())
+    initial, final = result["initial"], result["final"]
+    assert initial["objective"] == 1.0 == result["history"][0]["objective"]
+    assert result["objective_references"] == initial["terms"]
+    assert final["objective"] == final["terms"][0] / initial["terms"][0] < 1.0
+    assert result["decrease"] == 1.0 - final["objective"]
+    assert result["objective_normalisation"].startswith(
+        "objective = sum over the terms of weight * term / reference"
+    )
+
+
+def _archive(path, **arrays):
+    np.savez(path, **{name.replace("__", "/"): value for name, value in arrays.items()})
+
+
+RUN_META = json.dumps({"format": "redundax run 1", "dim": 2})
+
+
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (
+            lambda p: p.write_bytes(Path(p).with_name("whole.npz").read_bytes()[:200]),
+            "not a redundax run (not an NPZ archive: File is not a zip file)",
+        ),
+        (
+            lambda p: p.write_bytes(
+                Path(p).with_name("whole.npz").read_bytes().replace(b"\x11" * 64, b"\x22" * 64)
+            ),
+            "a damaged or incomplete redundax run (Bad CRC-32 for file 't.npy')",
+        ),
+        (lambda p: _archive(p, a=np.zeros(3)), "not a redundax run (no 'meta' entry)"),
+        (
+            lambda p: _archive(p, meta=np.asarray("[1, 2]")),
+            "not a redundax run (its 'meta' entry is not a JSON object)",
+        ),
+        (
+            lambda p: _archive(p, meta=np.asarray(RUN_META)),
+            "a damaged or incomplete redundax run (t is not a file in the archive)",
+        ),
+        (
+            lambda p: p.write_text("t,q\n0,1\n"),
+            "not a redundax run (not an NPZ archive: not a zip file)",
+        ),
+        (
+            lambda p: (
+                np.save(p.with_suffix(".npy"), np.zeros(3)) or p.with_suffix(".npy").rename(p)
+            ),
+            "not a redundax run (a single NumPy array, not an NPZ archive)",
+        ),
+    ],
+    ids=["truncated", "corrupt member", "foreign", "foreign meta", "incomplete", "text", "npy"],
+)
+def test_plot_names_a_file_that_is_not_a_run(tmp_path, capsys, make, expected):
+    """A corrupt NPZ, a foreign NPZ (valid, without redundax's entries) and a file
+    that is not an NPZ were AttributeError, KeyError and BadZipFile tracebacks."""
+    _archive(tmp_path / "whole.npz", meta=np.asarray(RUN_META), t=np.full(64, 17, np.uint8))
+    path = tmp_path / "run.npz"
+    make(path)
+    status, out, err = _run(capsys, "plot", path, "--out", tmp_path / "figures")
+    assert (status, out) == (2, "")
+    assert _one_error_line(err) == f"redundax: error: {path}: {expected}"
+    assert not (tmp_path / "figures").exists()
+
+
+def test_the_solvability_figure_of_a_mechanism_without_redundancy_does_not_warn():
+    """Every ‖B_X‖ = 0 (all pairs unique): the log axis got no positive value and
+    matplotlib warned on stderr (an error under this suite's filterwarnings)."""
+    from redundax import plot
+
+    run = {
+        "t": np.zeros(2),
+        "reactions": {"O": None, "A": None},
+        "unique": {"O": True, "A": True},
+        "b_norm": {"O": 0.0, "A": 0.0},
+        "solvability": {
+            **{"t": 0.0, "utol": 1e-8, "unique": {"O": True, "A": True}},
+            **{"rank": 8, "redundancy": 0, "dof": 1, "n": 9, "rows": 8},
+        },
+        "meta": {"mechanism": "four-bar linkage"},
+    }
+    figure = plot.plot_solvability(run)
+    assert figure.axes[0].get_yscale() == "log"
+
+
+@pytest.fixture
+def read_only(tmp_path, monkeypatch):
+    """A directory the process may not write in (mode 0555; for root, who may,
+    `os.access` answers as for another user)."""
+    directory = tmp_path / "read-only"
+    directory.mkdir()
+    directory.chmod(0o555)
+    if os.geteuid() == 0:
+        access = os.access
+
+        def denied(path, mode, **kwargs):
+            if Path(path) == directory and mode & os.W_OK:
+                return False
+            return access(path, mode, **kwargs)
+
+        monkeypatch.setattr(os, "access", denied)
+    yield directory
+    directory.chmod(0o755)
+
+
+@pytest.mark.parametrize("command", ["sweep", "optimize"])
+def test_a_read_only_output_directory_is_named_before_computing(
+    tmp_path, capsys, read_only, command
+):
+    """It was reported after the whole computation, naming a temporary file."""
+    path = (
+        _design_file(tmp_path)
+        if command == "optimize"
+        else _sweep_file(tmp_path, MASS + "values = [0.3, 0.5]")
+    )
+    status, out, err = _run(capsys, command, path, "--out", read_only / "out", "--quiet")
+    assert (status, out) == (2, "")
+    assert _one_error_line(err) == (
+        f"redundax: error: {read_only}: cannot write in this directory (it would be created "
+        f"in {read_only}): no permission to write there, or a read-only file system; choose "
+        "another output directory"
+    )
+    assert list(read_only.iterdir()) == []
+
+
+def test_a_read_only_directory_for_a_run_file_is_named(capsys, read_only):
+    status, out, err = _run(capsys, "simulate", CONFIGS / "four_bar.toml", "--out",
+                            read_only / "run.npz")  # fmt: skip
+    assert (status, out) == (2, "")
+    assert _one_error_line(err) == (
+        f"redundax: error: {read_only / 'run.npz'}: cannot write in the directory "
+        f"'{read_only}': no permission to write there, or a read-only file system"
+    )
+
+
+def test_an_augmented_lagrangian_penalty_beyond_float64_is_refused(tmp_path, capsys):
+    """`penalty = 1e30` swamps M in M + α CᵀC: the mechanism never moved, exit 0.
+    Refused above 1e11 (q̈ carries a relative error of about penalty · ε)."""
+    with pytest.raises(ValueError, match=r"penalty must be at most 1e\+11, got 1e\+30: α CᵀC"):
+        rx.AugmentedLagrangian(penalty=1e30)
+    with pytest.raises(ValueError, match="penalty must be a positive number, got -1.0"):
+        rx.AugmentedLagrangian(penalty=-1.0)
+    assert rx.AugmentedLagrangian(penalty=1e11).penalty == 1e11
+    path = tmp_path / "mechanism.toml"
+    path.write_text(
+        FOUR_BAR.replace(
+            "t_final = 2.0", 't_final = 2.0\nmethod = "augmented-lagrangian"\npenalty = 1e30'
+        )
+    )
+    status, out, err = _run(capsys, "simulate", path)
+    assert (status, out) == (2, "")
+    assert "penalty must be at most 1e+11, got 1e+30" in _one_error_line(err)

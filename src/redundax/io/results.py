@@ -500,18 +500,21 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
         raise ValueError(f"{path}: read_run reads .npz runs only (CSV is for other tools)")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
+    # The file is opened here, and closed here whatever np.load makes of it.
     with path.open("rb") as file:
         magic = file.read(6)
-    if magic.startswith(b"\x93NUMPY"):
-        raise ValueError(f"{path}: not a redundax run (a single NumPy array, not an NPZ archive)")
-    if not magic.startswith(b"PK"):
-        # np.load would try it as a pickle, and say so.
-        raise ValueError(f"{path}: not a redundax run (not an NPZ archive: not a zip file)")
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
-        raise ValueError(f"{path}: not a redundax run (not an NPZ archive: {error})") from None
-    with archive as npz:
+        file.seek(0)
+        if magic.startswith(b"\x93NUMPY"):
+            raise ValueError(
+                f"{path}: not a redundax run (a single NumPy array, not an NPZ archive)"
+            )
+        if not magic.startswith(b"PK"):
+            # np.load would try it as a pickle, and say so.
+            raise ValueError(f"{path}: not a redundax run (not an NPZ archive: not a zip file)")
+        try:
+            npz = np.load(file, allow_pickle=False)
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
+            raise ValueError(f"{path}: not a redundax run (not an NPZ archive: {error})") from None
         try:
             out = _read_entries(path, npz)
         except _NotARun:
@@ -520,6 +523,8 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
             # Entries missing, of the wrong kind, or unreadable (a corrupt member).
             what = str(error.args[0]) if isinstance(error, KeyError) else str(error)
             raise ValueError(f"{path}: a damaged or incomplete redundax run ({what})") from None
+        finally:
+            npz.close()
     _check_shapes(path, out)
     return out
 
