@@ -80,3 +80,63 @@ TOL_STATIC = 1e-9
 # Andrews' squeezer: the seven angles at t = 0.03 s against the Bari test set [rad]
 # (issue 14).
 TOL_ANDREWS_ANGLE = 1e-6
+
+
+def a02_exact_b0(n: int, ts) -> np.ndarray:
+    """B0 of IFToMM A02 with n parallelograms on its parallelogram branch, from the
+    exact 1-DOF reduction: cranks (1/3 kg m² about their pivots) and translating
+    couplers, θ the crank angle from the ground line, T = ½ ((n + 1)/3 + n) θ̇²,
+    V = g ((n + 1)/2 + n) sin θ, θ(0) = π/2, θ̇(0) = −1 rad/s (B0 at 1 m/s along x);
+    SciPy's DOP853 at rtol = atol = 1e-12."""
+    from scipy.integrate import solve_ivp
+
+    a = 9.81 * ((n + 1) / 2 + n) / ((n + 1) / 3 + n)
+    sol = solve_ivp(
+        lambda t, y: [y[1], -a * np.cos(y[0])],
+        (0.0, float(ts[-1])),
+        [np.pi / 2, -1.0],
+        t_eval=ts,
+        method="DOP853",
+        rtol=1e-12,
+        atol=1e-12,
+    )
+    return np.stack([np.cos(sol.y[0]), np.sin(sol.y[0])], axis=1)
+
+
+def a02_flat_instants(n: int, t_final: float) -> np.ndarray:
+    """The instants the exact A02 cranks lie along the ground line (B0 at y = 0)."""
+    ts = np.linspace(0.0, t_final, 100_001)
+    y = a02_exact_b0(n, ts)[:, 1]
+    k = np.flatnonzero(np.sign(y[1:]) != np.sign(y[:-1]))
+    return ts[k] - y[k] * (ts[k + 1] - ts[k]) / (y[k + 1] - y[k])
+
+
+def a02_config(n: int, t_final: float, n_save: int) -> str:
+    """IFToMM A02 with n parallelograms (`redundax.models.n_four_bar(n)`) as a
+    configuration file with no method, solver or drift control: links 1 m, 1 kg
+    slender bars, cranks vertical at t = 0, B0 at 1 m/s along x, g = 9.81 m/s²."""
+    lines = [
+        "[mechanism]",
+        f'name = "A02 N = {n}"',
+        "gravity = [0.0, -9.81]",
+        "[simulation]",
+        f"t_final = {t_final}",
+        f"n_save = {n_save}",
+    ]
+    bar = ["mass = 1.0", f"inertia = {1 / 12!r}"]
+    for k in range(n + 1):
+        lines += ["[[bodies]]", f'name = "crank{k}"', *bar, f"position = [{float(k)}, 0.5]"]
+        lines += [f"angle = {math.pi / 2!r}", "velocity = [0.5, 0.0]", "angular_velocity = -1.0"]
+    for k in range(1, n + 1):
+        lines += ["[[bodies]]", f'name = "coupler{k}"', *bar, f"position = [{k - 0.5}, 1.0]"]
+        lines += ["velocity = [1.0, 0.0]"]
+    for k in range(n + 1):
+        lines += ["[[pairs]]", f'name = "O{k}"', 'type = "revolute"', f'body_i = "crank{k}"']
+        lines += ['body_j = "ground"', "point_i = [-0.5, 0.0]", f"point_j = [{float(k)}, 0.0]"]
+    for k in range(1, n + 1):
+        for name, crank, end in (("A", k - 1, -0.5), ("B", k, 0.5)):
+            lines += ["[[pairs]]", f'name = "{name}{k}"', 'type = "revolute"']
+            lines += [f'body_i = "crank{crank}"', f'body_j = "coupler{k}"']
+            lines += ["point_i = [0.5, 0.0]", f"point_j = [{end}, 0.0]"]
+    lines += ["[[markers]]", 'name = "B0"', 'body = "crank0"', "point = [0.5, 0.0]"]
+    return "\n".join(lines) + "\n"

@@ -24,6 +24,7 @@ from helpers import (
     TOL_PROJECTED_VIOLATION,
     TOL_SAME_MOTION,
     TOL_SAME_REACTION,
+    a02_exact_b0,
     central_difference,
     read_reference,
 )
@@ -200,40 +201,21 @@ def _crank_crossings(traj, n_cranks):
     return phi, np.nonzero(np.diff(k))[0]
 
 
-def _a02_exact_b0(n, ts):
-    """B0 of A02 with n parallelograms on its parallelogram branch, from the exact
-    1-DOF reduction: cranks (1/3 kg m² about their pivots) and translating couplers,
-    θ the crank angle from the ground line, T = ½ ((n + 1)/3 + n) θ̇²,
-    V = g ((n + 1)/2 + n) sin θ, θ(0) = π/2, θ̇(0) = −1 rad/s (B0 at 1 m/s along x)."""
-    from scipy.integrate import solve_ivp
-
-    a = 9.81 * ((n + 1) / 2 + n) / ((n + 1) / 3 + n)
-    sol = solve_ivp(
-        lambda t, y: [y[1], -a * np.cos(y[0])],
-        (0.0, float(ts[-1])),
-        [np.pi / 2, -1.0],
-        t_eval=ts,
-        method="DOP853",
-        rtol=1e-12,
-        atol=1e-12,
-    )
-    return np.stack([np.cos(sol.y[0]), np.sin(sol.y[0])], axis=1)
-
-
-@pytest.mark.parametrize("n", [1, 10])
+@pytest.mark.parametrize("n", [1])
 def test_singular_passages_keep_the_parallelogram_branch_by_default(n):
     """A02-type chains pass the flat configuration (cranks along the ground line,
     the rank of C drops by n) about twice a second. With every default (no method,
     no drift control: the projection after every step) the chain stays on the
     parallelogram branch: B0 within the benchmark's high precision of the exact
     motion, the energy kept (issue 14; with Baumgarte terms alone, n = 10 ended
-    2.0 m off with 10 % of the energy gained)."""
+    2.0 m off with 10 % of the energy gained). n = 1 and 10 through `redundax
+    simulate`: test_cli_simulate."""
     mech = models.n_four_bar(n)
     model, s = mech.build(), mech.initial_state()
     traj = rx.simulate(model, s, 10.0, n_save=1001)
     ts = np.asarray(traj.ts)
     b0 = np.asarray(jax.vmap(lambda q: rx.marker_positions(model, q)[0])(traj.q))
-    assert float(np.max(np.linalg.norm(b0 - _a02_exact_b0(n, ts), axis=1))) < TOL_A02_POSITION
+    assert float(np.max(np.linalg.norm(b0 - a02_exact_b0(n, ts), axis=1))) < TOL_A02_POSITION
     phi, crossings = _crank_crossings(traj, n + 1)
     assert len(crossings) >= 8
     # Every crank stays parallel to crank 0; on the other branch they differ by O(1) rad.
