@@ -177,7 +177,9 @@ class Sweep:
     - `name`: shown in reports.
 
     **Raises:** `ValueError` listing every problem (unknown parameter addresses,
-    parameters without values, nothing to evaluate).
+    parameters without values, values that are not finite, masses and inertias
+    that are not positive, more than [`MAX_VARIANTS`][] variants or a larger
+    `chunk_size`, nothing to evaluate).
     """
 
     model: Model

@@ -284,7 +284,9 @@ def run_sweep(
     **Returns:** the combined file `out/sweep.npz` (see [`read_sweep`][]); beside
     it, `summary.json` lists the variants that differ from the nominal model.
 
-    **Raises:** `ValueError` if `out` holds another sweep (unless `force`), if
+    **Raises:** as [`check_out`][] (an unwritable `out`; someone else's
+    `sweep.npz`, `summary.json` or chunk files in it, unless `force`);
+    `ValueError` if `out` holds another sweep (unless `force`), if
     `evaluator` belongs to another sweep, or if the processes of a run were given
     different sweeps or do not share `out`.
     """
