@@ -765,4 +765,7 @@ def test_an_augmented_lagrangian_penalty_beyond_float64_is_refused(tmp_path, cap
     )
     status, out, err = _run(capsys, "simulate", path)
     assert (status, out) == (2, "")
-    assert "penalty must be at most 1e+11, got 1e+30" in _one_error_line(err)
+    assert _one_error_line(err).startswith(
+        f"redundax: error: {path}: simulation key 'penalty': penalty must be at most 1e+11, "
+        "got 1e+30"
+    )

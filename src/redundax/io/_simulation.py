@@ -183,7 +183,12 @@ def parse_simulation(raw: dict[str, Any], problems: list[str]) -> dict[str, Any]
             {key: value for key, value in raw.items() if key in kind.keys}, kind, where, problems
         )
         if parsed is not None:
-            objects[table] = kind.build(**kind.arguments(parsed))
+            try:
+                objects[table] = kind.build(**kind.arguments(parsed))
+            except ValueError as error:  # the object's own checks: name the key they name
+                text = str(error).partition(": ")[2] or str(error)
+                named = [key for key in kind.keys if text.startswith(f"{key} ")]
+                problems.append(Problem(Where(where, named[0]) if named else where, text))
     if len(problems) > before or values is None:
         return None
     if "solver" not in raw:
