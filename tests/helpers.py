@@ -71,6 +71,7 @@ def planar_twin(mech: rx.Mechanism) -> rx.Mechanism:
     """The spatial model of a planar mechanism (`rx.models.spatial_twin`)."""
     return rx.models.spatial_twin(mech)
 
+
 # --- force elements (tests/test_forces.py) ---
 # Linear oscillators (spring, torsion spring, dampers) against their closed-form motion
 # at rtol = 1e-10, atol = 1e-12 [m, rad].
