@@ -518,3 +518,26 @@ def test_a02_chains_keep_their_branch_through_the_command_line(tmp_path, n):
     assert len(flat) == 10 and len(passages) == len(flat)
     np.testing.assert_allclose([p["t"] for p in passages], flat, rtol=0, atol=1e-2)
     assert summary["min_sigma_ratio"] < 1e-6
+
+
+def test_a_terminated_run_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """SIGTERM (`kill`, a batch system's time limit) while the run file is being
+    written: status 143, one line, no file under its final name and no
+    `.run.npz.XXXX.tmp` left behind (issue 14: Python's default action skipped the
+    clean-up)."""
+    import os
+    import signal
+
+    from redundax.io import results
+
+    def killed(file, **arrays):
+        file.write(b"half a file")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(results.np, "savez", killed)
+    npz = tmp_path / "run.npz"
+    status, out, err = _run("simulate", FOUR_BAR, "--t-final", "0.1", "--out", npz, "--json")
+    assert (status, out) == (143, "") and err.endswith("redundax: terminated\n")
+    assert all(line.endswith(" s elapsed") for line in err.splitlines()[:-1])  # heartbeat
+    assert list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handler restored

@@ -21,7 +21,10 @@ compilation cache (`_cache`), which the library never does.
 """
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from types import ModuleType
 
@@ -82,6 +85,36 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_TERMINATED = 128 + signal.SIGTERM
+"""The shell's status for a process stopped by SIGTERM (143)."""
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread: every `finally` runs (a file being
+    written is removed, as after Ctrl-C), which Python's default action skips."""
+
+
+@contextlib.contextmanager
+def _terminable():
+    """SIGTERM as `_Terminated` while a command runs (main thread, default action
+    only: an embedding program's own handler is left alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise _Terminated
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 _MEMORY_OPTIONS = {
     "simulate": "lower [simulation] n_save or --memory-budget, or simulate a shorter span",
     "sweep": "lower [sweep] chunk_size (variants simulated at once) or n_save",
@@ -127,8 +160,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     args.cache = enable_compilation_cache()
     try:
-        with cacheable_programs(args.cache is not None):
+        with cacheable_programs(args.cache is not None), _terminable():
             return COMMANDS[args.command].run(args)
+    except _Terminated:  # SIGTERM (kill, a batch system's time limit): files cleaned up
+        print("redundax: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     except (ValueError, OSError) as error:  # ConfigError is a ValueError
         report(error)
         return EXIT_USAGE
