@@ -243,11 +243,12 @@ def test_progress_only_on_a_terminal_and_never_on_stdout():
 
 
 def test_progress_lines_without_a_terminal(monkeypatch):
-    """stderr a file (a batch job's log): one line per PROGRESS_INTERVAL of wall
-    time while the run lasts, stdout still exactly the JSON (issue 14: a long run
-    printed nothing at all)."""
+    """stderr a file (a batch job's log): after PROGRESS_AFTER (30 s), one line per
+    PROGRESS_INTERVAL (10 s) of wall time while the run lasts, stdout still exactly
+    the JSON (issue 14: a long run printed nothing at all)."""
     from redundax.cli import _common
 
+    monkeypatch.setattr(_common, "PROGRESS_AFTER", 0.02)
     monkeypatch.setattr(_common, "PROGRESS_INTERVAL", 0.02)
     status, out, err = _run("simulate", FOUR_BAR, "--t-final", T_FINAL, "--json")
     assert status == 0 and json.loads(out)["t_final"] == 1.0

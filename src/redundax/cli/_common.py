@@ -58,6 +58,9 @@ def positive_float(text: str) -> float:
     return value
 
 
+PROGRESS_AFTER = 30.0
+"""Seconds before the first line of [`heartbeat`][]: a short run prints none."""
+
 PROGRESS_INTERVAL = 10.0
 """Seconds between two lines of [`heartbeat`][] (stderr not a terminal)."""
 
@@ -65,7 +68,8 @@ PROGRESS_INTERVAL = 10.0
 @contextlib.contextmanager
 def heartbeat(what: str):
     """While the block runs with stderr not a terminal (a log file, a batch job:
-    no progress bar there), one line every `PROGRESS_INTERVAL` s of wall time,
+    no progress bar there), after `PROGRESS_AFTER` s one line every
+    `PROGRESS_INTERVAL` s of wall time,
     `redundax: <what>: <n> s elapsed`, from a thread that reads no computed value
     (the compiled programs stay free of host callbacks, so the compilation cache
     keeps them)."""
@@ -76,9 +80,13 @@ def heartbeat(what: str):
     start = time.perf_counter()
 
     def beat():
-        while not stop.wait(PROGRESS_INTERVAL):
+        if stop.wait(PROGRESS_AFTER):
+            return
+        while True:
             elapsed = time.perf_counter() - start
             print(f"redundax: {what}: {elapsed:.0f} s elapsed", file=sys.stderr, flush=True)
+            if stop.wait(PROGRESS_INTERVAL):
+                return
 
     thread = threading.Thread(target=beat, name="redundax-heartbeat", daemon=True)
     thread.start()
