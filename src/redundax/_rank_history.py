@@ -10,6 +10,7 @@ from jaxtyping import Array, Float, Int
 from ._assembly import constraint_matrix
 from ._model import Model
 from ._qr import DECISION_RTOL, default_rtol
+from ._reactions import chunk_size
 from ._structure import decide
 
 
@@ -37,10 +38,14 @@ class RankHistory(eqx.Module):
 
 @eqx.filter_jit
 def singular_values_along(model, ts, q):
-    """Singular values of C (descending) at every configuration `q[k]` at `ts[k]`."""
-    return jax.vmap(lambda q, t: jnp.linalg.svd(constraint_matrix(model, q, t), compute_uv=False))(
-        q, ts
-    )
+    """Singular values of C (descending) at every configuration `q[k]` at `ts[k]`,
+    in chunks within the reactions' memory budget (`MEMORY_BUDGET`)."""
+
+    def one(state):
+        q, t = state
+        return jnp.linalg.svd(constraint_matrix(model, q, t), compute_uv=False)
+
+    return jax.lax.map(one, (q, ts), batch_size=chunk_size(model, ts.shape[0]))
 
 
 def rank_history(model: Model, trajectory, rtol: float | None = None) -> RankHistory:
