@@ -25,6 +25,7 @@ from ._singularity import THRESHOLD, SingularityLog, SingularityMonitor, singula
 from ._step_projection import StepProjection
 from ._structure import Structure, decide
 from ._validation import host_values
+from ._wrapped_solver import around
 from .methods import AbstractNullSpaceMethod, AbstractRedundancyMethod, NullSpace, specialise
 
 
@@ -165,11 +166,12 @@ def _simulate(
     monitored = method.partitions and model.n_constraints > 0
     solver = drift_control.wrap(solver)
     if monitored:
-        solver = ActiveSetMonitor(solver, ActiveSetLog.start(active_rows(args, ts[0], (q0, qd0))))
+        log = ActiveSetLog.start(active_rows(args, ts[0], (q0, qd0)))
+        solver = around(ActiveSetMonitor, solver, log)
     watched = singular_threshold is not None and model.n_constraints > 0
     if watched:
-        solver = SingularityMonitor(
-            solver, SingularityLog.start(structure, ts[0], singular_threshold)
+        solver = around(
+            SingularityMonitor, solver, SingularityLog.start(structure, ts[0], singular_threshold)
         )
     logged = monitored or watched
     log = singular = None

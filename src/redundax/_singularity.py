@@ -246,10 +246,12 @@ def _action(drift_control, method) -> tuple[str, bool]:
 
     if isinstance(drift_control, StepProjection):
         what, kept = "projection onto the manifold after every integrator step", True
+    elif getattr(method, "partitions", False):
+        # Kraus et al. §8: the rows that become dependent drop out of the active set
+        # near the passage, so the factorisation does not follow them off the branch.
+        what, kept = "constraint partitioning: dependent rows dropped (active set logged)", True
     elif isinstance(drift_control, Projection):
         what, kept = "projection at the saved times only: the branch is not guaranteed", False
-    elif getattr(method, "partitions", False):
-        what, kept = "constraint partitioning (active set) without projection", False
     else:
         name = type(drift_control).__name__
         what, kept = f"none ({name} terms only): the motion may have left its branch", False

@@ -2,6 +2,8 @@
 override `init`/`step` to act around each step (the active-set monitor, the
 projection after every step)."""
 
+import functools
+
 import diffrax
 import equinox as eqx
 
@@ -18,6 +20,11 @@ class AbstractDelegatingSolver(diffrax.AbstractWrappedSolver):
         one and fills in the root finder's tolerances from the step-size controller
         (`eqx.tree_at` reaches the wrapped solver's fields through this property)."""
         return self.solver.root_finder  # pyright: ignore
+
+    @property
+    def root_find_max_steps(self):
+        """The wrapped implicit solver's limit on root-finding steps."""
+        return self.solver.root_find_max_steps  # pyright: ignore
 
     @property
     def term_structure(self):
@@ -48,3 +55,20 @@ class AbstractDelegatingSolver(diffrax.AbstractWrappedSolver):
 
     def func(self, terms, t0, y0, args):
         return self.solver.func(terms, t0, y0, args)
+
+
+@functools.cache
+def _implicit(cls: type) -> type:
+    """`cls` that is also a `diffrax.AbstractImplicitSolver` (same name)."""
+    return type(cls.__name__, (cls, diffrax.AbstractImplicitSolver), {"__module__": cls.__module__})
+
+
+def around(cls: type, solver: diffrax.AbstractSolver, *fields):
+    """`cls(solver, *fields)`: a delegating wrapper of `solver`, itself an implicit
+    solver when `solver` is one. Diffrax forwards `isinstance` through one wrapper
+    only; a monitor around the projection around `diffrax.Kvaerno5()` would
+    otherwise not be taken for an implicit solver, and its root finder would not
+    get the step-size controller's tolerances."""
+    if isinstance(solver, diffrax.AbstractImplicitSolver):
+        cls = _implicit(cls)
+    return cls(solver, *fields)
