@@ -76,6 +76,7 @@ class Trajectory(eqx.Module):
         return State(self.ts[k], self.q[k], self.qd[k])
 
 
+@eqx.filter_jit
 def _vector_field(t, y, args):
     model, structure, method, drift_control = args
     q, qd = y

@@ -157,6 +157,7 @@ def _vertex(t0, t1, t2, r0, r1, r2):
     return jnp.where(ok, t_star, t1), jnp.where(ok, depth, r1)
 
 
+@eqx.filter_jit
 def step_sigma(args, t, y) -> Float[Array, " k"]:
     """Singular values of C at (t, y), descending: a record, through which no
     derivative flows."""

@@ -143,6 +143,9 @@ class StepProjection(AbstractDriftControl):
     def project_state(self, args, t: Scalar, y):
         """`(q, q̇)` of `y` put back on the manifold at time `t`, with the model and
         structure of `simulate`'s `args`."""
+        return _project_state(self, args, t, y)
+
+    def _project_state(self, args, t: Scalar, y):
         model, structure, _, _ = args
         q, qd = y
         if model.n_constraints == 0:
@@ -155,6 +158,13 @@ class StepProjection(AbstractDriftControl):
 
     def wrap(self, solver: diffrax.AbstractSolver) -> diffrax.AbstractSolver:
         return ProjectedSteps(solver, self)
+
+
+@eqx.filter_jit
+def _project_state(projection: StepProjection, args, t, y):
+    # A jitted function is traced once per argument shapes: Diffrax calls the step
+    # (and, under `grad`, its linearisation) several times while tracing a solve.
+    return projection._project_state(args, t, y)
 
 
 class ProjectedSteps(AbstractDelegatingSolver):
