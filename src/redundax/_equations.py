@@ -37,6 +37,14 @@ def dynamics_terms(
     model: Model, q: Float[Array, " nq"], qd: Float[Array, " nq"], t: Scalar
 ) -> Terms:
     """C, b, Γ, Φ, M and F at (q, q̇, t), all by autodiff."""
+    return _dynamics_terms(model, q, qd, jnp.asarray(t, dtype=float))
+
+
+# Jitted (t always an array, so a new time is no new program): the terms are
+# assembled several times per integrator step (the stages, the projection), and a
+# jitted function is traced once per argument shapes inside an enclosing trace.
+@eqx.filter_jit
+def _dynamics_terms(model: Model, q, qd, t) -> Terms:
     C = constraint_matrix(model, q, t)
     b = velocity_bias(model, q, t)
     return Terms(
@@ -71,6 +79,11 @@ def local_terms(
     model: Model, q: Float[Array, " nq"], qd: Float[Array, " nq"], t: Scalar
 ) -> LocalTerms:
     """[`LocalTerms`][] at (q, q̇, t), all by autodiff of the pairs' local residuals."""
+    return _local_terms(model, q, qd, jnp.asarray(t, dtype=float))
+
+
+@eqx.filter_jit
+def _local_terms(model: Model, q, qd, t) -> LocalTerms:
     R, B = constraint_rows(model, q, t)
     dof = model.bodies.dof
     QD = jnp.concatenate([qd.reshape(-1, dof), jnp.zeros((1, dof))])
