@@ -155,6 +155,13 @@ def reactions(
     """
     if structure is None:
         structure = decide(model, q, t)
+    return _reactions(model, q, qd, jnp.asarray(t, dtype=float), structure, method, stabilisation)
+
+
+# Jitted (t always an array): one program per mechanism and method, whether called
+# eagerly state by state or traced inside a larger program.
+@eqx.filter_jit
+def _reactions(model, q, qd, t, structure, method, stabilisation) -> Reactions:
     terms, qdd, lam = solve_terms(
         model, q, qd, t, structure=structure, method=method, stabilisation=stabilisation
     )

@@ -1,6 +1,8 @@
 """q̈ and λ at one state: the equations of motion solved by a method of handling
 redundancy, with the discrete facts taken from the mechanism's [`Structure`][]."""
 
+import equinox as eqx
+import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ._equations import Terms, dynamics_terms, stabilised_gamma
@@ -24,6 +26,13 @@ def solve_terms(
     and [`reactions`][]. `structure` defaults to [`decide`][] at (q, t)."""
     if structure is None:
         structure = decide(model, q, t)
+    return _solve(model, q, qd, jnp.asarray(t, dtype=float), structure, method, stabilisation)
+
+
+# Jitted (t always an array): one program per mechanism and method, called eagerly
+# state by state or traced once inside a larger program.
+@eqx.filter_jit
+def _solve(model, q, qd, t, structure, method, stabilisation):
     terms = dynamics_terms(model, q, qd, t)
     gamma = stabilised_gamma(terms, stabilisation)
     qdd = method.acceleration(terms, gamma, structure)
