@@ -328,99 +328,6 @@ def test_check_output(tmp_path):
         read_run(tmp_path / "a.csv")
 
 
-# IFToMM A02 with one parallelogram (models.n_four_bar(1)): cranks 1 m, 1 kg slender
-# bars pinned at (0, 0) and (1, 0), vertical at t = 0, B0 at 1 m/s along x; no
-# [simulation] method, solver or drift control.
-A02_ONE_LOOP = """
-[mechanism]
-name = "A02 N = 1"
-gravity = [0.0, -9.81]
-[simulation]
-t_final = 2.0
-n_save = 21
-[[bodies]]
-name = "crank0"
-mass = 1.0
-inertia = 0.08333333333333333
-position = [0.0, 0.5]
-angle = 1.5707963267948966
-velocity = [0.5, 0.0]
-angular_velocity = -1.0
-[[bodies]]
-name = "crank1"
-mass = 1.0
-inertia = 0.08333333333333333
-position = [1.0, 0.5]
-angle = 1.5707963267948966
-velocity = [0.5, 0.0]
-angular_velocity = -1.0
-[[bodies]]
-name = "coupler1"
-mass = 1.0
-inertia = 0.08333333333333333
-position = [0.5, 1.0]
-velocity = [1.0, 0.0]
-[[pairs]]
-name = "O0"
-type = "revolute"
-body_i = "crank0"
-body_j = "ground"
-point_i = [-0.5, 0.0]
-point_j = [0.0, 0.0]
-[[pairs]]
-name = "O1"
-type = "revolute"
-body_i = "crank1"
-body_j = "ground"
-point_i = [-0.5, 0.0]
-point_j = [1.0, 0.0]
-[[pairs]]
-name = "A1"
-type = "revolute"
-body_i = "crank0"
-body_j = "coupler1"
-point_i = [0.5, 0.0]
-point_j = [-0.5, 0.0]
-[[pairs]]
-name = "B1"
-type = "revolute"
-body_i = "crank1"
-body_j = "coupler1"
-point_i = [0.5, 0.0]
-point_j = [0.5, 0.0]
-[[markers]]
-name = "B0"
-body = "crank0"
-point = [0.5, 0.0]
-"""
-
-
-def test_singular_passages_are_listed_and_a_risky_drift_control_is_reported(tmp_path):
-    """The parallelogram lies flat at 0.708 and 1.215 s of the exact motion (its
-    1-DOF reduction): the JSON lists both passages, seen between integrator steps
-    (no saved state is near them), with what kept the branch; the solver is the
-    one `rx.simulate` takes at these tolerances. With Baumgarte terms alone
-    (`projection = false`) the same passages come with a warning line."""
-    path = tmp_path / "a02.toml"
-    path.write_text(A02_ONE_LOOP, encoding="utf-8")
-    status, out, err = _run("simulate", path, "--json")
-    assert status == 0 and "warning" not in err, err
-    summary = json.loads(out)
-    assert summary["solver"] == "dopri8" == type(rx.default_solver(1e-8)).__name__.lower()
-    passages = summary["singular_passages"]
-    np.testing.assert_allclose([p["t"] for p in passages], [0.708, 1.215], atol=1e-2)
-    assert all(p["sigma_ratio"] < 2e-2 and "every integrator step" in p["action"] for p in passages)
-    assert all(p["window"][0] <= p["t"] <= p["window"][1] for p in passages)
-    assert summary["min_sigma_ratio"] < 2e-2 and summary["rank_changes"] == []
-    risky = tmp_path / "risky.toml"
-    risky.write_text(A02_ONE_LOOP.replace("n_save = 21", "n_save = 21\nprojection = false"))
-    status, out, err = _run("simulate", risky, "--json")
-    assert status == 0
-    assert len(json.loads(out)["singular_passages"]) == 2
-    assert err.startswith(f"redundax: warning: {risky}: the motion passed 2 singular")
-    assert 'projection = "steps"' in err and len(err.splitlines()) == 1
-
-
 def test_a_memory_budget_one_state_does_not_fit_is_refused_before_the_run(tmp_path):
     """Exit 2, one line naming the budget and the option, nothing on stdout, no
     file, and no simulation first (issue 14: the reactions of a long run used to
@@ -518,7 +425,20 @@ def test_a02_chains_keep_their_branch_through_the_command_line(tmp_path, n):
     passages = summary["singular_passages"]
     assert len(flat) == 10 and len(passages) == len(flat)
     np.testing.assert_allclose([p["t"] for p in passages], flat, rtol=0, atol=1e-2)
-    assert summary["min_sigma_ratio"] < 1e-6
+    assert all(p["window"][0] <= p["t"] <= p["window"][1] for p in passages)
+    assert all("every integrator step" in p["action"] for p in passages)
+    assert summary["min_sigma_ratio"] < 1e-6 and summary["rank_changes"] == []
+    if n == 1:
+        # Baumgarte's terms alone (`projection = false`): the same passages, and a
+        # warning line that the motion may have left its branch.
+        risky = tmp_path / "risky.toml"
+        text = a02_config(1, 2.0, 21).replace("n_save = 21", "n_save = 21\nprojection = false")
+        risky.write_text(text, encoding="utf-8")
+        status, out, err = _run("simulate", risky, "--json")
+        assert status == 0
+        assert len(json.loads(out)["singular_passages"]) == 2
+        assert err.startswith(f"redundax: warning: {risky}: the motion passed 2 singular")
+        assert 'projection = "steps"' in err and len(err.splitlines()) == 1
 
 
 def test_a_terminated_run_leaves_no_temporary_file(tmp_path, monkeypatch):

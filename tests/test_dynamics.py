@@ -16,7 +16,6 @@ import redundax as rx
 from helpers import (
     MIN_NONUNIQUE_DIFFERENCE,
     TOL_A01_POSITION,
-    TOL_A02_POSITION,
     TOL_BAUMGARTE_VIOLATION,
     TOL_CLOSED_FORM,
     TOL_ENERGY_RELATIVE,
@@ -24,7 +23,6 @@ from helpers import (
     TOL_PROJECTED_VIOLATION,
     TOL_SAME_MOTION,
     TOL_SAME_REACTION,
-    a02_exact_b0,
     central_difference,
     read_reference,
 )
@@ -193,55 +191,6 @@ def test_redundant_parallelogram_conserves_energy():
     drift = float(np.max(np.abs(traj.energy - traj.energy[0])))
     assert float(kinetic.max()) > 1.0  # it really swings
     assert drift < TOL_ENERGY_RELATIVE * float(kinetic.max())
-
-
-def _crank_crossings(traj, n_cranks):
-    phi = np.asarray(traj.q).reshape(len(traj.ts), -1, 3)[:, :n_cranks, 2]
-    k = np.floor(phi[:, 0] / np.pi)
-    return phi, np.nonzero(np.diff(k))[0]
-
-
-@pytest.mark.parametrize("n", [1])
-def test_singular_passages_keep_the_parallelogram_branch_by_default(n):
-    """A02-type chains pass the flat configuration (cranks along the ground line,
-    the rank of C drops by n) about twice a second. With every default (no method,
-    no drift control: the projection after every step) the chain stays on the
-    parallelogram branch: B0 within the benchmark's high precision of the exact
-    motion, the energy kept (issue 14; with Baumgarte terms alone, n = 10 ended
-    2.0 m off with 10 % of the energy gained). n = 1 and 10 through `redundax
-    simulate`: test_cli_simulate."""
-    mech = models.n_four_bar(n)
-    model, s = mech.build(), mech.initial_state()
-    traj = rx.simulate(model, s, 10.0, n_save=1001)
-    ts = np.asarray(traj.ts)
-    b0 = np.asarray(jax.vmap(lambda q: rx.marker_positions(model, q)[0])(traj.q))
-    assert float(np.max(np.linalg.norm(b0 - a02_exact_b0(n, ts), axis=1))) < TOL_A02_POSITION
-    phi, crossings = _crank_crossings(traj, n + 1)
-    assert len(crossings) >= 8
-    # Every crank stays parallel to crank 0; on the other branch they differ by O(1) rad.
-    assert float(np.max(np.abs(phi - phi[:, :1]))) < 1e-4
-    energy = np.asarray(traj.energy)
-    # Relative to E(0) (20.5 J for one parallelogram, 159 J for the chain of ten).
-    assert float(np.max(np.abs(energy - energy[0]))) < 1e-4 * abs(float(energy[0]))
-    # Every passage is in the run's log, seen between integrator steps (the saved
-    # states never land on a flat pose), once, near the instant crank 0 crosses the
-    # ground line (interpolated between the saves around it). The log refines each
-    # from three step ends (measured: within 5 ms, σ_r/σ_1 ≤ 1.1e-2 there).
-    report = rx.singularity_report(traj)
-    assert report.branch_kept and report.unrecorded == 0
-    passed = np.asarray([p.t for p in report.passages])
-    line = np.round(phi[crossings + 1, 0] / np.pi) * np.pi  # the ground line crossed
-    a, b = phi[crossings, 0] - line, phi[crossings + 1, 0] - line
-    crossed = ts[crossings] + a / (a - b) * (ts[crossings + 1] - ts[crossings])
-    assert len(passed) == len(crossings)
-    np.testing.assert_allclose(passed, crossed, rtol=0, atol=1e-2)
-    assert max(p.sigma_ratio for p in report.passages) < 2e-2
-    assert report.min_sigma_ratio < 1e-6
-    instants = rx.singular_instants(model, traj)
-    assert len(instants) == len(crossings)
-    for (t, gap, rank), k in zip(instants, crossings, strict=True):
-        assert ts[k] <= t <= ts[k + 1]
-        assert rank < model.n_constraints and gap < 1e-6
 
 
 def _pendulum_reaction(q, length, mass, inertia, g=9.81):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import redundax as rx
+from helpers import a02_exact_b0, a02_flat_instants
 from redundax import models
 from redundax._singularity import SingularityLog
 
@@ -101,20 +102,29 @@ def parallelogram():
 
 def test_baumgarte_alone_through_a_flat_pose_warns(parallelogram):
     """A02's parallelogram passes its first two flat poses in 2 s (0.708 and 1.215 s
-    on the exact motion). With Baumgarte terms alone the run says that the motion
-    may have left its branch; the default (projection after every step) is silent
-    and logs the same passages."""
+    on the exact 1-DOF motion, tests/helpers.py). With Baumgarte terms alone the run
+    says that the motion may have left its branch; the default (projection after
+    every step) is silent and logs the same passages."""
     model, s = parallelogram
     with pytest.warns(rx.SingularPassageWarning, match=r"2 singular configuration\(s\)"):
         risky = rx.simulate(model, s, 2.0, n_save=21, drift_control=rx.Baumgarte())
     with warnings.catch_warnings():
         warnings.simplefilter("error", rx.SingularPassageWarning)
-        kept = rx.simulate(model, s, 2.0, n_save=21)
+        kept = rx.simulate(model, s, 2.0, n_save=201)
+    flat = a02_flat_instants(1, 2.0)  # the exact 1-DOF motion's flat poses
     for traj, branch_kept in ((risky, False), (kept, True)):
         report = rx.singularity_report(traj)
         assert report.branch_kept is branch_kept
-        np.testing.assert_allclose([p.t for p in report.passages], [0.708, 1.215], atol=1e-2)
+        np.testing.assert_allclose([p.t for p in report.passages], flat, rtol=0, atol=1e-2)
         assert all(p.sigma_ratio < 2e-2 for p in report.passages)
+    # The default run on the branch: B0 on the exact motion; and the host-side search
+    # over the saved states (rx.singular_instants) finds the same two instants, where
+    # the rank of C drops.
+    b0 = np.asarray(jax.vmap(lambda q: rx.marker_positions(model, q)[0])(kept.q))
+    assert float(np.max(np.linalg.norm(b0 - a02_exact_b0(1, kept.ts), axis=1))) < 1e-6
+    instants = rx.singular_instants(model, kept)
+    np.testing.assert_allclose([t for t, _, _ in instants], flat, rtol=0, atol=1e-3)
+    assert all(rank < model.n_constraints and gap < 1e-6 for _, gap, rank in instants)
     # Off: no log, no report.
     quiet = rx.simulate(model, s, 0.1, n_save=2, monitor_singularities=False)
     assert quiet.singularities is None and rx.singularity_report(quiet) is None

@@ -214,7 +214,7 @@ def test_mass_matrix_is_the_classical_kinetic_energy():
 
 def test_rigid_body_rows_hold_along_bricard(bricard, bricard_runs):
     """The 30 rigid-body rows (model.internal_rows) of the Bricard run at rtol =
-    1e-12, atol = 1e-14 (Baumgarte default, no projection) stay below 1e-10 at
+    1e-12, atol = 1e-14 (the default drift control) stay below 1e-10 at
     every saved state; at 1e-10 / 1e-12 they stay below 1e-9."""
     model, _ = bricard
     rows = np.asarray(model.internal_rows)
