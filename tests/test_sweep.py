@@ -330,3 +330,29 @@ def test_sweep_command_success_path(tmp_path, capsys):
     data = np.load(out / "sweep.npz")
     np.testing.assert_array_equal(data["rank"], np.full(6, 8))
     assert bool(np.all(data["consistent"]))
+
+
+def test_the_default_chunk_on_a_cpu_fits_the_memory_budget():
+    """64 simulations per CPU device, unless their saved states and matrices would
+    exceed the 1 GiB budget (issue 14): IFToMM A02 with 40 loops and 401 saved
+    states (~0.3 GB a variant by the estimate) gets 3 per chunk."""
+    from redundax._reactions import MEMORY_BUDGET
+    from redundax.sweep._evaluate import default_chunk_size
+
+    cpu = jax.devices("cpu")[:1]
+    for n, expected in ((1, 64), (40, 3)):
+        mech = models.n_four_bar(n)
+        sweep = sw.Sweep(
+            mech.build(),
+            mech.initial_state(),
+            (sw.Parameter("bodies.crank0.mass", low=0.9, high=1.1),),
+            sample=sw.RandomSample(4, seed=1),
+            analyze=False,
+            simulate=True,
+            simulation=SimulationOptions(t_final=1.0, n_save=401),
+        )
+        assert default_chunk_size(sweep, cpu) == expected
+    model = mech.build()
+    nq, nc = model.n_coordinates, model.n_constraints
+    per_variant = 8 * (401 * (4 * nq + nc * nq) + 64 * (nc * nq + nq * nq + nc * nc))
+    assert 3 * per_variant <= MEMORY_BUDGET < 4 * per_variant

@@ -31,6 +31,7 @@ from .. import (
     velocity_residual,
 )
 from .._parameters import apply_parameters
+from .._reactions import MEMORY_BUDGET
 from ..methods import specialise
 from ._constants import AXIS, PROJECTION_STEPS, SINGULAR_RTOL
 from ._file import Sweep
@@ -269,17 +270,22 @@ def default_chunk_size(sweep: Sweep, devices: Sequence[Any] | None = None) -> in
 
     On CPUs, 64 simulations (1024 analyses) per device: larger batches gain
     little there, and a chunk of that size takes seconds to minutes, which bounds
-    the work an interruption loses. On accelerators, a quarter of the device's
+    the work an interruption loses; fewer simulations when that many would not fit
+    in `MEMORY_BUDGET` (1 GiB) by the estimate below. On accelerators, a quarter of the device's
     memory divided by a generous estimate of one variant's working set (its saved
     states, the constraint matrices of the rank check at every saved state, and
     the solver's intermediates), between 256 and 16384 per device.
     """
     devices = list(jax.local_devices()) if devices is None else list(devices)
-    if devices[0].platform == "cpu":
-        return (64 if sweep.simulate else 1024) * len(devices)
     model = sweep.model
     nq, nc, saved = model.n_coordinates, model.n_constraints, sweep.simulation.n_save
     per_variant = 8 * (saved * (4 * nq + nc * nq) + 64 * (nc * nq + nq * nq + nc * nc))
+    if devices[0].platform == "cpu":
+        if not sweep.simulate:
+            return 1024 * len(devices)
+        # Within the memory budget of the reactions (1 GiB per device): IFToMM A02
+        # with 40 loops and 401 saved states takes ~0.3 GB a variant, so 3, not 64.
+        return max(1, min(64, MEMORY_BUDGET // per_variant)) * len(devices)
     stats = devices[0].memory_stats() or {}
     limit = stats.get("bytes_limit")
     per_device = 16384 if limit is None else int(limit) // 4 // per_variant
