@@ -8,6 +8,7 @@ method in this process."""
 import contextlib
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,8 @@ TOL_ENERGY = 1e-6
 # The motion does not depend on the redundancy method: null space and elimination
 # agree to the integrator's tolerance (1e-10 measured).
 TOL_SAME_MOTION = 1e-7
+# A heartbeat line (stderr not a terminal): the wall time, then what the run does.
+HEARTBEAT = re.compile(r"redundax: .+: \d+ s elapsed(, .+)?")
 
 
 def _run(*argv: str) -> tuple[int, str, str]:
@@ -64,7 +67,7 @@ def robot(tmp_path_factory) -> dict:
 
 def test_json_follows_the_contract(robot):
     # Not a terminal: at most the heartbeat lines of a long run on stderr.
-    assert all(line.endswith(" s elapsed") for line in robot["err"].splitlines())
+    assert all(HEARTBEAT.fullmatch(line) for line in robot["err"].splitlines())
     summary = json.loads(robot["out"])  # the whole of stdout is one JSON object
     assert isinstance(summary["t_final"], float) and summary["t_final"] == 1.0
     assert isinstance(summary["steps"], int) and summary["steps"] > 0
@@ -244,21 +247,39 @@ def test_progress_only_on_a_terminal_and_never_on_stdout():
 
 def test_progress_lines_without_a_terminal(monkeypatch):
     """stderr a file (a batch job's log): after PROGRESS_AFTER (30 s), one line per
-    PROGRESS_INTERVAL (10 s) of wall time while the run lasts, stdout still exactly
-    the JSON (issue 14: a long run printed nothing at all)."""
-    from redundax.cli import _common
+    PROGRESS_INTERVAL (10 s) of wall time while the run lasts, with the simulated
+    time and the steps reached, stdout still exactly the JSON (issue 14: a long run
+    printed nothing at all)."""
+    from redundax.cli import _common, simulate
 
-    monkeypatch.setattr(_common, "PROGRESS_AFTER", 0.02)
-    monkeypatch.setattr(_common, "PROGRESS_INTERVAL", 0.02)
+    monkeypatch.setattr(_common, "PROGRESS_AFTER", 0.0)
+    monkeypatch.setattr(_common, "PROGRESS_INTERVAL", 0.002)
+    monkeypatch.setattr(simulate._Progress, "steps", 4)  # several segments
+    texts = []  # every status the lines may show, in order
+
+    class Recorded(_common.Status):
+        def __setattr__(self, name, value):
+            texts.append(value)
+            super().__setattr__(name, value)
+
+    monkeypatch.setattr(_common, "Status", Recorded)
     status, out, err = _run("simulate", FOUR_BAR, "--t-final", T_FINAL, "--json")
-    assert status == 0 and json.loads(out)["t_final"] == 1.0
+    summary = json.loads(out)
+    assert status == 0 and summary["t_final"] == 1.0
     lines = err.splitlines()
-    assert lines, "no progress line"
-    assert all(
+    assert lines and all(
         line.startswith("redundax: simulating four-bar linkage to t = 1 s: ")
-        and line.endswith(" s elapsed")
+        and HEARTBEAT.fullmatch(line)
+        and line.endswith((" s elapsed", *(f", {text}" for text in texts)))
         for line in lines
     )
+    # After every segment of 4 steps: the simulated time and the steps reached.
+    where = [re.fullmatch(r"t = (\S+) s of 1 s, (\d+) steps", text) for text in texts]
+    reached = [(float(m[1]), int(m[2])) for m in where if m]
+    steps = summary["steps"]
+    assert [n for _, n in reached] == [*range(4, steps, 4), steps]
+    assert np.all(np.diff([t for t, _ in reached]) > 0) and reached[-1][0] == 1.0
+    assert texts[-1] == f"integrated ({steps} steps)"
 
 
 @pytest.mark.parametrize(
@@ -459,6 +480,6 @@ def test_a_terminated_run_leaves_no_temporary_file(tmp_path, monkeypatch):
     npz = tmp_path / "run.npz"
     status, out, err = _run("simulate", FOUR_BAR, "--t-final", "0.1", "--out", npz, "--json")
     assert (status, out) == (143, "") and err.endswith("redundax: terminated\n")
-    assert all(line.endswith(" s elapsed") for line in err.splitlines()[:-1])  # heartbeat
+    assert all(HEARTBEAT.fullmatch(line) for line in err.splitlines()[:-1])
     assert list(tmp_path.iterdir()) == []
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handler restored

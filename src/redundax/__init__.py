@@ -71,6 +71,7 @@ from ._motion import (
     Polynomial as Polynomial,
     SmoothSteps as SmoothSteps,
 )
+from ._progress import Progress as Progress
 from ._qr import PivotedQR as PivotedQR, pivoted_qr as pivoted_qr
 from ._rank_history import (
     RankHistory as RankHistory,

@@ -2,6 +2,7 @@
 
 import dataclasses
 import warnings
+from typing import TYPE_CHECKING
 
 import diffrax
 import equinox as eqx
@@ -25,6 +26,9 @@ from ._singularity import THRESHOLD, SingularityLog, SingularityMonitor, singula
 from ._step_projection import StepProjection
 from ._structure import Structure, decide
 from ._validation import host_values
+
+if TYPE_CHECKING:
+    from ._progress import Progress
 from ._wrapped_solver import around
 from .methods import AbstractNullSpaceMethod, AbstractRedundancyMethod, NullSpace, specialise
 
@@ -164,16 +168,7 @@ def _simulate(
         ts = jnp.asarray(saved_times.values)
     term = diffrax.ODETerm(_vector_field)
     args = (model, structure, method, drift_control)
-    monitored = method.partitions and model.n_constraints > 0
-    solver = drift_control.wrap(solver)
-    if monitored:
-        log = ActiveSetLog.start(active_rows(args, ts[0], (q0, qd0)))
-        solver = around(ActiveSetMonitor, solver, log)
-    watched = singular_threshold is not None and model.n_constraints > 0
-    if watched:
-        solver = around(
-            SingularityMonitor, solver, SingularityLog.start(structure, ts[0], singular_threshold)
-        )
+    solver, monitored, watched = _monitored(args, solver, ts[0], (q0, qd0), singular_threshold)
     logged = monitored or watched
     log = singular = None
     if not drift_control.projects:
@@ -243,6 +238,14 @@ def _simulate(
         q = jnp.concatenate([q0[None], q])
         qd = jnp.concatenate([qd0[None], qd])
         stats = (steps, acc, rej)
+    return _trajectory(
+        model, ts, q, qd, correction, stats, result, structure, drift_control, log, singular
+    )
+
+
+def _trajectory(
+    model, ts, q, qd, correction, stats, result, structure, drift_control, log, singular
+) -> Trajectory:
     pos, vel, energy = _diagnostics(model, ts, q, qd)
     return Trajectory(
         ts=ts,
@@ -261,6 +264,24 @@ def _simulate(
         active_set=log,
         singularities=singular,
     )
+
+
+def _monitored(args, solver, t0, y0, singular_threshold):
+    """`(solver, monitored, watched)`: the run's solver, wrapped by its drift
+    control and by the monitors it needs (the active set of a partitioning method;
+    the singularity monitor, outermost, unless `singular_threshold` is None), and
+    whether each monitor is on."""
+    model, structure, method, drift_control = args
+    monitored = method.partitions and model.n_constraints > 0
+    solver = drift_control.wrap(solver)
+    if monitored:
+        solver = around(ActiveSetMonitor, solver, ActiveSetLog.start(active_rows(args, t0, y0)))
+    watched = singular_threshold is not None and model.n_constraints > 0
+    if watched:
+        solver = around(
+            SingularityMonitor, solver, SingularityLog.start(structure, t0, singular_threshold)
+        )
+    return solver, monitored, watched
 
 
 def _logs(solver_state, monitored: bool, watched: bool):
@@ -374,6 +395,7 @@ def simulate(
     progress_meter: diffrax.AbstractProgressMeter = diffrax.NoProgressMeter(),
     monitor_singularities: bool = True,
     singular_threshold: float = THRESHOLD,
+    progress: "Progress | None" = None,
     stabilisation=_UNSET,
     projection=_UNSET,
 ) -> Trajectory:
@@ -421,6 +443,14 @@ def simulate(
       [`SingularPassageWarning`][] (the motion may have left its branch).
     - `singular_threshold`: a local minimum of σ_r/σ_1 is a passage when below
       this fraction of the largest σ_r/σ_1 of the run (default 0.1).
+    - `progress`: a [`Progress`][] to report to on the host while the run goes
+      on: the run then integrates in segments of `progress.steps` integrator
+      steps, each resuming Diffrax's solver and step-size state where the last
+      stopped, so it makes the steps of the run in one piece; its compiled
+      programs have no host callback, so JAX's persistent compilation cache keeps
+      them (a `progress_meter`'s cannot be kept). Eager only (not under `jax.jit`,
+      `vmap` or `grad`), with a drift control that does not project at saved times,
+      and the limit `max_steps` checked after each segment.
     - `stabilisation`, `projection`: deprecated (a `DeprecationWarning`); the
       drift control they stand for is built by [`drift_control_of`][].
 
@@ -480,6 +510,24 @@ def simulate(
     if stepsize_controller is None:
         stepsize_controller = default_controller(model, rtol, atol)
     method = specialise(method, structure)
+    if progress is not None:
+        trajectory = _in_segments(
+            progress,
+            model,
+            (q0, qd0),
+            correction,
+            saved_times,
+            structure,
+            method,
+            solver,
+            stepsize_controller,
+            drift_control.prepare(method, structure),
+            max_steps,
+            throw,
+            singular_threshold if monitor_singularities else None,
+        )
+        _warn_if_branch_at_risk(trajectory, method)
+        return trajectory
     trajectory = _simulate(
         model,
         state0.t,
@@ -500,6 +548,53 @@ def simulate(
     )
     _warn_if_branch_at_risk(trajectory, method)
     return trajectory
+
+
+def _in_segments(
+    progress,
+    model,
+    y0,
+    correction,
+    saved_times,
+    structure,
+    method,
+    solver,
+    controller,
+    drift,
+    max_steps,
+    throw,
+    threshold,
+) -> Trajectory:
+    """`simulate(progress=...)`: the checks, then the run segment by segment."""
+    from ._progress import in_segments  # noqa: PLC0415 - it builds on this module
+
+    if saved_times is None or host_values(*y0) is None:
+        raise ValueError(
+            "simulate field 'progress': reports on the host need concrete inputs; "
+            "it cannot be used under jax.jit, jax.vmap or jax.grad (pass "
+            "progress_meter= there)"
+        )
+    if drift.projects:
+        raise ValueError(
+            f"simulate field 'progress': the drift control {type(drift).__name__} "
+            "projects at saved times, which a run in segments does not do; use "
+            "rx.StepProjection() (the default) or pass progress_meter= instead"
+        )
+    return in_segments(
+        progress,
+        model,
+        y0,
+        correction,
+        saved_times,
+        structure,
+        method,
+        solver,
+        controller,
+        drift,
+        max_steps,
+        throw,
+        threshold,
+    )
 
 
 class SingularPassageWarning(UserWarning):

@@ -65,16 +65,26 @@ PROGRESS_INTERVAL = 10.0
 """Seconds between two lines of [`heartbeat`][] (stderr not a terminal)."""
 
 
+class Status:
+    """What a long command is doing, for the lines of [`heartbeat`][]: `text`, set
+    by the command as it goes (e.g. `t = 3.2 s of 20 s, 512 steps`), is read by
+    the heartbeat's thread."""
+
+    text: str = ""
+
+
 @contextlib.contextmanager
 def heartbeat(what: str):
     """While the block runs with stderr not a terminal (a log file, a batch job:
     no progress bar there), after `PROGRESS_AFTER` s one line every
     `PROGRESS_INTERVAL` s of wall time,
-    `redundax: <what>: <n> s elapsed`, from a thread that reads no computed value
+    `redundax: <what>: <n> s elapsed[, <status>]`, from a thread that reads no
+    computed value: the block gets a [`Status`][] whose `text` it keeps current
     (the compiled programs stay free of host callbacks, so the compilation cache
     keeps them)."""
+    status = Status()
     if sys.stderr.isatty():
-        yield
+        yield status
         return
     stop = threading.Event()
     start = time.perf_counter()
@@ -84,14 +94,16 @@ def heartbeat(what: str):
             return
         while True:
             elapsed = time.perf_counter() - start
-            print(f"redundax: {what}: {elapsed:.0f} s elapsed", file=sys.stderr, flush=True)
+            line = f"redundax: {what}: {elapsed:.0f} s elapsed"
+            text = status.text
+            print(line + (f", {text}" if text else ""), file=sys.stderr, flush=True)
             if stop.wait(PROGRESS_INTERVAL):
                 return
 
     thread = threading.Thread(target=beat, name="redundax-heartbeat", daemon=True)
     thread.start()
     try:
-        yield
+        yield status
     finally:
         stop.set()
         thread.join()

@@ -18,6 +18,7 @@ from .. import (
     Elimination,
     Model,
     ModelError,
+    Progress,
     State,
     Trajectory,
     decide,
@@ -37,6 +38,7 @@ from ..methods import specialise
 from ._common import (
     EXIT_FAILURE,
     EXIT_OK,
+    Status,
     config_argument,
     heartbeat as _heartbeat,
     positive_float,
@@ -108,23 +110,23 @@ def _draw_bar(progress: float, done: bool = False) -> None:
     print(line, end="\n" if done else "\r", file=sys.stderr, flush=True)
 
 
-class _StderrProgressBar(diffrax.TextProgressMeter):
-    """Diffrax's text progress meter, drawn as one bar on stderr (stdout stays the
-    JSON). Used only when stderr is a terminal."""
+class _Progress(Progress):
+    """The progress of `redundax simulate`: the run in segments (`simulate(progress=
+    ...)`), each compiled stage through the store of exported programs; after each
+    segment the heartbeat's status, and the bar when stderr is a terminal."""
 
-    @staticmethod
-    def _init_bar() -> list[float]:
-        _draw_bar(0.0)
-        return [0.0]
+    def __init__(self, cache, status: Status):
+        self.cache = cache
+        self.status = status
+        self.bar = sys.stderr.isatty()
 
-    @staticmethod
-    def _step_bar(bar: list[float], progress: Any) -> None:
-        bar[0] = float(np.asarray(progress))
-        _draw_bar(bar[0])
+    def report(self, t: float, t1: float, steps: int) -> None:
+        self.status.text = f"t = {t:.4g} s of {t1:g} s, {steps} steps"
+        if self.bar:
+            _draw_bar(t / t1, done=t >= t1)
 
-    @staticmethod
-    def _close_bar(bar: list[float]) -> None:
-        _draw_bar(1.0, done=True)
+    def call(self, fn, /, *args):
+        return cached_call(self.cache, fn, *args)
 
 
 def _summary(
@@ -290,19 +292,23 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if out is not None:  # before the run: a budget one state does not fit is refused now
         chunk_size(config.model, options.n_save, int(args.memory_budget * 2**30))
-    with _heartbeat(f"simulating {config.name} to t = {options.t_final:g} s"):
-        return _run(args, config, options, out)
+    with _heartbeat(f"simulating {config.name} to t = {options.t_final:g} s") as status:
+        return _run(args, config, options, out, status)
 
 
-def _run(args: argparse.Namespace, config: Config, options: SimulationOptions, out) -> int:
+def _run(
+    args: argparse.Namespace, config: Config, options: SimulationOptions, out, status: Status
+) -> int:
     """The run of `redundax simulate` once its input is checked."""
     try:
-        return _integrate(args, config, options, out)
+        return _integrate(args, config, options, out, status)
     except ModelError as error:  # found by the library's checks: name the file
         raise ModelError(f"{config.path}: {error}", error.problems, error.source) from None
 
 
-def _integrate(args: argparse.Namespace, config: Config, options: SimulationOptions, out) -> int:
+def _integrate(
+    args: argparse.Namespace, config: Config, options: SimulationOptions, out, status: Status
+) -> int:
     start = time.perf_counter()
     _progress(
         f"simulating {config.name} to t = {options.t_final:g} s "
@@ -329,15 +335,15 @@ def _integrate(args: argparse.Namespace, config: Config, options: SimulationOpti
     with warnings.catch_warnings():
         # Reported below from the log, the same whether the run was cached or not.
         warnings.simplefilter("ignore", SingularPassageWarning)
-        if sys.stderr.isatty():  # a progress bar: host callbacks, never cached
+        if not options.drift_control.projects:  # in segments: progress lines or a bar
             trajectory = simulate(
                 config.model,
                 config.state,
                 options.t_final,
                 **keywords,
-                progress_meter=_StderrProgressBar(),
+                progress=_Progress(cache, status),
             )
-        else:
+        else:  # projected at every saved time: one program, the heartbeat's time only
             trajectory = cached_call(
                 cache, _simulation, config.model, config.state, options.t_final, keywords
             )
@@ -371,6 +377,7 @@ def _integrate(args: argparse.Namespace, config: Config, options: SimulationOpti
         )
     elapsed = time.perf_counter() - start
     _progress(f"integrated in {elapsed:.1f} s, {int(trajectory.num_steps)} steps")
+    status.text = f"integrated ({int(trajectory.num_steps)} steps)"
     singular = singularity_report(trajectory, options.method)
     if singular is not None and singular.passages and not singular.branch_kept:
         _warn(
@@ -396,6 +403,7 @@ def _integrate(args: argparse.Namespace, config: Config, options: SimulationOpti
     }
     if out is not None:
         _progress(f"reactions at {trajectory.ts.shape[0]} saved states...")
+        status.text = f"integrated ({int(trajectory.num_steps)} steps), reactions along the run"
         history = reaction_history(
             config.model,
             trajectory,
