@@ -9,6 +9,7 @@ import redundax as rx
 
 # Reference data published by others, vendored with its source (tests/data/README.md).
 DATA = Path(__file__).resolve().parent / "data"
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 # Exactness of assembled quantities against hand-derived oracles (float64 round-off).
 TOL_EXACT = 1e-12
@@ -141,3 +142,34 @@ def a02_config(n: int, t_final: float, n_save: int) -> str:
             lines += ["point_i = [0.5, 0.0]", f"point_j = [{end}, 0.0]"]
     lines += ["[[markers]]", 'name = "B0"', 'body = "crank0"', "point = [0.5, 0.0]"]
     return "\n".join(lines) + "\n"
+
+
+FOUR_BAR_DESIGN = """[optimize]
+mechanism = "{mechanism}"
+steps = 3
+learning_rate = 0.5
+t_final = 0.6
+n_save = 13
+
+[[optimize.objective]]
+type = "peak-reaction"
+pair = "O"
+order = 8
+
+[[optimize.variables]]
+name = "ground_pivot_x"
+unit = "m"
+lower = 0.9
+upper = 1.1
+scale = 0.01
+addresses = {{ "pairs.D.point_j.x" = 1.0 }}
+"""
+
+
+def four_bar_design(folder: Path, edit=lambda text: text) -> Path:
+    """A small design study of `configs/four_bar.toml` (three Adam steps on the
+    ground pivot, the peak reaction in O), written to `folder/design.toml` after
+    `edit(text)`."""
+    design = folder / "design.toml"
+    design.write_text(edit(FOUR_BAR_DESIGN.format(mechanism=CONFIGS / "four_bar.toml")))
+    return design

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import redundax as rx
+from helpers import four_bar_design
 from redundax import cli
 from redundax.io.config import ConfigError
 from redundax.optimize import DesignProblem, load_design, optimize_design
@@ -83,32 +84,8 @@ def test_optimisation_decreases_the_peak_and_keeps_the_rank(robot_problem):
         assert v.lower <= x <= v.upper
 
 
-FOUR_BAR_DESIGN = """
-[optimize]
-mechanism = "{mechanism}"
-steps = 3
-learning_rate = 0.5
-t_final = 0.6
-n_save = 13
-
-[[optimize.objective]]
-type = "peak-reaction"
-pair = "O"
-order = 8
-
-[[optimize.variables]]
-name = "ground_pivot_x"
-unit = "m"
-lower = 0.9
-upper = 1.1
-scale = 0.01
-addresses = {{ "pairs.D.point_j.x" = 1.0 }}
-"""
-
-
 def test_optimize_command_writes_the_result(tmp_path, capsys):
-    design = tmp_path / "design.toml"
-    design.write_text(FOUR_BAR_DESIGN.format(mechanism=CONFIGS / "four_bar.toml"))
+    design = four_bar_design(tmp_path)
     out = tmp_path / "result"
     status = cli.main(["optimize", str(design), "--out", str(out), "--json", "--quiet"])
     captured = capsys.readouterr()
@@ -163,8 +140,7 @@ def test_optimize_command_writes_the_result(tmp_path, capsys):
     ],
 )
 def test_design_file_mistakes_are_named(tmp_path, edit, message):
-    design = tmp_path / "design.toml"
-    design.write_text(edit(FOUR_BAR_DESIGN.format(mechanism=CONFIGS / "four_bar.toml")))
+    design = four_bar_design(tmp_path, edit)
     with pytest.raises(ConfigError) as err:
         load_design(design)
     assert str(err.value).startswith(f"{design}: ")

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import redundax as rx
+from helpers import four_bar_design
 from redundax import cli
 from redundax.optimize import DesignProblem, Evaluation
 
@@ -466,34 +467,6 @@ def test_a_sweep_leaves_the_users_own_files_alone(tmp_path, capsys):
     assert sorted(p.name for p in out.iterdir()) == ["summary.json", "sweep.npz"]
 
 
-FOUR_BAR_DESIGN = """[optimize]
-mechanism = "{mechanism}"
-steps = 3
-learning_rate = 0.5
-t_final = 0.6
-n_save = 13
-
-[[optimize.objective]]
-type = "peak-reaction"
-pair = "O"
-order = 8
-
-[[optimize.variables]]
-name = "ground_pivot_x"
-unit = "m"
-lower = 0.9
-upper = 1.1
-scale = 0.01
-addresses = {{ "pairs.D.point_j.x" = 1.0 }}
-"""
-
-
-def _design_file(tmp_path, edit=lambda s: s):
-    design = tmp_path / "design.toml"
-    design.write_text(edit(FOUR_BAR_DESIGN.format(mechanism=CONFIGS / "four_bar.toml")))
-    return design
-
-
 @pytest.mark.parametrize("command", ["sweep", "optimize"])
 def test_a_binary_file_is_named(tmp_path, capsys, command):
     path = tmp_path / "file.toml"
@@ -537,7 +510,7 @@ def test_a_design_number_out_of_range_is_named_before_simulating(
     ("initial design cannot be simulated"); t_final = inf was `Expected None, got
     Array([0.])`; learning_rate = inf wrote -Infinity/NaN into design.json with
     exit 0. Each is exit 2 naming the key, before anything is simulated."""
-    design = _design_file(tmp_path, lambda s: s.replace(old, new))
+    design = four_bar_design(tmp_path, lambda s: s.replace(old, new))
     status, out, err = _run(capsys, "optimize", design, "--out", tmp_path / "out", "--quiet")
     assert (status, out) == (2, "")
     assert _one_error_line(err) == f"redundax: error: {design}: {expected}"
@@ -546,7 +519,7 @@ def test_a_design_number_out_of_range_is_named_before_simulating(
 
 @pytest.mark.parametrize("command", ["optimize", "sweep"])
 def test_an_infinite_end_time_argument_is_refused(tmp_path, capsys, command):
-    path = _design_file(tmp_path) if command == "optimize" else _sweep_file(tmp_path, MASS)
+    path = four_bar_design(tmp_path) if command == "optimize" else _sweep_file(tmp_path, MASS)
     status, out, err = _run(capsys, command, path, "--out", tmp_path / "o", "--t-final", "inf")
     assert (status, out) == (2, "")
     assert "argument --t-final: expected a finite number, got 'inf'" in err
@@ -590,7 +563,7 @@ def test_an_objective_that_is_zero_throughout_is_named(tmp_path, capsys, monkeyp
     it was a ZeroDivisionError after the whole optimisation, with an empty output
     folder. Now exit 2 naming the objective term, after its first evaluation."""
     monkeypatch.setattr("redundax.optimize._optimizer.DesignProblem", _Unloaded)
-    design = _design_file(tmp_path)
+    design = four_bar_design(tmp_path)
     status, out, err = _run(capsys, "optimize", design, "--out", tmp_path / "out", "--quiet")
     assert (status, out) == (2, "")
     assert _one_error_line(err) == (
@@ -608,7 +581,7 @@ def test_design_json_normalises_the_initial_and_final_objective_alike(
     the initial value (a 1.3 % gain read as 84 %): both are normalised, the file
     says how, and `decrease` is their relative difference."""
     monkeypatch.setattr("redundax.optimize._optimizer.DesignProblem", _Standin)
-    design = _design_file(tmp_path)
+    design = four_bar_design(tmp_path)
     status, out, err = _run(
         capsys, "optimize", design, "--out", tmp_path / "out", "--quiet", "--json"
     )
@@ -725,7 +698,7 @@ def test_a_read_only_output_directory_is_named_before_computing(
 ):
     """It was reported after the whole computation, naming a temporary file."""
     path = (
-        _design_file(tmp_path)
+        four_bar_design(tmp_path)
         if command == "optimize"
         else _sweep_file(tmp_path, MASS + "values = [0.3, 0.5]")
     )

@@ -21,7 +21,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from ._model import Model
-from ._wrapped_solver import AbstractDelegatingSolver
+from ._wrapped_solver import AbstractMonitor
 
 CAPACITY = 256
 """Changes of the active set a run records (later ones are counted, not stored)."""
@@ -85,7 +85,7 @@ def active_rows(args, t, y) -> Bool[Array, " nc"]:
     return method.active_rows(terms, drift_control.gamma(terms), structure)
 
 
-class ActiveSetMonitor(AbstractDelegatingSolver):
+class ActiveSetMonitor(AbstractMonitor):
     """A Diffrax solver that steps like `solver` and records the active set of the
     vector field's partitioning method after every step in an [`ActiveSetLog`][]
     (the second half of its solver state). `log`: the log to continue (a run
@@ -94,17 +94,13 @@ class ActiveSetMonitor(AbstractDelegatingSolver):
     solver: diffrax.AbstractSolver
     log: ActiveSetLog
 
+    def observe(self, args, t, y):
+        return active_rows(args, t, y)
+
     def init(self, terms, t0, t1, y0, args):
         # A projection between two solves may have changed the active set.
-        log = self.log.record(t0, t0, active_rows(args, t0, y0))
-        return self.solver.init(terms, t0, t1, y0, args), log
-
-    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
-        state, log = solver_state
-        y1, error, dense, state, result = self.solver.step(
-            terms, t0, t1, y0, args, state, made_jump
-        )
-        return y1, error, dense, (state, log.record(t0, t1, active_rows(args, t1, y1))), result
+        state, log = super().init(terms, t0, t1, y0, args)
+        return state, log.record(t0, t0, self.observe(args, t0, y0))
 
 
 class ActiveSetHistory(eqx.Module):

@@ -129,7 +129,24 @@ class AbstractSpringDamper(AbstractForceElement):
         return 0.5 * jnp.sum(K * (m - m0) ** 2) + jnp.sum(f0 * m)
 
 
-class SpringDamperElement(AbstractSpringDamper):
+class _ScalarSpringDamper(AbstractSpringDamper):
+    """A spring-damper on one deflection: its law is its four `parameters`
+    (stiffness, damping, free deflection, preload), in that order."""
+
+    def law(self):
+        return tuple(getattr(self, name)[None] for name, _ in self.parameters)
+
+
+_TORSION: tuple[tuple[str, str], ...] = (
+    ("stiffness", "N m/rad"),
+    ("damping", "N m s/rad"),
+    ("free_angle", "rad"),
+    ("preload", "N m"),
+)
+"""The parameters of the rotational spring-dampers, planar and spatial."""
+
+
+class SpringDamperElement(_ScalarSpringDamper):
     """Point-to-point spring-damper between the points `s_i` of body i and `s_j`
     of body j (body frames), planar or spatial: the tension T = k (l − l₀) + c l̇ +
     T₀ along the line of the points pulls them together (l = ‖P_i − P_j‖). At
@@ -153,16 +170,8 @@ class SpringDamperElement(AbstractSpringDamper):
     def deflection(self, B, qb):
         return safe_norm(B.point(qb[0], self.s_i) - B.point(qb[1], self.s_j))[None]
 
-    def law(self):
-        return (
-            self.stiffness[None],
-            self.damping[None],
-            self.free_length[None],
-            self.preload[None],
-        )
 
-
-class RotationalSpringDamperElement(AbstractSpringDamper):
+class RotationalSpringDamperElement(_ScalarSpringDamper):
     """Rotational spring-damper between two planar bodies: θ = φ_i − φ_j − θ_ref,
     the rotation of body i relative to body j since the initial configuration
     (θ_ref: φ_i − φ_j there), unwrapped (any number of turns). The torque on body
@@ -174,27 +183,14 @@ class RotationalSpringDamperElement(AbstractSpringDamper):
     damping: Float[Array, ""]
     free_angle: Float[Array, ""]
     preload: Float[Array, ""]
-    parameters: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("stiffness", "N m/rad"),
-        ("damping", "N m s/rad"),
-        ("free_angle", "rad"),
-        ("preload", "N m"),
-    )
+    parameters: ClassVar[tuple[tuple[str, str], ...]] = _TORSION
 
     def deflection(self, B, qb):
         del B
         return (qb[0, 2] - qb[1, 2] - self.reference)[None]
 
-    def law(self):
-        return (
-            self.stiffness[None],
-            self.damping[None],
-            self.free_angle[None],
-            self.preload[None],
-        )
 
-
-class RotationalSpringDamperElement3D(AbstractSpringDamper):
+class RotationalSpringDamperElement3D(_ScalarSpringDamper):
     """Rotational spring-damper between two spatial bodies about the axis e₀ of a
     frame carried by both (`frame_i`, `frame_j`: rows e₀, e₁, e₂ in each body's
     components, equal at the initial configuration, as in the joints): θ is the
@@ -209,26 +205,13 @@ class RotationalSpringDamperElement3D(AbstractSpringDamper):
     damping: Float[Array, ""]
     free_angle: Float[Array, ""]
     preload: Float[Array, ""]
-    parameters: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("stiffness", "N m/rad"),
-        ("damping", "N m s/rad"),
-        ("free_angle", "rad"),
-        ("preload", "N m"),
-    )
+    parameters: ClassVar[tuple[tuple[str, str], ...]] = _TORSION
 
     def deflection(self, B, qb):
         del B
         u = axes(qb[0]) @ self.frame_i[1]
         E = axes(qb[1]) @ self.frame_j.T
         return safe_atan2(u @ E[:, 2], u @ E[:, 1])[None]
-
-    def law(self):
-        return (
-            self.stiffness[None],
-            self.damping[None],
-            self.free_angle[None],
-            self.preload[None],
-        )
 
 
 class BushingElement(AbstractSpringDamper):

@@ -36,7 +36,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._assembly import constraint_matrix
-from ._wrapped_solver import AbstractDelegatingSolver
+from ._wrapped_solver import AbstractMonitor
 
 THRESHOLD = 0.1
 """A local minimum of σ_r/σ_1 is a passage when it is below this fraction of the
@@ -168,7 +168,7 @@ def step_sigma(args, t, y) -> Float[Array, " k"]:
     return jnp.linalg.svd(constraint_matrix(model, y[0], t), compute_uv=False)
 
 
-class SingularityMonitor(AbstractDelegatingSolver):
+class SingularityMonitor(AbstractMonitor):
     """A Diffrax solver that steps like `solver` and records σ_r/σ_1 of C after
     every step in a [`SingularityLog`][] (the second half of its solver state).
     `log`: the log to continue (a run integrated save interval by save interval
@@ -177,15 +177,8 @@ class SingularityMonitor(AbstractDelegatingSolver):
     solver: diffrax.AbstractSolver
     log: SingularityLog
 
-    def init(self, terms, t0, t1, y0, args):
-        return self.solver.init(terms, t0, t1, y0, args), self.log
-
-    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
-        state, log = solver_state
-        y1, error, dense, state, result = self.solver.step(
-            terms, t0, t1, y0, args, state, made_jump
-        )
-        return y1, error, dense, (state, log.record(t0, t1, step_sigma(args, t1, y1))), result
+    def observe(self, args, t, y):
+        return step_sigma(args, t, y)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,6 +2,7 @@
 override `init`/`step` to act around each step (the active-set monitor, the
 projection after every step)."""
 
+import abc
 import functools
 
 import diffrax
@@ -55,6 +56,29 @@ class AbstractDelegatingSolver(diffrax.AbstractWrappedSolver):
 
     def func(self, terms, t0, y0, args):
         return self.solver.func(terms, t0, y0, args)
+
+
+class AbstractMonitor(AbstractDelegatingSolver):
+    """A solver that steps like `solver` and keeps a log (the second half of its
+    solver state; Diffrax keeps the state of accepted steps only): after every
+    step, `log.record(t0, t1, self.observe(args, t1, y1))`. `log`: the log to
+    continue (a run integrated save interval by save interval continues one)."""
+
+    log: eqx.AbstractVar[eqx.Module]
+
+    @abc.abstractmethod
+    def observe(self, args, t, y):
+        """What the log records of the state `y` at the end `t` of a step."""
+
+    def init(self, terms, t0, t1, y0, args):
+        return self.solver.init(terms, t0, t1, y0, args), self.log
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        state, log = solver_state
+        y1, error, dense, state, result = self.solver.step(
+            terms, t0, t1, y0, args, state, made_jump
+        )
+        return y1, error, dense, (state, log.record(t0, t1, self.observe(args, t1, y1))), result
 
 
 @functools.cache
