@@ -64,6 +64,12 @@ def position_residual(model: Model, q: Float[Array, " nq"], t: Scalar = 0.0) -> 
 
     **Returns:** Φ, shape `(m,)`, rows in declaration order.
     """
+    return _position_residual(model, q, jnp.asarray(t, dtype=float))
+
+
+@eqx.filter_jit
+def _position_residual(model: Model, q, t):
+    # Jitted, as `_constraint_matrix`.
     Q = _coords(model, q)
     vals = [jax.vmap(_residual, in_axes=(0, 0, None))(g, Q[g.bodies], t) for g in model.holonomic]
     return _scatter_rows(model.n_holonomic, model.holonomic, vals)
@@ -118,13 +124,25 @@ def constraint_matrix(
         C = redundax.constraint_matrix(model, state.q, state.t)
         ```
     """
+    return _constraint_matrix(model, q, jnp.asarray(t, dtype=float))
+
+
+@eqx.filter_jit
+def _constraint_matrix(model: Model, q, t):
+    # Jitted: a program traces it once per model structure however often it calls
+    # it (the dynamics, the projection, the monitors); XLA inlines the call.
     return jnp.concatenate([holonomic_jacobian(model, q, t), pfaffian_matrix(model, q)])
 
 
 def velocity_bias(model: Model, q: Float[Array, " nq"], t: Scalar = 0.0) -> Float[Array, " nc"]:
     """b = [Φ_t; 0], so that the velocity constraints read C q̇ + b = 0."""
+    return _velocity_bias(model, q, jnp.asarray(t, dtype=float))
+
+
+@eqx.filter_jit
+def _velocity_bias(model: Model, q, t):
+    # Jitted, as `_constraint_matrix`.
     Q = _coords(model, q)
-    t = jnp.asarray(t, dtype=float)
 
     def phi_t(g, qb):
         return jax.jvp(lambda tt: g.residual(qb, tt), (t,), (jnp.ones_like(t),))[1]
@@ -144,8 +162,13 @@ def acceleration_rhs(
     −[(Φ_q q̇)_q q̇ + 2 Φ_qt q̇ + Φ_tt]. Pfaffian rows: Γ = −d/ds Ψ(q + s q̇) q̇ at
     s = 0, i.e. −(Ψ q̇)_q q̇. Both by nested `jax.jvp`.
     """
+    return _acceleration_rhs(model, q, qd, jnp.asarray(t, dtype=float))
+
+
+@eqx.filter_jit
+def _acceleration_rhs(model: Model, q, qd, t):
+    # Jitted, as `_constraint_matrix`.
     Q, QD = _coords(model, q, qd)
-    t = jnp.asarray(t, dtype=float)
 
     def gamma_holonomic(g, qb, qdb):
         def path(s):
@@ -250,11 +273,17 @@ def generalized_forces(
     **Returns:** F, shape `(nq,)` [N, N m].
     """
     qd = jnp.zeros_like(q) if qd is None else qd
+    return _generalized_forces(model, q, qd, jnp.asarray(t, dtype=float))
+
+
+@eqx.filter_jit
+def _generalized_forces(model: Model, q, qd, t):
+    # Jitted, as `_constraint_matrix`.
     F = jax.grad(_work, argnums=1)(model, q)
     if model.dim == 3:
         F = F + jax.grad(_torque_power, argnums=2)(model, q, qd)
     if model.forces:
-        F = F + _force_elements(model, q, qd, jnp.asarray(t, dtype=float))
+        F = F + _force_elements(model, q, qd, t)
     return F
 
 
@@ -264,6 +293,12 @@ def potential_energy(model: Model, q: Float[Array, " nq"]) -> Float[Array, ""]:
     preload). Constant torques on spatial bodies, dampers, time-dependent loads and
     user forces do work that no potential describes: they are left out, and a model
     with them is not conservative."""
+    return _potential_energy(model, q)
+
+
+@eqx.filter_jit
+def _potential_energy(model: Model, q):
+    # Jitted, as `_constraint_matrix`.
     V = -_work(model, q)
     if model.forces:
         B = model.bodies
@@ -280,6 +315,12 @@ def kinetic_energy(model: Model, qd: Float[Array, " nq"]) -> Float[Array, ""]:
 
 def marker_positions(model: Model, q: Float[Array, " nq"]) -> Float[Array, "nm dim"]:
     """Global positions of the model's tracked points, shape `(nm, dim)` [m]."""
+    return _marker_positions(model, q)
+
+
+@eqx.filter_jit
+def _marker_positions(model: Model, q):
+    # Jitted, as `_constraint_matrix`.
     Q = _coords(model, q)
     return jax.vmap(model.bodies.point)(Q[model.markers.bodies], model.markers.points)
 
