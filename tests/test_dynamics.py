@@ -6,7 +6,6 @@ import dataclasses
 import math
 
 import diffrax
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,11 +18,9 @@ from helpers import (
     TOL_BAUMGARTE_VIOLATION,
     TOL_CLOSED_FORM,
     TOL_ENERGY_RELATIVE,
-    TOL_FD_SOLVE,
     TOL_PROJECTED_VIOLATION,
     TOL_SAME_MOTION,
     TOL_SAME_REACTION,
-    central_difference,
     read_reference,
 )
 from redundax import models
@@ -251,43 +248,6 @@ def test_slider_crank_closed_form_reactions():
     np.testing.assert_allclose(on_slider_B, force, atol=TOL_CLOSED_FORM * 100)
     guide = np.stack([np.zeros_like(theta), ms * 9.81 - force[:, 1]], axis=1)
     np.testing.assert_allclose(on_slider_P, guide, atol=TOL_CLOSED_FORM * 100)
-
-
-def test_jit_vmap_and_grad_through_the_solve():
-    mech = models.pendulum(inertia=0.01)
-    model, s = mech.build(), mech.initial_state()
-
-    def final_y(length, mass):
-        m = eqx.tree_at(
-            lambda m: (m.holonomic[0].s_i, m.bodies.mass),
-            model,
-            (jnp.stack([length, 0.0])[None], jnp.atleast_1d(mass)),
-        )
-        state = rx.State(0.0, jnp.stack([-length, 0.0, 0.0]), jnp.zeros(3))
-        return rx.simulate(m, state, 1.0, n_save=2, **TIGHT).q[-1, 1]
-
-    p0 = np.array([1.0, 1.0])
-    grad = np.asarray(jax.grad(lambda p: final_y(p[0], p[1]))(jnp.asarray(p0)))
-    fd = central_difference(lambda p: final_y(jnp.asarray(p[0]), jnp.asarray(p[1])), p0)
-    np.testing.assert_allclose(grad, fd, rtol=TOL_FD_SOLVE)
-    assert abs(grad[1]) > 1e-3  # the mass matters because the inertia is not zero
-
-    angles = jnp.array([0.0, 0.3, 0.6])
-    states = jax.vmap(
-        lambda a: rx.State(0.0, jnp.stack([-jnp.cos(a), -jnp.sin(a), a]), jnp.zeros(3))
-    )(angles)
-    batched = jax.vmap(lambda st: rx.simulate(model, st, 1.0, n_save=3, **TIGHT).q)(states)
-    for k in range(len(angles)):
-        single = rx.simulate(
-            model, rx.State(0.0, states.q[k], states.qd[k]), 1.0, n_save=3, **TIGHT
-        ).q
-        np.testing.assert_allclose(batched[k], single, atol=1e-12)
-    assert float(jnp.max(jnp.abs(batched[0] - batched[2]))) > 0.1  # the states differ
-
-    f = jax.jit(lambda q, qd: rx.solve_dynamics(model, q, qd, 0.0))
-    np.testing.assert_allclose(
-        f(s.q, s.qd)[0], rx.solve_dynamics(model, s.q, s.qd, 0.0)[0], atol=1e-13
-    )
 
 
 def test_implicit_solver_matches_explicit():

@@ -33,7 +33,7 @@ from redundax.joints import SphericalConstraint
 # Spatial twin of a planar mechanism vs the planar model: max |Δ position| [m] and
 # |Δ angle| [rad] over 3 s, both at rtol = 1e-10, atol = 1e-12 (measured ~1e-9).
 TOL_TWIN_POSITION = 1e-8
-# Rigid-body rows of the natural coordinates along a run (rtol = 1e-12, atol = 1e-14,
+# Rigid-body rows of the natural coordinates along a run (rtol = 1e-11, atol = 1e-13,
 # Baumgarte α = β = 10 /s; measured 3e-14).
 TOL_RIGID_ROWS = 1e-10
 # Bricard: |E(t) − E(0)| over 10 s with NullSpace at rtol 1e-10 / atol 1e-12 [J]
@@ -60,7 +60,7 @@ RANK_RTOL = 1e-9
 TIGHT = dict(rtol=np.float64(1e-10), atol=np.float64(1e-12))
 # NumPy scalars are floats to the type checks but arrays to `filter_jit`, so the runs
 # at different tolerances below share one compilation.
-TOLERANCES = (1e-6, 1e-8, 1e-10, 1e-12)
+TOLERANCES = (1e-6, 1e-8, 1e-10, 1e-11)
 N_SAVE = 201  # Bricard: 10 s, Δt = 0.05 s
 T_METHODS = 50  # Bricard method comparison: the first 50 intervals (2.5 s)
 
@@ -109,10 +109,10 @@ def bricard_runs(bricard):
 
 @pytest.fixture(scope="module")
 def bricard_states(bricard, bricard_runs):
-    """The initial state and two later ones (t = 1.7 s, 3.3 s) of the rtol = 1e-12
+    """The initial state and two later ones (t = 1.7 s, 3.3 s) of the rtol = 1e-11
     run (|Φ| ≤ 1e-13 there); rank decisions on them use BRICARD_RTOL."""
     model, s = bricard
-    run = bricard_runs[1e-12]
+    run = bricard_runs[1e-11]
     return [(s.q, s.qd, s.t)] + [(run.q[k], run.qd[k], run.ts[k]) for k in (34, 66)]
 
 
@@ -214,12 +214,12 @@ def test_mass_matrix_is_the_classical_kinetic_energy():
 
 def test_rigid_body_rows_hold_along_bricard(bricard, bricard_runs):
     """The 30 rigid-body rows (model.internal_rows) of the Bricard run at rtol =
-    1e-12, atol = 1e-14 (the default drift control) stay below 1e-10 at
+    1e-11, atol = 1e-13 (the default drift control) stay below 1e-10 at
     every saved state; at 1e-10 / 1e-12 they stay below 1e-9."""
     model, _ = bricard
     rows = np.asarray(model.internal_rows)
     assert rows.size == model.n_internal == 30
-    for tol, bound in ((1e-12, TOL_RIGID_ROWS), (1e-10, 10 * TOL_RIGID_ROWS)):
+    for tol, bound in ((1e-11, TOL_RIGID_ROWS), (1e-10, 10 * TOL_RIGID_ROWS)):
         phi = jax.vmap(lambda q: rx.position_residual(model, q))(bricard_runs[tol].q)
         assert float(jnp.max(jnp.abs(phi[:, rows]))) < bound, tol
 
@@ -404,10 +404,10 @@ def test_bricard_p3_oscillates_between_its_ends(bricard, bricard_runs):
 
 
 def test_bricard_converges_as_tolerances_tighten(bricard, bricard_runs):
-    """P3 at t = 10 s vs the rtol = 1e-12 run: the error falls by at least 10×
+    """P3 at t = 10 s vs the rtol = 1e-11 run: the error falls by at least 10×
     for each 100× tighter tolerance (measured ≈ 100×)."""
     model, _ = bricard
-    ref = _p3(model, bricard_runs[1e-12])[-1]
+    ref = _p3(model, bricard_runs[1e-11])[-1]
     errors = [float(np.linalg.norm(_p3(model, bricard_runs[t])[-1] - ref)) for t in TOLERANCES[:-1]]
     assert errors[0] > 10 * errors[1] > 100 * errors[2]
     assert errors[-1] < TOL_SAME_MOTION
@@ -460,12 +460,11 @@ def bricard_methods(bricard, bricard_runs):
     automatic = rx.eliminate(model, s.q, s.t, along=ref)
     (dropped,) = automatic.eliminated
     assert smallest[dropped] > 0.5
-    # Another row that stays redundant, 1-based.
-    row = max((r for r in joint_rows if r != dropped), key=lambda r: smallest[r]) + 1
+    # (Any other choice of redundant row gives the same motion too: the mobile
+    # robot's three choices in test_dynamics.)
     methods = {
         "weighted minimum norm": rx.WeightedMinimumNorm(),
         "elimination (automatic, along the run)": automatic,
-        f"elimination of row {row}": rx.eliminate(model, s.q, s.t, rows=(row,)),
         "augmented Lagrangian": rx.AugmentedLagrangian(),
     }
     runs = {
@@ -477,12 +476,12 @@ def bricard_methods(bricard, bricard_runs):
     return methods, runs
 
 
-# Four compilations of `simulate` (~40 s of CPU).
+# Three compilations of `simulate` (~30 s of CPU).
 def test_bricard_methods_give_the_same_motion(bricard, bricard_runs, bricard_methods):
     methods, runs = bricard_methods
     ref = bricard_runs[1e-10]
     dropped = [m.eliminated for m in methods.values() if isinstance(m, rx.Elimination)]
-    assert all(len(d) == 1 for d in dropped) and dropped[0] != dropped[1]
+    assert [len(d) for d in dropped] == [1]
     for name, traj in runs.items():
         assert float(jnp.max(jnp.abs(traj.q - ref.q[: T_METHODS + 1]))) < TOL_SAME_MOTION, name
         assert float(jnp.max(jnp.abs(traj.qd - ref.qd[: T_METHODS + 1]))) < TOL_SAME_MOTION, name
