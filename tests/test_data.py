@@ -41,6 +41,7 @@ def test_nothing_reads_outside_the_repository():
         *(ROOT / "experiments").glob("*.py"),
         *(ROOT / "notebooks").glob("*.ipynb"),
         *(ROOT / "configs").glob("*.toml"),
+        *(ROOT / "configs" / "mjcf").glob("*.xml"),
         ROOT / "Makefile",
     ]
     hits = [

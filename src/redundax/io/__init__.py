@@ -1,6 +1,8 @@
-"""Reading and writing redundax files: mechanism configurations (TOML) and the time
+"""Reading and writing redundax files: mechanism configurations (TOML), MJCF and URDF
+models (through MuJoCo's compiler, the optional extra `mjcf`), and the time
 histories of simulated runs (NPZ, CSV)."""
 
+from ._mujoco import from_mjcf as from_mjcf, from_mujoco as from_mujoco
 from .config import (
     TYPES as TYPES,
     Config as Config,

@@ -1,0 +1,115 @@
+"""MJCF through MuJoCo's compiler (`rx.from_mjcf`, issue 13, first part): the
+four-bar of `configs/mjcf/` closed by `connect` and by `weld`, against the same
+mechanism written with redundax's own spatial pairs (the second method) and against
+counting rows; every element that cannot be mapped is named."""
+
+import builtins
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import redundax as rx
+
+mujoco = pytest.importorskip("mujoco", reason="reading MJCF needs the 'mjcf' extra")
+
+MJCF = Path(__file__).resolve().parents[1] / "configs" / "mjcf"
+# The four-bar of configs/mjcf: pivots O (0, 0, 0) and D (1, 0, 0), crank O–A
+# (A at (0, 0, 0.4)), coupler A–B (B at (1.2, 0, 0.4)), rocker B–D; hinges along y.
+O, A, B, D = (0.0, 0.0, 0.0), (0.0, 0.0, 0.4), (1.2, 0.0, 0.4), (1.0, 0.0, 0.0)
+Y = (0.0, 1.0, 0.0)
+
+
+def _analysis(mech: rx.Mechanism):
+    model, state = mech.build(), mech.initial_state()
+    rx.check_consistency(model, state)
+    return model, rx.analyze_solvability(model, state.q, state.t)
+
+
+def _written_by_hand(closure) -> rx.Mechanism:
+    """The same mechanism with redundax's own pairs, the bodies taken from the import
+    (their mass properties are MuJoCo's capsules)."""
+    imported = rx.from_mjcf(MJCF / "four_bar_connect.xml")
+    pairs = [
+        rx.Revolute3D("O", "crank", "ground", point=O, axis=Y),
+        rx.Revolute3D("A", "coupler", "crank", point=A, axis=Y),
+        rx.Revolute3D("B", "rocker", "coupler", point=B, axis=Y),
+        closure("D", "rocker", "ground", point=D),
+    ]
+    return rx.Mechanism(imported.bodies, pairs, gravity=(0.0, 0.0, -9.81))
+
+
+def test_four_bar_closed_by_connect():
+    """Three hinges (5 rows each) and a connect (3 rows) on three bodies (18
+    coordinates of motion) with mobility 1: rank 17, p = 1 — the redundancy the
+    closure type brings; every reaction not unique (the out-of-plane self-stress
+    of the loop loads every joint), as for the same mechanism written by hand."""
+    imported = rx.from_mjcf(MJCF / "four_bar_connect.xml")
+    assert [b.name for b in imported.bodies] == ["crank", "coupler", "rocker"]
+    assert [type(p).__name__ for p in imported.pairs] == ["Revolute3D"] * 3 + ["Spherical"]
+    np.testing.assert_allclose(imported.bodies[0].position, (0.0, 0.0, 0.2), atol=1e-12)
+    model, report = _analysis(imported)
+    internal = model.n_internal  # the rigid-body rows of natural coordinates
+    assert model.n_constraints - internal == 18
+    assert (int(report.rank) - internal, int(report.redundancy), int(report.dof)) == (17, 1, 1)
+    hand_model, hand = _analysis(_written_by_hand(rx.Spherical))
+    assert hand_model.pair_names == model.pair_names
+    assert int(hand.rank) == int(report.rank)
+    np.testing.assert_array_equal(hand.unique, report.unique)
+    np.testing.assert_array_equal(hand.row_unique, report.row_unique)
+    assert not np.any(report.unique)
+
+
+def test_four_bar_closed_by_weld_is_locked():
+    """A weld at the rocker's pivot (6 rows) fixes the rocker: 21 rows, rank 18,
+    p = 3 and no mobility left — the format changed the mechanism, not only its
+    redundancy (as the same weld written by hand)."""
+    model, report = _analysis(rx.from_mjcf(MJCF / "four_bar_weld.xml"))
+    internal = model.n_internal
+    assert model.n_constraints - internal == 21
+    assert (int(report.rank) - internal, int(report.redundancy), int(report.dof)) == (18, 3, 0)
+    _, hand = _analysis(_written_by_hand(rx.Weld3D))
+    assert int(hand.rank) == int(report.rank) and int(hand.dof) == 0
+
+
+def test_elements_that_cannot_be_mapped_are_named(tmp_path):
+    text = """<mujoco>
+      <worldbody>
+        <body name="arm"><joint name="j1" axis="0 1 0"/><joint name="j2" axis="1 0 0"/>
+          <geom type="sphere" size="0.1" mass="1"/><site name="tip" pos="0.1 0 0"/></body>
+        <body name="plate" pos="1 0 0"><joint type="slide" axis="1 0 0"/>
+          <geom type="box" size="0.1 0.1 0.1" mass="1"/><site name="corner" pos="0.1 0 0"/></body>
+      </worldbody>
+      <tendon><spatial name="cable"><site site="tip"/><site site="corner"/></spatial></tendon>
+      <equality><joint name="coupling" joint1="j1" joint2="j2"/></equality>
+    </mujoco>"""
+    path = tmp_path / "bad.xml"
+    path.write_text(text)
+    with pytest.raises(rx.ModelError) as error:
+        rx.from_mjcf(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: the MuJoCo model has elements redundax cannot map:")
+    assert "body 'arm': 2 joints" in message
+    assert "equality 'coupling' (joint)" in message
+    assert "1 tendon(s)" in message
+    assert len(error.value.problems) == 3
+
+
+def test_a_file_mujoco_cannot_compile_names_it(tmp_path):
+    path = tmp_path / "broken.xml"
+    path.write_text("<mujoco><worldbody><body><joint type='twist'/></body></worldbody></mujoco>")
+    with pytest.raises(rx.ModelError, match=f"^{path}: MuJoCo cannot compile it: "):
+        rx.from_mjcf(path)
+
+
+def test_without_mujoco_the_message_names_the_extra(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_mujoco(name, *args, **kwargs):
+        if name == "mujoco":
+            raise ImportError("No module named 'mujoco'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_mujoco)
+    with pytest.raises(ModuleNotFoundError, match=r"needs the 'mujoco' package: pip install"):
+        rx.from_mjcf(MJCF / "four_bar_connect.xml")
