@@ -47,6 +47,7 @@ def test_four_bar_closed_by_connect():
     imported = rx.from_mjcf(MJCF / "four_bar_connect.xml")
     assert [b.name for b in imported.bodies] == ["crank", "coupler", "rocker"]
     assert [type(p).__name__ for p in imported.pairs] == ["Revolute3D"] * 3 + ["Spherical"]
+    np.testing.assert_allclose(imported.pairs[-1].point, D, atol=1e-12)  # body1's anchor
     np.testing.assert_allclose(imported.bodies[0].position, (0.0, 0.0, 0.2), atol=1e-12)
     model, report = _analysis(imported)
     internal = model.n_internal  # the rigid-body rows of natural coordinates
@@ -64,7 +65,11 @@ def test_four_bar_closed_by_weld_is_locked():
     """A weld at the rocker's pivot (6 rows) fixes the rocker: 21 rows, rank 18,
     p = 3 and no mobility left — the format changed the mechanism, not only its
     redundancy (as the same weld written by hand)."""
-    model, report = _analysis(rx.from_mjcf(MJCF / "four_bar_weld.xml"))
+    imported = rx.from_mjcf(MJCF / "four_bar_weld.xml")
+    weld = imported.pairs[-1]  # its anchor is in body2's frame (the world): at D
+    assert (type(weld).__name__, weld.body_i, weld.body_j) == ("Weld3D", "rocker", "ground")
+    np.testing.assert_allclose(weld.point, D, atol=1e-12)
+    model, report = _analysis(imported)
     internal = model.n_internal
     assert model.n_constraints - internal == 21
     assert (int(report.rank) - internal, int(report.redundancy), int(report.dof)) == (18, 3, 0)
@@ -113,3 +118,25 @@ def test_without_mujoco_the_message_names_the_extra(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_mujoco)
     with pytest.raises(ModuleNotFoundError, match=r"needs the 'mujoco' package: pip install"):
         rx.from_mjcf(MJCF / "four_bar_connect.xml")
+
+
+def test_a_keyframe_gives_the_pose_and_the_velocities(tmp_path):
+    """A rod hinged at the origin about y, at the keyframe's angle 0.3 rad and rate
+    2 rad/s: its centre of mass at R_y(0.3) (0.5, 0, 0), moving at ω × r (closed
+    form), a state consistent with the hinge; by name or by index alike."""
+    path = tmp_path / "rod.xml"
+    path.write_text(
+        """<mujoco><worldbody><body name="rod"><joint name="O" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 1 0 0" size="0.02" mass="1"/></body></worldbody>
+        <keyframe><key name="spin" qpos="0.3" qvel="2.0"/></keyframe></mujoco>"""
+    )
+    c, s = np.cos(0.3), np.sin(0.3)
+    r = np.array([0.5 * c, 0.0, -0.5 * s])  # a rotation about +y takes x to (c, 0, -s)
+    w = np.array([0.0, 2.0, 0.0])
+    for key in ("spin", 0):
+        (rod,) = rx.from_mjcf(path, keyframe=key).bodies
+        np.testing.assert_allclose(rod.position, r, atol=1e-12)
+        np.testing.assert_allclose(rod.angular_velocity, w, atol=1e-12)
+        np.testing.assert_allclose(rod.velocity, np.cross(w, r), atol=1e-12)
+    mech = rx.from_mjcf(path, keyframe="spin")
+    rx.check_consistency(mech.build(), mech.initial_state())

@@ -38,12 +38,11 @@ def _mujoco():
 
 
 def _velocities(mujoco, model, data, b: int) -> dict:
-    """The velocity of body `b`'s centre of mass and its angular velocity (global)."""
-    twist = np.zeros(6)  # [ω; v] of the body frame's origin, global components
+    """The velocity of body `b`'s centre of mass and its angular velocity, global
+    components (MuJoCo centres a body's velocity at its inertial frame)."""
+    twist = np.zeros(6)  # [ω; v], global components
     mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, b, twist, 0)
-    w = twist[:3]
-    v = twist[3:] + np.cross(w, data.xipos[b] - data.xpos[b])
-    return {"velocity": tuple(v), "angular_velocity": tuple(w)}
+    return {"velocity": tuple(twist[3:]), "angular_velocity": tuple(twist[:3])}
 
 
 def from_mjcf(path: str | Path, *, keyframe: int | str | None = None) -> Mechanism:
@@ -164,9 +163,12 @@ def from_mujoco(model: Any, *, keyframe: int | str | None = None) -> Mechanism:
             )
             continue
         b1, b2 = int(model.eq_obj1id[e]), int(model.eq_obj2id[e])
+        # The anchor: in body 1's frame for a connect, in body 2's for a weld (MJCF).
+        connect = kind == mujoco.mjtEq.mjEQ_CONNECT
+        frame = b1 if connect else b2
         anchor = np.asarray(model.eq_data[e, :3])
-        point = tuple(data.xpos[b1] + np.asarray(data.xmat[b1]).reshape(3, 3) @ anchor)
-        cls = Spherical if kind == mujoco.mjtEq.mjEQ_CONNECT else Weld3D
+        point = tuple(data.xpos[frame] + np.asarray(data.xmat[frame]).reshape(3, 3) @ anchor)
+        cls = Spherical if connect else Weld3D
         pairs.append(cls(label, body_names[b1], body_names[b2], point=point))
 
     if model.ntendon:
