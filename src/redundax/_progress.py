@@ -21,6 +21,7 @@ from diffrax._term import WrapTerm
 from jaxtyping import Array, Bool, Float, Int, PyTree
 
 from ._simulate import _logs, _monitored, _trajectory, _vector_field
+from ._validation import host_values
 
 
 class Progress:
@@ -238,6 +239,18 @@ def in_segments(
 ):
     """The run of `simulate(progress=progress)`, segment by segment on the host;
     with `throw`, a run that stops before its final time raises `RuntimeError`."""
+    if saved_times is None or host_values(*y0) is None:
+        raise ValueError(
+            "simulate field 'progress': reports on the host need concrete inputs; "
+            "it cannot be used under jax.jit, jax.vmap or jax.grad (pass "
+            "progress_meter= there)"
+        )
+    if drift.projects:
+        raise ValueError(
+            f"simulate field 'progress': the drift control {type(drift).__name__} "
+            "projects at saved times, which a run in segments does not do; use "
+            "rx.StepProjection() (the default) or pass progress_meter= instead"
+        )
     common = (model, saved_times, structure, method)
     run = progress.call(_begin, *common, solver, controller, drift, threshold, y0)
     t1 = saved_times.values[-1]

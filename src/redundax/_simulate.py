@@ -511,7 +511,9 @@ def simulate(
         stepsize_controller = default_controller(model, rtol, atol)
     method = specialise(method, structure)
     if progress is not None:
-        trajectory = _in_segments(
+        from ._progress import in_segments  # noqa: PLC0415 - it builds on this module
+
+        trajectory = in_segments(
             progress,
             model,
             (q0, qd0),
@@ -548,53 +550,6 @@ def simulate(
     )
     _warn_if_branch_at_risk(trajectory, method)
     return trajectory
-
-
-def _in_segments(
-    progress,
-    model,
-    y0,
-    correction,
-    saved_times,
-    structure,
-    method,
-    solver,
-    controller,
-    drift,
-    max_steps,
-    throw,
-    threshold,
-) -> Trajectory:
-    """`simulate(progress=...)`: the checks, then the run segment by segment."""
-    from ._progress import in_segments  # noqa: PLC0415 - it builds on this module
-
-    if saved_times is None or host_values(*y0) is None:
-        raise ValueError(
-            "simulate field 'progress': reports on the host need concrete inputs; "
-            "it cannot be used under jax.jit, jax.vmap or jax.grad (pass "
-            "progress_meter= there)"
-        )
-    if drift.projects:
-        raise ValueError(
-            f"simulate field 'progress': the drift control {type(drift).__name__} "
-            "projects at saved times, which a run in segments does not do; use "
-            "rx.StepProjection() (the default) or pass progress_meter= instead"
-        )
-    return in_segments(
-        progress,
-        model,
-        y0,
-        correction,
-        saved_times,
-        structure,
-        method,
-        solver,
-        controller,
-        drift,
-        max_steps,
-        throw,
-        threshold,
-    )
 
 
 class SingularPassageWarning(UserWarning):
