@@ -82,16 +82,24 @@ def test_elements_that_cannot_be_mapped_are_named(tmp_path):
       <worldbody>
         <body name="arm"><joint name="j1" axis="0 1 0"/><joint name="j2" axis="1 0 0"/>
           <geom type="sphere" size="0.1" mass="1"/><site name="tip" pos="0.1 0 0"/></body>
-        <body name="plate" pos="1 0 0"><joint type="slide" axis="1 0 0"/>
+        <body name="plate" pos="1 0 0"><joint name="s" type="slide" axis="1 0 0" damping="2"/>
           <geom type="box" size="0.1 0.1 0.1" mass="1"/><site name="corner" pos="0.1 0 0"/></body>
       </worldbody>
       <tendon><spatial name="cable"><site site="tip"/><site site="corner"/></spatial></tendon>
       <equality><joint name="coupling" joint1="j1" joint2="j2"/></equality>
+      <actuator><motor name="push" joint="s"/></actuator>
     </mujoco>"""
     path = tmp_path / "bad.xml"
     path.write_text(text)
-    with pytest.raises(rx.ModelError) as error:
+    with pytest.raises(rx.ModelError) as error, pytest.warns(rx.UnmappedElementWarning) as ignored:
         rx.from_mjcf(path)
+    assert sorted(str(w.message).split(":")[0] for w in ignored) == [
+        "actuators are not modelled",
+        "contacts are not modelled",
+        "joint damping is not modelled",
+    ]
+    assert [m for w in ignored if "'push'" in (m := str(w.message))]
+    assert [m for w in ignored if "damping" in (m := str(w.message)) and "'s'" in m]
     message = str(error.value)
     assert message.startswith(f"{path}: the MuJoCo model has elements redundax cannot map:")
     assert "body 'arm': 2 joints" in message
@@ -126,8 +134,10 @@ def test_a_keyframe_gives_the_pose_and_the_velocities(tmp_path):
     form), a state consistent with the hinge; by name or by index alike."""
     path = tmp_path / "rod.xml"
     path.write_text(
-        """<mujoco><worldbody><body name="rod"><joint name="O" axis="0 1 0"/>
-        <geom type="capsule" fromto="0 0 0 1 0 0" size="0.02" mass="1"/></body></worldbody>
+        """<mujoco><option><flag contact="disable"/></option>
+        <worldbody><body name="rod"><joint name="O" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 1 0 0" size="0.02" mass="1"/>
+        <site name="tip" pos="1 0 0"/></body></worldbody>
         <keyframe><key name="spin" qpos="0.3" qvel="2.0"/></keyframe></mujoco>"""
     )
     c, s = np.cos(0.3), np.sin(0.3)
@@ -139,4 +149,9 @@ def test_a_keyframe_gives_the_pose_and_the_velocities(tmp_path):
         np.testing.assert_allclose(rod.angular_velocity, w, atol=1e-12)
         np.testing.assert_allclose(rod.velocity, np.cross(w, r), atol=1e-12)
     mech = rx.from_mjcf(path, keyframe="spin")
-    rx.check_consistency(mech.build(), mech.initial_state())
+    model = mech.build()
+    rx.check_consistency(model, mech.initial_state())
+    # The site at the rod's end is a marker, at the end of the rod.
+    np.testing.assert_allclose(
+        rx.marker_positions(model, mech.initial_state().q)[0], 2 * r, atol=1e-12
+    )

@@ -175,4 +175,8 @@ from .methods import (
 
 __version__ = "0.1.0"
 from . import models as models
-from .io._mujoco import from_mjcf as from_mjcf, from_mujoco as from_mujoco
+from .io._mujoco import (
+    UnmappedElementWarning as UnmappedElementWarning,
+    from_mjcf as from_mjcf,
+    from_mujoco as from_mujoco,
+)

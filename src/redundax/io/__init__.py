@@ -2,7 +2,11 @@
 models (through MuJoCo's compiler, the optional extra `mjcf`), and the time
 histories of simulated runs (NPZ, CSV)."""
 
-from ._mujoco import from_mjcf as from_mjcf, from_mujoco as from_mujoco
+from ._mujoco import (
+    UnmappedElementWarning as UnmappedElementWarning,
+    from_mjcf as from_mjcf,
+    from_mujoco as from_mujoco,
+)
 from .config import (
     TYPES as TYPES,
     Config as Config,

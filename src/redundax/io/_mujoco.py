@@ -8,12 +8,16 @@ of inertia; the joint that attaches a body to its parent in MuJoCo's tree become
 pair at the joint's global anchor and axis (hinge: `Revolute3D`, slide:
 `Prismatic3D`, ball: `Spherical`; no joint: `Weld3D`; a free joint: no pair); each
 active `connect` equality closes a loop with a `Spherical` pair at its anchor, each
-`weld` with a `Weld3D`. Whatever cannot be mapped is named, one line each, in a
-single error: nothing is dropped silently.
+`weld` with a `Weld3D`; every site on a body becomes a marker (a tracked point).
+Whatever cannot be mapped is named, one line each, in a single error; what is
+left out of the dynamics (contacts, actuators, joint damping, stiffness, armature
+and friction loss) is named in one [`UnmappedElementWarning`][] each: nothing is
+dropped silently.
 
 `mujoco` is an optional dependency: `pip install redundax[mjcf]`.
 """
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +25,16 @@ import numpy as np
 
 from .._errors import ModelError
 from .._spatial_spec import Prismatic3D, Revolute3D, SpatialBody, Spherical, Weld3D
-from .._spec import Mechanism
+from .._spec import Marker, Mechanism
 
 EXTRA = "pip install 'redundax[mjcf]'"
 """How to install what reading MJCF and URDF needs."""
+
+
+class UnmappedElementWarning(UserWarning):
+    """An element of a MuJoCo model that redundax leaves out of the dynamics
+    (contacts, actuators, joint damping, stiffness, armature, friction loss): the
+    message names the elements and what was ignored."""
 
 
 def _mujoco():
@@ -171,6 +181,20 @@ def from_mujoco(model: Any, *, keyframe: int | str | None = None) -> Mechanism:
         cls = Spherical if connect else Weld3D
         pairs.append(cls(label, body_names[b1], body_names[b2], point=point))
 
+    markers = [
+        Marker(
+            name(mujoco.mjtObj.mjOBJ_SITE, s, "site"),
+            body_names[int(model.site_bodyid[s])],
+            point=tuple(
+                np.asarray(data.ximat[b]).reshape(3, 3).T @ (data.site_xpos[s] - data.xipos[b])
+            ),
+        )
+        for s in range(model.nsite)
+        if (b := int(model.site_bodyid[s])) > 0 and model.body_mass[b] > 0.0
+    ]
+    for message in _ignored(mujoco, model, name):
+        warnings.warn(message, UnmappedElementWarning, stacklevel=3)
+
     if model.ntendon:
         problems.append(f"{model.ntendon} tendon(s): not modelled (their forces are left out)")
     if problems:
@@ -180,4 +204,52 @@ def from_mujoco(model: Any, *, keyframe: int | str | None = None) -> Mechanism:
             problems,
             "mujoco",
         )
-    return Mechanism(bodies=bodies, pairs=pairs, gravity=tuple(float(g) for g in model.opt.gravity))
+    return Mechanism(
+        bodies=bodies,
+        pairs=pairs,
+        markers=markers,
+        gravity=tuple(float(g) for g in model.opt.gravity),
+    )
+
+
+def _ignored(mujoco, model, name) -> list[str]:
+    """One message per kind of element that the mechanism leaves out of the
+    dynamics, naming the elements."""
+    messages = []
+    contacts = not model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CONTACT
+    colliding = [
+        name(mujoco.mjtObj.mjOBJ_GEOM, g, "geom")
+        for g in range(model.ngeom)
+        if model.geom_contype[g] or model.geom_conaffinity[g]
+    ]
+    if contacts and colliding:
+        messages.append(
+            f"contacts are not modelled: {len(colliding)} geom(s) can collide "
+            f"({_listed(colliding)}); their contact forces are ignored "
+            '(<option><flag contact="disable"/></option> says so in the file)'
+        )
+    if model.nu:
+        actuators = [name(mujoco.mjtObj.mjOBJ_ACTUATOR, u, "actuator") for u in range(model.nu)]
+        messages.append(
+            f"actuators are not modelled: {_listed(actuators)}; their forces are ignored "
+            "(apply them as force elements or drivers)"
+        )
+    for field, what in (
+        ("dof_damping", "damping"),
+        ("jnt_stiffness", "stiffness"),
+        ("dof_armature", "armature"),
+        ("dof_frictionloss", "friction loss"),
+    ):
+        values = np.asarray(getattr(model, field))
+        owner = model.dof_jntid if field.startswith("dof") else np.arange(model.njnt)
+        joints = sorted(
+            {name(mujoco.mjtObj.mjOBJ_JOINT, int(j), "joint") for j in owner[values != 0.0]}
+        )
+        if joints:
+            messages.append(f"joint {what} is not modelled: {_listed(joints)}; ignored")
+    return messages
+
+
+def _listed(names: list[str], most: int = 6) -> str:
+    shown = ", ".join(repr(n) for n in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
