@@ -35,6 +35,12 @@ from ._bodies import (
     PlanarBodies as PlanarBodies,
     SpatialBodies as SpatialBodies,
 )
+from ._closure import (
+    Closure as Closure,
+    ClosureChange as ClosureChange,
+    ClosureReport as ClosureReport,
+    closure_report as closure_report,
+)
 from ._compliant_stepping import (
     Compliance as Compliance,
     GonzalezTrajectory as GonzalezTrajectory,

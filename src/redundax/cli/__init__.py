@@ -25,6 +25,7 @@ import contextlib
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
 from types import ModuleType
 
@@ -39,6 +40,7 @@ from ._common import (
     EXIT_USAGE as EXIT_USAGE,
     Command as Command,
     report,
+    warn,
 )
 
 # The command line always works in float64 (the library import also enables it).
@@ -115,6 +117,19 @@ def _terminable():
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+@contextlib.contextmanager
+def _warnings_as_lines():
+    """Python warnings (e.g. what an MJCF import leaves out) as `redundax: warning:`
+    lines on stderr, not Python's `file:line: Category: message`."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        warn(str(message))
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
 _MEMORY_OPTIONS = {
     "simulate": "lower [simulation] n_save or --memory-budget, or simulate a shorter span",
     "sweep": "lower [sweep] chunk_size (variants simulated at once) or n_save",
@@ -160,12 +175,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     args.cache = enable_compilation_cache()
     try:
-        with cacheable_programs(args.cache is not None), _terminable():
+        with cacheable_programs(args.cache is not None), _terminable(), _warnings_as_lines():
             return COMMANDS[args.command].run(args)
     except _Terminated:  # SIGTERM (kill, a batch system's time limit): files cleaned up
         print("redundax: terminated", file=sys.stderr)
         return EXIT_TERMINATED
-    except (ValueError, OSError) as error:  # ConfigError is a ValueError
+    except (ValueError, OSError, ModuleNotFoundError) as error:  # ConfigError: a ValueError
         report(error)
         return EXIT_USAGE
     except MemoryError as error:  # a budget the run does not fit: says which option

@@ -40,8 +40,9 @@ def config_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "config",
         metavar="CONFIG",
-        help="a mechanism configuration (TOML), e.g. configs/mobile_robot.toml; "
-        "the format is described in configs/README.md",
+        help="a mechanism configuration (TOML), e.g. configs/mobile_robot.toml, in the "
+        "format of configs/README.md; or an MJCF (.xml) or URDF (.urdf) model, compiled "
+        "by MuJoCo (pip install 'redundax[mjcf]'), e.g. configs/mjcf/four_bar_connect.xml",
     )
 
 

@@ -4,7 +4,8 @@ import argparse
 import json
 
 from .. import Model, SolvabilityReport, analyze_solvability
-from ..io.config import load_config
+from .._closure import ClosureReport, closure_report
+from ..io.config import MUJOCO_SUFFIXES, load_config
 from ._common import EXIT_OK, config_argument, positive_float
 from ._programs import cached_call
 
@@ -16,7 +17,10 @@ DESCRIPTION = (
     "p = rows − rank, the mobility n − rank, and for every pair whether its "
     "reaction is uniquely determined (B_X = 0, Wojtyra & Frączek 2013). "
     "Redundant constraints make some reactions indeterminate in a rigid model; "
-    "this tells you which."
+    "this tells you which. For an MJCF or URDF file, also where the redundancy comes "
+    "from (the form of its connect/weld closures, or the mechanism's geometry) and "
+    "the minimal closure: the closure rows to drop, or the change of one joint or "
+    "equality type, that makes every reaction unique."
 )
 
 
@@ -60,6 +64,10 @@ def _analysis(model: Model, q, t, rtol: float | None) -> SolvabilityReport:
     return analyze_solvability(model, q, t, rtol=rtol)
 
 
+def _closures(model: Model, q, t, rtol: float | None) -> ClosureReport:
+    return closure_report(model, q, t, rtol=rtol)
+
+
 def run(args: argparse.Namespace) -> int:
     """The handler of `redundax analyze`: returns the exit status."""
     config = load_config(args.config)
@@ -71,8 +79,12 @@ def run(args: argparse.Namespace) -> int:
         config.state.t,
         args.rtol,
     )
+    closures = None
+    if config.path.suffix.lower() in MUJOCO_SUFFIXES:
+        closures = _closures(config.model, config.state.q, config.state.t, args.rtol)
     if args.json:
-        print(json.dumps({**report.to_dict(), "dim": config.dim}))
+        extra = {} if closures is None else {"closures": closures.to_dict()}
+        print(json.dumps({**report.to_dict(), "dim": config.dim, **extra}))
     else:
         kind = "spatial" if config.dim == 3 else "planar"
         print(f"{config.name} ({config.path}), {kind}, initial configuration at t = 0 s\n")
@@ -80,4 +92,6 @@ def run(args: argparse.Namespace) -> int:
         legend = _component_legend(config.model)
         if legend:
             print("\n" + "\n".join(legend))
+        if closures is not None:
+            print("\n" + str(closures))
     return EXIT_OK

@@ -67,7 +67,8 @@ def from_mjcf(path: str | Path, *, keyframe: int | str | None = None) -> Mechani
     try:
         model = mujoco.MjModel.from_xml_path(str(path))
     except ValueError as error:
-        raise ModelError(f"{path}: MuJoCo cannot compile it: {error}") from None
+        said = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        raise ModelError(f"{path}: MuJoCo cannot compile it: {said}") from None
     try:
         return from_mujoco(model, keyframe=keyframe)
     except ModelError as error:

@@ -286,7 +286,10 @@ def load_config(path: str | os.PathLike) -> Config:
 
     **Arguments:**
 
-    - `path`: a TOML file in the format of `configs/README.md`.
+    - `path`: a TOML file in the format of `configs/README.md`, or an MJCF
+      (`.xml`) or URDF (`.urdf`) file, read by [`redundax.from_mjcf`][] (needs the
+      `mjcf` extra) at its reference configuration with the default
+      [`SimulationOptions`][].
 
     **Returns:** a [`Config`][] with the mechanism, its `Model`, its initial `State`
     and its [`SimulationOptions`][].
@@ -310,6 +313,8 @@ def load_config(path: str | os.PathLike) -> Config:
         ```
     """
     path = Path(path)
+    if path.suffix.lower() in MUJOCO_SUFFIXES:
+        return _load_mujoco(path)
     document = checks.read_toml(path, "a configuration file")
 
     parsed = _parse(path, document)
@@ -363,6 +368,40 @@ def load_config(path: str | os.PathLike) -> Config:
         tracked=tuple(mk.name for mk in mechanism.markers),
         consistency_tolerance=tol,
         dim=options["dim"],
+    )
+
+
+MUJOCO_SUFFIXES: Final = (".xml", ".urdf", ".mjcf")
+"""The file name extensions [`load_config`][] hands to MuJoCo's compiler."""
+
+
+def _load_mujoco(path: Path) -> Config:
+    """A [`Config`][] from an MJCF or URDF file: the mechanism MuJoCo compiles, at
+    its reference configuration, with the default simulation options."""
+    from ._mujoco import from_mjcf  # noqa: PLC0415 - mujoco is optional
+
+    mechanism = from_mjcf(path)
+    try:
+        model = mechanism.build()
+        state = mechanism.initial_state()
+        check_consistency(model, state, CONSISTENCY_TOL)
+    except ValueError as err:
+        raise ConfigError(
+            path,
+            [f"inconsistent initial configuration: {item}" for item in _problems(err)],
+            hint="the reference configuration (qpos0) must close every loop: set the "
+            "joints' ref (or the bodies' poses) so that each connect and weld holds",
+        ) from None
+    return Config(
+        path=path,
+        name=path.stem,
+        mechanism=mechanism,
+        model=model,
+        state=state,
+        simulation=SimulationOptions(),
+        tracked=tuple(mk.name for mk in mechanism.markers),
+        consistency_tolerance=CONSISTENCY_TOL,
+        dim=3,
     )
 
 
