@@ -4,6 +4,7 @@ mechanism written with redundax's own spatial pairs (the second method) and agai
 counting rows; every element that cannot be mapped is named."""
 
 import builtins
+import json
 from pathlib import Path
 
 import numpy as np
@@ -155,3 +156,112 @@ def test_a_keyframe_gives_the_pose_and_the_velocities(tmp_path):
     np.testing.assert_allclose(
         rx.marker_positions(model, mech.initial_state().q)[0], 2 * r, atol=1e-12
     )
+
+
+def _closures(name: str):
+    mech = rx.from_mjcf(MJCF / name)
+    model, state = mech.build(), mech.initial_state()
+    return model, state, rx.closure_report(model, state.q, state.t)
+
+
+def _rank(C) -> int:
+    """The rank by the SVD (a second method beside the library's pivoted QR)."""
+    return int(np.linalg.matrix_rank(np.asarray(C), tol=1e-9 * np.linalg.norm(C, 2)))
+
+
+def test_closure_report_of_the_four_bar_closed_by_connect():
+    """The planar loop's self-stress is out of its plane: the minimal closure drops
+    the connect's force along the hinges' axis y (e1 of the global frame); what is
+    kept has the rank of all rows (SVD) and no dependent row, and rx.eliminate takes
+    it (it refuses rows that change the motion). No MuJoCo type change does it: a
+    ball for any hinge gives p = 0 with 16 rows on 18 coordinates — mobility 2."""
+    model, state, report = _closures("four_bar_connect.xml")
+    assert (report.redundancy, report.form_redundancy, report.mechanism_redundancy) == (1, 0, 1)
+    assert report.tree == ("O", "A", "B")
+    assert [(c.pairs, c.joint_rank, c.redundant_rows) for c in report.closures] == [(("D",), 3, 1)]
+    assert report.drop == (("D", "force e1", 17),)
+    C = np.asarray(rx.constraint_matrix(model, state.q))
+    keep = [k for k in range(C.shape[0]) if k + 1 != 17]
+    assert _rank(C[keep]) == _rank(C) == len(keep)
+    rx.eliminate(model, state.q, rows=(17,))
+    assert {(c.pair, c.redundancy, c.dof, c.keeps_motion) for c in report.changes} == {
+        (j, 0, 2, False) for j in "OAB"
+    }
+    assert "no change of one MuJoCo joint or equality type does it" in str(report)
+
+
+def test_closure_report_of_the_four_bar_closed_by_weld():
+    """The weld adds the three out-of-plane rows of a planar loop (force along y,
+    moments about x and z) and locks the rocker: with a connect at its anchor the
+    same rows give the connect model's p = 1 and mobility 1."""
+    _, _, report = _closures("four_bar_weld.xml")
+    assert (report.redundancy, report.form_redundancy, report.dof) == (3, 0, 0)
+    assert [c.locks for c in report.closures] == [1]
+    assert [(p, label) for p, label, _ in report.drop] == [
+        ("D", "force e1"),
+        ("D", "moment e0"),
+        ("D", "moment e2"),
+    ]
+    connect_model, connect_state, _ = _closures("four_bar_connect.xml")
+    connect = rx.analyze_solvability(connect_model, connect_state.q)
+    (weld_to_connect,) = [c for c in report.changes if c.pair == "D"]
+    assert (weld_to_connect.redundancy, weld_to_connect.dof) == (
+        int(connect.redundancy),
+        int(connect.dof),
+    )
+    assert "it locks 1 degree(s) of freedom" in str(report)
+
+
+def test_two_connects_on_one_axis_are_a_hinge_and_one_row_more(tmp_path):
+    """A door on a free joint held by two connects on the z axis: together a hinge
+    (5 relative motions) with one row dependent among themselves — the closures'
+    form, not the mechanism; the minimal closure drops one of the two forces along
+    the axis, e2 = z."""
+    path = tmp_path / "door.xml"
+    path.write_text(
+        """<mujoco><option><flag contact="disable"/></option><worldbody>
+        <body name="door" pos="0.4 0 0"><freejoint/>
+          <geom type="box" size="0.4 0.02 0.5" mass="10"/></body></worldbody>
+        <equality><connect name="upper" body1="door" anchor="-0.4 0 0.5"/>
+          <connect name="lower" body1="door" anchor="-0.4 0 -0.5"/></equality></mujoco>"""
+    )
+    mech = rx.from_mjcf(path)
+    model, state = mech.build(), mech.initial_state()
+    report = rx.closure_report(model, state.q)
+    assert (report.redundancy, report.form_redundancy, report.mechanism_redundancy) == (1, 1, 0)
+    ((closure),) = report.closures
+    assert (closure.pairs, closure.joint_rank, closure.form_redundancy) == (
+        ("upper", "lower"),
+        5,
+        1,
+    )
+    ((pair, label, _),) = report.drop
+    assert label == "force e2" and pair in ("upper", "lower")
+    assert report.dof == 1  # the door turns about z
+
+
+def test_analyze_reads_mjcf_files(capsys, tmp_path):
+    """`redundax analyze FILE.xml --json` has the closure report; a file MuJoCo
+    cannot compile is one line with MuJoCo's own message, exit 2; what the import
+    leaves out is a `redundax: warning:` line."""
+    from redundax.cli import main
+
+    assert main(["analyze", str(MJCF / "four_bar_connect.xml"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["redundancy"], out["dof"]) == (1, 1)
+    assert out["closures"]["mechanism_redundancy"] == 1
+    assert out["closures"]["drop"] == [{"pair": "D", "component": "force e1", "row": 17}]
+
+    broken = tmp_path / "broken.xml"
+    broken.write_text("<mujoco><worldbody><body><joint type='twist'/></body></worldbody></mujoco>")
+    assert main(["analyze", str(broken)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "MuJoCo cannot compile it: XML Error: invalid keyword" in err[0]
+
+    touching = tmp_path / "touching.xml"
+    touching.write_text(
+        (MJCF / "four_bar_connect.xml").read_text().replace('<flag contact="disable"/>', "")
+    )
+    assert main(["analyze", str(touching)]) == 0
+    err = capsys.readouterr().err
+    assert "redundax: warning: contacts are not modelled: 3 geom(s) can collide" in err

@@ -29,8 +29,10 @@ not a function to differentiate.
 """
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float
@@ -47,7 +49,8 @@ _ALTERNATIVE = {"weld-3d": "connect", "revolute-3d": "ball joint", "spherical": 
 
 @dataclasses.dataclass(frozen=True)
 class Closure:
-    """The closures between one pair of bodies, taken together as one joint.
+    """The closures between one pair of bodies, with any tree joint between them,
+    taken together as one joint.
 
     - `pairs`: their names; `bodies`: the two bodies.
     - `rows`: their rows of C (0-based).
@@ -254,8 +257,9 @@ def closure_report(
     rtol = default_rtol((nc, n)) if rtol is None else float(rtol)
 
     def rank(rows) -> int:
-        rows = sorted(rows)
-        return int(pivoted_qr(C[rows].T, rtol, compute_q=False).rank) if rows else 0
+        mask = np.zeros(nc)
+        mask[sorted(rows)] = 1.0
+        return int(_masked_rank(jnp.asarray(C), jnp.asarray(mask), rtol))
 
     tree, loop = _spanning(model)
     if closures is not None:
@@ -264,9 +268,13 @@ def closure_report(
     everything = set(range(nc))
     r = rank(everything)
     internal = set(model.internal_rows)
+    # A closure and every pair between the same two bodies (a tree joint it doubles,
+    # other closures) make one joint.
+    closed = {frozenset(model.pairs[k].bodies) for k in loop}
     groups: dict[frozenset, list[int]] = {}
-    for k in loop:
-        groups.setdefault(frozenset(model.pairs[k].bodies), []).append(k)
+    for k in sorted((*tree, *loop)):
+        if (key := frozenset(model.pairs[k].bodies)) in closed:
+            groups.setdefault(key, []).append(k)
 
     found = []
     for members in groups.values():
@@ -321,6 +329,13 @@ def closure_report(
         drop=drop,
         changes=tuple(changes),
     )
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _masked_rank(C, mask, rtol: float):
+    """The rank of the rows of C where `mask` is 1 (the others zeroed: one shape, one
+    compilation for every subset)."""
+    return pivoted_qr((C * mask[:, None]).T, rtol, compute_q=False).rank
 
 
 def _minimal_closure(model: Model, C, rank: int, rtol: float, rows: list[int]):

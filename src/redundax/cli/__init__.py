@@ -126,6 +126,7 @@ def _warnings_as_lines():
         warn(str(message))
 
     with warnings.catch_warnings():
+        warnings.simplefilter("default", UserWarning)  # shown, whatever the caller's filters
         warnings.showwarning = show
         yield
 
