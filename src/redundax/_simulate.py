@@ -9,7 +9,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, ArrayLike, Float, Int
 
 from ._active_set import ActiveSetLog, ActiveSetMonitor, active_rows
 from ._assembly import (
@@ -389,7 +389,7 @@ def simulate(
     initial_projection: Projection | None = None,
     consistency_tol: float = 1e-8,
     n_save: int = 201,
-    ts: Float[Array, " T"] | None = None,
+    ts: Float[ArrayLike, " T"] | None = None,
     max_steps: int = 100_000,
     throw: bool = True,
     progress_meter: diffrax.AbstractProgressMeter = diffrax.NoProgressMeter(),

@@ -12,7 +12,8 @@ active `connect` equality closes a loop with a `Spherical` pair at its anchor, e
 Whatever cannot be mapped is named, one line each, in a single error; what is
 left out of the dynamics (contacts, actuators, joint damping, stiffness, armature
 and friction loss) is named in one [`UnmappedElementWarning`][] each: nothing is
-dropped silently.
+dropped silently. A hinge's stiffness and damping, and a servo on a hinge at zero
+control, are torques a `RotationalSpringDamper` reproduces exactly: they are mapped.
 
 `mujoco` is an optional dependency: `pip install redundax[mjcf]`.
 """
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import ModelError
+from .._force_specs import RotationalSpringDamper
 from .._spatial_spec import Prismatic3D, Revolute3D, SpatialBody, Spherical, Weld3D
 from .._spec import Marker, Mechanism
 
@@ -125,6 +127,7 @@ def from_mujoco(model: Any, *, keyframe: int | str | None = None) -> Mechanism:
         )
 
     pairs = []
+    hinges: dict[int, tuple[str, str, tuple]] = {}  # joint → (body, parent, global axis)
     kinds = {
         int(mujoco.mjtJoint.mjJNT_HINGE): Revolute3D,
         int(mujoco.mjtJoint.mjJNT_SLIDE): Prismatic3D,
@@ -149,6 +152,8 @@ def from_mujoco(model: Any, *, keyframe: int | str | None = None) -> Mechanism:
                 continue
             cls = kinds[kind]
             axis = None if cls is Spherical else tuple(data.xaxis[j])
+            if cls is Revolute3D:
+                hinges[j] = (body_names[b], parent, axis)
             pairs.append(
                 cls(
                     name(mujoco.mjtObj.mjOBJ_JOINT, j, "joint"),
@@ -193,7 +198,8 @@ def from_mujoco(model: Any, *, keyframe: int | str | None = None) -> Mechanism:
         for s in range(model.nsite)
         if (b := int(model.site_bodyid[s])) > 0 and model.body_mass[b] > 0.0
     ]
-    for message in _ignored(mujoco, model, name):
+    forces, mapped = _springs(mujoco, model, data, hinges)
+    for message in _ignored(mujoco, model, name, mapped):
         warnings.warn(message, UnmappedElementWarning, stacklevel=3)
 
     if model.ntendon:
@@ -209,13 +215,80 @@ def from_mujoco(model: Any, *, keyframe: int | str | None = None) -> Mechanism:
         bodies=bodies,
         pairs=pairs,
         markers=markers,
+        forces=forces,
         gravity=tuple(float(g) for g in model.opt.gravity),
     )
 
 
-def _ignored(mujoco, model, name) -> list[str]:
+def _springs(mujoco, model, data, hinges) -> tuple[list, dict[str, set[int]]]:
+    """The torques of hinges that a `RotationalSpringDamper` about the hinge's axis
+    reproduces exactly, and what was mapped (`{"joints": ..., "actuators": ...}`):
+
+    - a hinge's passive torque −k (q − q_spring) − c q̇ (`stiffness`, `springref`,
+      `damping`);
+    - an actuator on a hinge without activation dynamics, with a fixed gain and an
+      affine or no bias, at zero control (MuJoCo's `ctrl` until someone sets it):
+      torque g (b₀ + b₁ g q + b₂ g q̇) (`position` and `velocity` servos are of this
+      kind; a `motor` gives none) — when it is a spring and a damper (b₁, b₂ ≤ 0)
+      and zero control is within a limited `ctrlrange` and no force limit applies.
+
+    q is the hinge angle, θ of the spring-damper the rotation since the imported
+    configuration q₁: q = θ + q₁."""
+    forces = []
+    mapped: dict[str, set[int]] = {"joints": set(), "actuators": set()}
+    for j, (body, parent, axis) in hinges.items():
+        k, c = float(model.jnt_stiffness[j]), float(model.dof_damping[model.jnt_dofadr[j]])
+        if k == 0.0 and c == 0.0:
+            continue
+        adr = int(model.jnt_qposadr[j])
+        q1, q_spring = float(data.qpos[adr]), float(model.qpos_spring[adr])
+        forces.append(
+            RotationalSpringDamper(
+                body, parent, stiffness=k, damping=c, free_angle=q_spring - q1, axis=axis
+            )
+        )
+        mapped["joints"].add(j)
+    for u in range(model.nu):
+        j = int(model.actuator_trnid[u, 0])
+        gain, bias = model.actuator_gainprm[u], model.actuator_biasprm[u]
+        g = float(model.actuator_gear[u, 0])
+        simple = (
+            int(model.actuator_trntype[u]) == mujoco.mjtTrn.mjTRN_JOINT
+            and j in hinges
+            and int(model.actuator_dyntype[u]) == mujoco.mjtDyn.mjDYN_NONE
+            and int(model.actuator_gaintype[u]) == mujoco.mjtGain.mjGAIN_FIXED
+            and int(model.actuator_biastype[u])
+            in (mujoco.mjtBias.mjBIAS_NONE, mujoco.mjtBias.mjBIAS_AFFINE)
+            and not model.actuator_forcelimited[u]
+            and (
+                not model.actuator_ctrllimited[u]
+                or model.actuator_ctrlrange[u, 0] <= 0.0 <= model.actuator_ctrlrange[u, 1]
+            )
+        )
+        del gain  # the gain multiplies the control, zero
+        if not simple:
+            continue
+        affine = int(model.actuator_biastype[u]) == mujoco.mjtBias.mjBIAS_AFFINE
+        b0, b1, b2 = (float(x) for x in bias[:3]) if affine else (0.0, 0.0, 0.0)
+        k, c = -g * g * b1, -g * g * b2
+        if k < 0.0 or c < 0.0:
+            continue
+        mapped["actuators"].add(u)
+        if k == 0.0 and c == 0.0 and b0 == 0.0:
+            continue  # a motor at zero control: no torque
+        body, parent, axis = hinges[j]
+        q1 = float(data.qpos[int(model.jnt_qposadr[j])])
+        forces.append(
+            RotationalSpringDamper(
+                body, parent, stiffness=k, damping=c, free_angle=-q1, preload=-g * b0, axis=axis
+            )
+        )
+    return forces, mapped
+
+
+def _ignored(mujoco, model, name, mapped) -> list[str]:
     """One message per kind of element that the mechanism leaves out of the
-    dynamics, naming the elements."""
+    dynamics, naming the elements (`mapped`: what [`_springs`][] took)."""
     messages = []
     contacts = not model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CONTACT
     colliding = [
@@ -229,12 +302,18 @@ def _ignored(mujoco, model, name) -> list[str]:
             f"({_listed(colliding)}); their contact forces are ignored "
             '(<option><flag contact="disable"/></option> says so in the file)'
         )
-    if model.nu:
-        actuators = [name(mujoco.mjtObj.mjOBJ_ACTUATOR, u, "actuator") for u in range(model.nu)]
+    actuators = [
+        name(mujoco.mjtObj.mjOBJ_ACTUATOR, u, "actuator")
+        for u in range(model.nu)
+        if u not in mapped["actuators"]
+    ]
+    if actuators:
         messages.append(
             f"actuators are not modelled: {_listed(actuators)}; their forces are ignored "
-            "(apply them as force elements or drivers)"
+            "(redundax maps only a servo on a hinge at zero control, without force limits; "
+            "apply the others as force elements or drivers)"
         )
+    hinges = mapped["joints"]
     for field, what in (
         ("dof_damping", "damping"),
         ("jnt_stiffness", "stiffness"),
@@ -243,6 +322,8 @@ def _ignored(mujoco, model, name) -> list[str]:
     ):
         values = np.asarray(getattr(model, field))
         owner = model.dof_jntid if field.startswith("dof") else np.arange(model.njnt)
+        if what in ("damping", "stiffness"):  # mapped on hinges
+            values = np.where(np.isin(owner, list(hinges)), 0.0, values)
         joints = sorted(
             {name(mujoco.mjtObj.mjOBJ_JOINT, int(j), "joint") for j in owner[values != 0.0]}
         )
