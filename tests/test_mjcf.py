@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import redundax as rx
+from redundax.io import load_config
 
 mujoco = pytest.importorskip("mujoco", reason="reading MJCF needs the 'mjcf' extra")
 
@@ -302,3 +303,18 @@ def test_hinge_springs_and_a_servo_move_as_in_mujoco(tmp_path):
         mujoco.mj_forward(mj_model, data)
         expected.append(data.site_xpos[0].copy())
     np.testing.assert_allclose(tips, np.asarray(expected), atol=1e-7)
+
+
+def test_bricard_closed_by_two_connects_has_the_redundancy_of_bricard():
+    """configs/mjcf/bricard.xml closes J5 by two connects on its axis (MuJoCo's
+    idiom for a hinge): p = 2, of which the closure's form brings 1 (6 rows, a
+    joint of rank 5) and the mechanism the other — Bricard's p = 1 of
+    configs/bricard.toml, where J5 is a revolute pair."""
+    _, _, report = _closures("bricard.xml")
+    toml = load_config(Path(__file__).resolve().parents[1] / "configs" / "bricard.toml")
+    reference = rx.analyze_solvability(toml.model, toml.state.q)
+    assert (report.redundancy, report.form_redundancy) == (2, 1)
+    assert report.mechanism_redundancy == int(reference.redundancy) == 1
+    assert report.rank == int(reference.rank) and report.dof == int(reference.dof) == 1
+    ((closure),) = report.closures
+    assert (closure.pairs, closure.joint_rank) == (("J5a", "J5b"), 5)
