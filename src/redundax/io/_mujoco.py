@@ -202,6 +202,8 @@ def from_mujoco(model: Any, *, keyframe: int | str | None = None) -> Mechanism:
     for message in _ignored(mujoco, model, name, mapped):
         warnings.warn(message, UnmappedElementWarning, stacklevel=3)
 
+    if getattr(model, "nflex", 0):
+        problems.append(f"{model.nflex} flex(es): deformable bodies are not modelled")
     if model.ntendon:
         problems.append(f"{model.ntendon} tendon(s): not modelled (their forces are left out)")
     if problems:
