@@ -44,7 +44,8 @@ from ._structure import left_null_space
 from ._types import Scalar
 
 _FORCE = "force"  # the reaction components of a joint's point coincidence
-_ALTERNATIVE = {"weld-3d": "connect", "revolute-3d": "ball joint", "spherical": None}
+# Pair kinds whose point-coincidence rows alone are a MuJoCo type: the change's name.
+_WEAKER = {"weld-3d": "weld → connect", "revolute-3d": "hinge → ball joint"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -309,16 +310,15 @@ def closure_report(
     changes = []
     for k in (*loop, *tree):
         pair = model.pairs[k]
-        to = _ALTERNATIVE.get(pair.kind)
-        if to is None:
+        change = _WEAKER.get(pair.kind)
+        if change is None:
             continue
         kept = everything - {
             row for row, label in zip(pair.rows, _labels(pair), strict=True) if _FORCE not in label
         }
         rk = rank(kept)
-        frm = "weld" if pair.kind == "weld-3d" else "hinge"
         changes.append(
-            ClosureChange(pair.name, f"{frm} → {to}", len(kept) - rk, n - rk, keeps_motion=rk == r)
+            ClosureChange(pair.name, change, len(kept) - rk, n - rk, keeps_motion=rk == r)
         )
     return ClosureReport(
         n=n,

@@ -327,15 +327,14 @@ def load_config(path: str | os.PathLike) -> Config:
 
     tol = options.get("consistency_tolerance", CONSISTENCY_TOL)
     if simulation["initial_projection"] is None:
-        try:
-            check_consistency(model, state, tol)
-        except ValueError as err:
-            raise ConfigError(
-                path,
-                [f"inconsistent initial configuration: {item}" for item in _problems(err)],
-                hint="fix the bodies' position/angle/velocity so that every pair is assembled, "
-                'loosen [mechanism] consistency_tolerance, or set [simulation] initial = "project"',
-            ) from None
+        _check_initial(
+            path,
+            model,
+            state,
+            tol,
+            hint="fix the bodies' position/angle/velocity so that every pair is assembled, "
+            'loosen [mechanism] consistency_tolerance, or set [simulation] initial = "project"',
+        )
 
     stiff = simulation["method"]
     if isinstance(stiff, JointStiffnesses):
@@ -371,6 +370,19 @@ def load_config(path: str | os.PathLike) -> Config:
     )
 
 
+def _check_initial(path: Path, model: Model, state: State, tol: float, hint: str) -> None:
+    """[`ConfigError`][] naming every pair the initial state violates by more than
+    `tol`."""
+    try:
+        check_consistency(model, state, tol)
+    except ValueError as err:
+        raise ConfigError(
+            path,
+            [f"inconsistent initial configuration: {item}" for item in _problems(err)],
+            hint=hint,
+        ) from None
+
+
 MUJOCO_SUFFIXES: Final = (".xml", ".urdf", ".mjcf")
 """The file name extensions [`load_config`][] hands to MuJoCo's compiler."""
 
@@ -384,14 +396,16 @@ def _load_mujoco(path: Path) -> Config:
     try:
         model = mechanism.build()
         state = mechanism.initial_state()
-        check_consistency(model, state, CONSISTENCY_TOL)
     except ValueError as err:
-        raise ConfigError(
-            path,
-            [f"inconsistent initial configuration: {item}" for item in _problems(err)],
-            hint="the reference configuration (qpos0) must close every loop: set the "
-            "joints' ref (or the bodies' poses) so that each connect and weld holds",
-        ) from None
+        raise ConfigError(path, _problems(err)) from None
+    _check_initial(
+        path,
+        model,
+        state,
+        CONSISTENCY_TOL,
+        hint="the reference configuration (qpos0) must close every loop: set the "
+        "joints' ref (or the bodies' poses) so that each connect and weld holds",
+    )
     return Config(
         path=path,
         name=path.stem,
