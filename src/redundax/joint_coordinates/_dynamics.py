@@ -1,0 +1,142 @@
+"""Forward dynamics in joint coordinates by the divide-and-conquer algorithm.
+
+[`decide_joint`][] takes the discrete decisions once, at a state (the assembly tree,
+its static plan, which crossing rows each assembly keeps), as [`redundax.decide`][]
+does for absolute coordinates; [`dca_dynamics`][] then evaluates the four passes of
+Featherstone's DCA at any state: the preliminary passes (positions and velocities
+of the bodies from the joint coordinates, by pointer jumping), the main pass
+(leaves → root, articulated equations of the subassemblies) and the
+back-substitution (root → leaves, multipliers and body accelerations), and maps
+the body accelerations back to q̈ joint by joint.
+"""
+
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from .._model import State
+from .._qr import DECISION_RTOL
+from .._types import Scalar
+from ._dca import ActiveRows, DcaPlan, assembly_tree, dca_plan, dca_solve, decide_active_rows
+from ._kinematics import joint_accelerations
+from ._model import JointModel
+from ._terms import RowPlan, body_terms, row_plan
+
+
+class JointStructure(eqx.Module):
+    """The discrete decisions of a joint-coordinate model, taken once (static).
+
+    - `rows`: the rows carried and their bodies ([`RowPlan`][]).
+    - `plan`: the assembly tree and its padded plan.
+    - `active`: per assembly, the crossing rows kept; the dropped ones number p.
+    """
+
+    rows: RowPlan
+    plan: DcaPlan
+    active: ActiveRows
+
+    @property
+    def redundancy(self) -> int:
+        """p, the degree of redundancy: rows dropped by the assemblies."""
+        return self.active.n_redundant
+
+
+def decide_joint(
+    jm: JointModel,
+    state: State,
+    *,
+    order: Sequence | None = None,
+    rtol: float = DECISION_RTOL,
+) -> JointStructure:
+    """Decide, at the joint-coordinate `state`, the assembly tree (balanced, or the
+    nested body `order` given) and the rows each assembly keeps.
+
+    **Arguments:**
+
+    - `jm`: the model; `state`: a joint-coordinate state at a regular
+      configuration (the rank of the constraints is decided here).
+    - `order`: nested tuples of body names or indices, e.g. `(("crank", "coupler"),
+      "rocker")`; default: balanced, following the connectivity.
+    - `rtol`: the rank decision's relative tolerance.
+    """
+    model = jm.model
+    rows = row_plan(model)
+    pairs = tuple(zip(rows.body_a, rows.body_b, strict=True))
+    tree = assembly_tree(model.bodies.count, pairs, _indices(model, order))
+    plan = dca_plan(tree, rows.body_a, rows.body_b, rows.pair_of_row)
+    terms = body_terms(jm, rows, state.q, state.qd, state.t)
+    active = decide_active_rows(
+        plan, np.asarray(terms.inertia), np.asarray(terms.G_a), np.asarray(terms.G_b), rtol=rtol
+    )
+    return JointStructure(rows=rows, plan=plan, active=active)
+
+
+def _indices(model, order):
+    if order is None:
+        return None
+    if isinstance(order, str):
+        return model.body_index(order)
+    if isinstance(order, int):
+        return order
+    return tuple(_indices(model, o) for o in order)
+
+
+class JointDynamics(eqx.Module):
+    """The solution of the equations of motion at one joint-coordinate state.
+
+    - `qdd`: joint accelerations.
+    - `multipliers`: λ per row of the absolute model's C (zero on the rigid-body
+      rows of natural coordinates, which joint coordinates hold identically, and on
+      the rows the assemblies dropped: one valid λ among all when p > 0).
+    - `accelerations`: the bodies' twist rates (v̇, ω̇), `(nb, d)`.
+    - `xdd`: the absolute coordinates' accelerations.
+    """
+
+    qdd: Float[Array, " nj"]
+    multipliers: Float[Array, " nc"]
+    accelerations: Float[Array, "nb d"]
+    xdd: Float[Array, " nq"]
+
+
+def dca_dynamics(
+    jm: JointModel,
+    structure: JointStructure,
+    q: Float[Array, " nj"],
+    qd: Float[Array, " nj"],
+    t: Scalar,
+    gamma_correction: Float[Array, " R"] | None = None,
+) -> JointDynamics:
+    """q̈, the multipliers and the body accelerations at (q, q̇, t) by the DCA.
+
+    `gamma_correction` is added to γ of the carried rows (drift control).
+    """
+    terms = body_terms(jm, structure.rows, q, qd, t)
+    gamma = terms.gamma if gamma_correction is None else terms.gamma + gamma_correction
+    sol = dca_solve(
+        structure.plan, structure.active, terms.inertia, terms.bias, terms.G_a, terms.G_b, gamma
+    )
+    nb = jm.model.bodies.count
+    xdd = jnp.einsum("bkd,bd->bk", terms.E, sol.accelerations) + terms.edot
+    XDD = jnp.concatenate([xdd, jnp.zeros((1, xdd.shape[1]))])
+    qdd = jnp.zeros(jm.n_coordinates)
+    for group in jm.joints:
+        if group.coordinates.shape[1]:
+            qdd = qdd.at[group.coordinates].set(
+                joint_accelerations(group, q, qd, terms.x, terms.xd, XDD)
+            )
+    lam = jnp.zeros(jm.model.n_constraints).at[np.asarray(structure.rows.rows)].set(sol.multipliers)
+    del nb
+    return JointDynamics(
+        qdd=qdd, multipliers=lam, accelerations=sol.accelerations, xdd=xdd.reshape(-1)
+    )
+
+
+def dca_accelerations(
+    jm: JointModel, structure: JointStructure, state: State
+) -> Float[Array, " nj"]:
+    """q̈ at a joint-coordinate `state` (see [`dca_dynamics`][])."""
+    return jax.jit(dca_dynamics)(jm, structure, state.q, state.qd, state.t).qdd
