@@ -26,6 +26,8 @@ from .._assembly import (
     constraint_matrix,
     constraint_rows,
     generalized_forces,
+    position_residual,
+    velocity_bias,
 )
 from .._bodies import angular_velocity, natural_velocity
 from .._model import Model
@@ -78,6 +80,8 @@ class BodyTerms(eqx.Module):
     - `E`: ẋ_i = E_i V_i, `(nb, dof, d)`; `edot`: ė_i, `(nb, dof)`.
     - `inertia` `(nb, d, d)`, `bias` `(nb, d)`: I_i and b_i.
     - `G_a`, `G_b` `(R, d)`, `gamma` `(R,)`: the rows of [`RowPlan`][] in twists.
+    - `phi`, `velocity_error` `(R,)`: Φ (zero for Pfaffian rows) and C ẋ + b of
+      those rows (the drift a loop's rows accumulate; the tree's rows have none).
     """
 
     x: Float[Array, "nb1 dof"]
@@ -89,6 +93,8 @@ class BodyTerms(eqx.Module):
     G_a: Float[Array, "R d"]
     G_b: Float[Array, "R d"]
     gamma: Float[Array, " R"]
+    phi: Float[Array, " R"]
+    velocity_error: Float[Array, " R"]
 
 
 def _twist_map(planar: bool, p, V):
@@ -140,8 +146,20 @@ def body_terms(
     # Slot 0 is the pair's first body, slot 1 its second (or padding for one-body
     # pairs, whose rows then have body_b = −1 and a zero G_b).
     G_b = G[:, 1] if G.shape[1] > 1 else jnp.zeros_like(G[:, 0])
+    phi = jnp.concatenate([position_residual(model, x, t), jnp.zeros(model.n_pfaffian)])[rows]
+    velocity_error = jnp.einsum("rpk,rpk->r", R, XD[B]) + velocity_bias(model, x, t)[rows]
     return BodyTerms(
-        x=X, xd=XD, E=E, edot=edot, inertia=inertia, bias=bias, G_a=G[:, 0], G_b=G_b, gamma=gamma
+        x=X,
+        xd=XD,
+        E=E,
+        edot=edot,
+        inertia=inertia,
+        bias=bias,
+        G_a=G[:, 0],
+        G_b=G_b,
+        gamma=gamma,
+        phi=phi,
+        velocity_error=velocity_error,
     )
 
 

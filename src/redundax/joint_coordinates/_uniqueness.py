@@ -1,0 +1,229 @@
+"""Which reactions are unique, decided inside the divide-and-conquer algorithm
+(Pękal, Wojtyra, Malczyk & Frączek, seed 002 §2).
+
+After the main pass the mechanism is one articulated body joined to the ground.
+The seed's propagation then decides pair by pair:
+
+1. **Assemblies, root → leaves.** The rows an assembly owns (its *crossing* rows)
+   are unique when the assembly keeps all of them (its W is regular) and the
+   reactions at its handles (rows to the rest of the mechanism, decided at its
+   ancestors) are unique: λ_X = W⁻¹(r − K λ_H). A row the assembly drops (it
+   depends on the others there) seeds a self-stress, so its pair is not unique.
+2. **Bodies with one pair**: that pair's reaction balances the body's inertia and
+   applied forces alone, so it is unique; propagate again (step 1).
+3. **Bodies with two pairs**, one decided: the other's wrench on the body is the
+   body's balance minus the first's, so it has the same verdict; propagate.
+4. Repeat 3 until nothing changes.
+
+The seed says the propagation covers "a particular class of systems"; what it
+leaves undecided is decided exactly by the self-stresses the DCA builds
+([`self_stresses`][]: one per dropped row, propagated down its assembly): a pair's
+reaction is unique iff B_X = G_Xᵀ N_X = 0 (Wojtyra & Frączek 2013's test, on the
+twist-space rows), a component iff its row of N is zero. The report names the
+step that decided each pair.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from .._model import State
+from .._structure import UNIQUENESS_RTOL
+from ._dca import assembly_nodes, self_stresses
+from ._dynamics import JointStructure
+from ._model import JointModel
+from ._terms import body_terms
+
+STEPS = {
+    "assembly": "1: assembly regular, handles unique",
+    "dropped": "1: a row dropped at its assembly (a self-stress)",
+    "one pair": "2: its body has no other pair",
+    "two pairs": "3: the other pair of a two-pair body",
+    "self-stress": "self-stress test (the propagation cannot decide)",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class JointUniquenessReport:
+    """Per pair of a joint-coordinate model: is its reaction unique, and which step
+    of the propagation (or the self-stress test) decided it.
+
+    - `names`, `kinds`: the pairs; `tree`: whether each is a tree joint.
+    - `unique`: per pair; `step`: per pair, a key of `STEPS`; `assembly`: the node of
+      the assembly tree owning the pair's rows.
+    - `row_unique`: per row of the pair (its reaction components), in pair order.
+    - `labels`: the components' names.
+    - `redundancy`: p; `mobility`: joint coordinates − rank of the rows the tree
+      does not hold.
+    """
+
+    names: tuple[str, ...]
+    kinds: tuple[str, ...]
+    tree: tuple[bool, ...]
+    unique: tuple[bool, ...]
+    step: tuple[str, ...]
+    assembly: tuple[int, ...]
+    row_unique: tuple[tuple[bool, ...], ...]
+    labels: tuple[tuple[str, ...], ...]
+    redundancy: int
+    mobility: int
+
+    def verdict(self, name: str) -> bool:
+        return self.unique[self.names.index(name)]
+
+    def decided_by(self, name: str) -> str:
+        return self.step[self.names.index(name)]
+
+    def to_dict(self) -> dict:
+        return {
+            "coordinates": "joint",
+            "redundancy": self.redundancy,
+            "dof": self.mobility,
+            "pairs": [
+                {
+                    "name": n,
+                    "kind": k,
+                    "tree_joint": tr,
+                    "unique": u,
+                    "decided_by": STEPS[s],
+                    "assembly": a,
+                    "components": [
+                        {"component": lab, "unique": ru}
+                        for lab, ru in zip(labels, rows, strict=True)
+                    ],
+                }
+                for n, k, tr, u, s, a, rows, labels in zip(
+                    self.names,
+                    self.kinds,
+                    self.tree,
+                    self.unique,
+                    self.step,
+                    self.assembly,
+                    self.row_unique,
+                    self.labels,
+                    strict=True,
+                )  # fmt: skip
+            ],
+        }
+
+    def __str__(self) -> str:
+        lines = [
+            f"joint coordinates: p = {self.redundancy}, mobility = {self.mobility}",
+            f"{'pair':<12}{'kind':<16}{'':<6}{'reaction':<12}{'components':<12}decided by",
+        ]
+        for n, k, tr, u, s, rows in zip(
+            self.names, self.kinds, self.tree, self.unique, self.step, self.row_unique,
+            strict=True,
+        ):  # fmt: skip
+            comps = "".join("u" if r else "-" for r in rows)
+            lines.append(
+                f"{n:<12}{k:<16}{'tree' if tr else 'cut':<6}"
+                f"{'unique' if u else 'NOT unique':<12}{comps:<12}{STEPS[s]}"
+            )
+        return "\n".join(lines)
+
+
+def joint_uniqueness(
+    jm: JointModel, structure: JointStructure, state: State, utol: float = UNIQUENESS_RTOL
+) -> JointUniquenessReport:
+    """The reaction-uniqueness analysis of seed 002 at the joint-coordinate `state`
+    (host side: its results are discrete decisions).
+
+    **Arguments:**
+
+    - `jm`, `structure`: the model and its decisions ([`redundax.decide_joint`][]).
+    - `state`: the joint-coordinate state whose configuration is analysed.
+    - `utol`: the self-stress test's tolerance (as the absolute-coordinate test's).
+
+    **Returns:** a [`JointUniquenessReport`][].
+    """
+    model, plan, active, rows = jm.model, structure.plan, structure.active, structure.rows
+    terms = body_terms(jm, rows, state.q, state.qd, state.t)
+    G_a, G_b = np.asarray(terms.G_a), np.asarray(terms.G_b)
+    n_pairs = len(model.pairs)
+    # Rows of each pair in the plan's row order, and the node owning them.
+    row_index = {r: k for k, r in enumerate(rows.rows)}
+    pair_rows = [[row_index[r] for r in p.rows if r in row_index] for p in model.pairs]
+    nodes = assembly_nodes(plan, active)
+    owner = {}
+    dropped = set(active.dropped)
+    for node in nodes:
+        for r in node.crossing:
+            owner[r] = node
+    verdict: list[bool | None] = [None] * n_pairs
+    step = [""] * n_pairs
+    for k, prs in enumerate(pair_rows):
+        if not prs:  # a pair without carried rows cannot occur, but be explicit
+            verdict[k], step[k] = True, "assembly"
+    pair_of = {r: rows.pair_of_row[r] for r in range(len(rows.rows))}
+
+    def independent(k):
+        g = np.concatenate([G_a[pair_rows[k]], G_b[pair_rows[k]]], axis=1)
+        s = np.linalg.svd(g, compute_uv=False)
+        return s.size and s[-1] > 1e-8 * s[0]
+
+    def propagate():
+        changed = False
+        for node in reversed(nodes):  # root first
+            handles_unique = all(verdict[pair_of[h]] is True for h in node.handles)
+            for r in node.crossing:
+                k = pair_of[r]
+                if verdict[k] is not None:
+                    continue
+                if r in dropped and independent(k):
+                    verdict[k], step[k], changed = False, "dropped", True
+                elif node.nullity == 0 and handles_unique:
+                    verdict[k], step[k], changed = True, "assembly", True
+        return changed
+
+    propagate()
+    nb = model.bodies.count
+    body_pairs = [
+        sorted({pair_of[r] for r in range(len(rows.rows)) if b in (rows.body_a[r], rows.body_b[r])})
+        for b in range(nb)
+    ]
+    for b in range(nb):
+        if len(body_pairs[b]) == 1 and verdict[body_pairs[b][0]] is None:
+            verdict[body_pairs[b][0]], step[body_pairs[b][0]] = True, "one pair"
+    propagate()
+    changed = True
+    while changed:
+        changed = False
+        for b in range(nb):
+            if len(body_pairs[b]) != 2:
+                continue
+            k1, k2 = body_pairs[b]
+            for known, other in ((k1, k2), (k2, k1)):
+                if verdict[known] is not None and verdict[other] is None:
+                    if verdict[known] or independent(other):
+                        verdict[other], step[other], changed = verdict[known], "two pairs", True
+        changed = propagate() or changed
+    # The self-stresses: the exact test, for what is undecided and for components.
+    N = np.asarray(self_stresses(plan, active, terms.inertia, terms.G_a, terms.G_b))
+    if N.shape[1]:
+        N, _ = np.linalg.qr(N)
+    row_zero = np.linalg.norm(N, axis=1) <= utol if N.shape[1] else np.ones(len(rows.rows), bool)
+    for k, prs in enumerate(pair_rows):
+        if verdict[k] is None:
+            B = np.concatenate(
+                [np.einsum("rd,rp->dp", G_a[prs], N[prs]), np.einsum("rd,rp->dp", G_b[prs], N[prs])]
+            )
+            G = np.concatenate([G_a[prs], G_b[prs]], axis=1)
+            verdict[k] = bool(np.linalg.norm(B) <= utol * np.linalg.norm(G))
+            step[k] = "self-stress"
+    # rank G = R − p, and the bodies' twists less rank G is the mobility.
+    mobility = nb * G_a.shape[1] - (len(rows.rows) - active.n_redundant)
+    return JointUniquenessReport(
+        names=tuple(p.name for p in model.pairs),
+        kinds=tuple(p.kind for p in model.pairs),
+        tree=tuple(k in set(jm.tree_pairs) for k in range(n_pairs)),
+        unique=tuple(bool(v) for v in verdict),
+        step=tuple(step),
+        assembly=tuple(owner[prs[0]].node if prs else -1 for prs in pair_rows),
+        row_unique=tuple(
+            tuple(bool(verdict[k] or row_zero[r]) for r in prs) for k, prs in enumerate(pair_rows)
+        ),
+        labels=tuple(p.components for p in model.pairs),
+        redundancy=active.n_redundant,
+        mobility=int(mobility),
+    )
