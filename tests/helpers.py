@@ -3,6 +3,8 @@
 import math
 from pathlib import Path
 
+import equinox as eqx
+import jax.numpy as jnp
 import numpy as np
 
 import redundax as rx
@@ -19,6 +21,8 @@ TOL_PAPER = 1e-3
 TOL_FD = 1e-6
 # Solvability: B_X of a unique pair is round-off; of a non-unique one, O(1).
 TOL_ZERO_B = 1e-10
+# A projected state: constraint residual below this [m, rad, m/s].
+TOL_CONSISTENT = 1e-10
 
 
 def central_difference(f, x, h=None):
@@ -173,3 +177,33 @@ def four_bar_design(folder: Path, edit=lambda text: text) -> Path:
     design = folder / "design.toml"
     design.write_text(edit(FOUR_BAR_DESIGN.format(mechanism=CONFIGS / "four_bar.toml")))
     return design
+
+
+# Compiled once per model (called eagerly, each of their operations would be compiled
+# on its own: seconds per model).
+_constraint_matrix = eqx.filter_jit(rx.constraint_matrix)
+_position_residual = eqx.filter_jit(rx.position_residual)
+_velocity_residual = eqx.filter_jit(rx.velocity_residual)
+
+
+def consistent_states(model, state, count, seed, spread=0.05):
+    """States on the constraint manifold near `state`: a random step along the
+    manifold's tangent (the null space of Φ_q, by SVD) and random velocities,
+    projected (positions, then velocities)."""
+    rng = np.random.default_rng(seed)
+    project = eqx.filter_jit(rx.Projection(iterations=10))
+    m = model.n_holonomic
+    A = np.asarray(_constraint_matrix(model, state.q, state.t))[:m]
+    _, sv, Vt = np.linalg.svd(A)
+    tangent = Vt[int(np.sum(sv > 1e-8 * sv[0])) :].T
+    states = []
+    for _ in range(count):
+        q = state.q + spread * tangent @ rng.normal(size=tangent.shape[1])
+        qd = rng.normal(size=state.qd.shape)
+        q, qd = project(model, q, qd, state.t)
+        phi = _position_residual(model, q, state.t)
+        assert float(jnp.max(jnp.abs(phi))) < TOL_CONSISTENT, float(jnp.max(jnp.abs(phi)))
+        velocity = _velocity_residual(model, q, qd, state.t)
+        assert float(jnp.max(jnp.abs(velocity))) < TOL_CONSISTENT
+        states.append(rx.State(state.t, q, qd))
+    return states

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import redundax as rx
-from helpers import central_difference, planar_twin
+from helpers import central_difference, consistent_states, planar_twin
 from redundax import models
 from redundax._equations import dynamics_terms
 from redundax.sweep import apply_parameters, resolve_parameters
@@ -20,8 +20,6 @@ from redundax.sweep import apply_parameters, resolve_parameters
 TOL_SAME_QDD = 1e-10
 # Unique reactions of two methods: round-off amplified by the multipliers' size.
 TOL_SAME_UNIQUE = 1e-8
-# A projected state: constraint residual below this [m, rad, m/s].
-TOL_CONSISTENT = 1e-10
 # Autodiff gradient vs central differences of a 1 s solve (FD error ~1e-9 relative).
 TOL_GRADIENT = 1e-5
 # eager vs jit of the same arithmetic (XLA may fuse differently).
@@ -37,36 +35,6 @@ MECHANISMS = {
     "spatial four-bar (p = 3)": lambda: planar_twin(models.four_bar()),
     "A02 chain, 7 spatial loops": lambda: planar_twin(models.n_four_bar(7)),
 }
-
-
-# Compiled once per model (called eagerly, each of their operations would be compiled
-# on its own: seconds per model).
-_constraint_matrix = eqx.filter_jit(rx.constraint_matrix)
-_position_residual = eqx.filter_jit(rx.position_residual)
-_velocity_residual = eqx.filter_jit(rx.velocity_residual)
-
-
-def consistent_states(model, state, count, seed, spread=0.05):
-    """States on the constraint manifold near `state`: a random step along the
-    manifold's tangent (the null space of Φ_q, by SVD) and random velocities,
-    projected (positions, then velocities)."""
-    rng = np.random.default_rng(seed)
-    project = eqx.filter_jit(rx.Projection(iterations=10))
-    m = model.n_holonomic
-    A = np.asarray(_constraint_matrix(model, state.q, state.t))[:m]
-    _, sv, Vt = np.linalg.svd(A)
-    tangent = Vt[int(np.sum(sv > 1e-8 * sv[0])) :].T
-    states = []
-    for _ in range(count):
-        q = state.q + spread * tangent @ rng.normal(size=tangent.shape[1])
-        qd = rng.normal(size=state.qd.shape)
-        q, qd = project(model, q, qd, state.t)
-        phi = _position_residual(model, q, state.t)
-        assert float(jnp.max(jnp.abs(phi))) < TOL_CONSISTENT
-        velocity = _velocity_residual(model, q, qd, state.t)
-        assert float(jnp.max(jnp.abs(velocity))) < TOL_CONSISTENT
-        states.append(rx.State(state.t, q, qd))
-    return states
 
 
 @eqx.filter_jit

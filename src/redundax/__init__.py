@@ -161,6 +161,24 @@ from ._structure import (
     membership as membership,
     topology as topology,
 )
+from .joint_coordinates import (
+    JointDynamics as JointDynamics,
+    JointModel as JointModel,
+    JointSpaceTerms as JointSpaceTerms,
+    JointStructure as JointStructure,
+    JointTrajectory as JointTrajectory,
+    JointUniquenessReport as JointUniquenessReport,
+    dca_dynamics as dca_dynamics,
+    decide_joint as decide_joint,
+    dense_joint_accelerations as dense_joint_accelerations,
+    joint_coordinates as joint_coordinates,
+    joint_model as joint_model,
+    joint_space_terms as joint_space_terms,
+    joint_uniqueness as joint_uniqueness,
+    simulate_joint as simulate_joint,
+    to_absolute_state as to_absolute_state,
+    to_joint_state as to_joint_state,
+)
 from .methods import (
     AbstractNullSpaceMethod as AbstractNullSpaceMethod,
     AbstractRedundancyMethod as AbstractRedundancyMethod,

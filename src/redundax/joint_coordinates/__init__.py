@@ -8,4 +8,30 @@ divide-and-conquer algorithm and the reaction-uniqueness analysis inside it.
   coordinates (the reference solve).
 - `_dca.py`: the divide-and-conquer algorithm over constraint rows.
 - `_dynamics.py`: the decisions taken once and the forward dynamics.
+- `_uniqueness.py`: seed 002's propagation of the verdicts.
+- `_simulate.py`: motion (Diffrax).
 """
+
+from ._dynamics import (
+    JointDynamics as JointDynamics,
+    JointStructure as JointStructure,
+    dca_dynamics as dca_dynamics,
+    decide_joint as decide_joint,
+)
+from ._model import (
+    JointModel as JointModel,
+    joint_coordinates as joint_coordinates,
+    joint_model as joint_model,
+    to_absolute_state as to_absolute_state,
+    to_joint_state as to_joint_state,
+)
+from ._simulate import JointTrajectory as JointTrajectory, simulate_joint as simulate_joint
+from ._terms import (
+    JointSpaceTerms as JointSpaceTerms,
+    dense_joint_accelerations as dense_joint_accelerations,
+    joint_space_terms as joint_space_terms,
+)
+from ._uniqueness import (
+    JointUniquenessReport as JointUniquenessReport,
+    joint_uniqueness as joint_uniqueness,
+)

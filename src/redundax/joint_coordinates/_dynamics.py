@@ -24,7 +24,7 @@ from .._types import Scalar
 from ._dca import ActiveRows, DcaPlan, assembly_tree, dca_plan, dca_solve, decide_active_rows
 from ._kinematics import joint_accelerations
 from ._model import JointModel
-from ._terms import RowPlan, body_terms, row_plan
+from ._terms import RowPlan, body_terms, jitted_body_terms, row_plan
 
 
 class JointStructure(eqx.Module):
@@ -68,7 +68,7 @@ def decide_joint(
     pairs = tuple(zip(rows.body_a, rows.body_b, strict=True))
     tree = assembly_tree(model.bodies.count, pairs, _indices(model, order))
     plan = dca_plan(tree, rows.body_a, rows.body_b, rows.pair_of_row)
-    terms = body_terms(jm, rows, state.q, state.qd, state.t)
+    terms = jitted_body_terms(jm, rows, state.q, state.qd, state.t)
     active = decide_active_rows(
         plan, np.asarray(terms.inertia), np.asarray(terms.G_a), np.asarray(terms.G_b), rtol=rtol
     )
@@ -126,7 +126,7 @@ def dca_dynamics(
     for group in jm.joints:
         if group.coordinates.shape[1]:
             qdd = qdd.at[group.coordinates].set(
-                joint_accelerations(group, q, qd, terms.x, terms.xd, XDD)
+                joint_accelerations(group, jm.model, q, qd, terms.x, terms.xd, XDD)
             )
     lam = jnp.zeros(jm.model.n_constraints).at[np.asarray(structure.rows.rows)].set(sol.multipliers)
     del nb

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from .._bodies import natural_from_pose
@@ -105,12 +104,13 @@ def log_rotation(R: Float[Array, "3 3"]) -> Float[Array, " 3"]:
 class TreeJoints(eqx.Module):
     """The tree joints of one kind, stacked (k of them).
 
-    Spatial kinds: `frame_i`, `frame_j` of shape `(k, 3, 3)` (rows e₀, e₁, e₂ in
-    body components), points `(k, 3)`. Planar kinds: the frames are angles of
-    shape `(k,)` (body i's frame is turned by `frame_i` from the body axes), points
-    `(k, 2)`, and `slide` the sliding direction in body j's frame. Free joints keep
-    the body's reference pose in `s_i` (position) and `frame_i` (rotation matrix,
-    or angle in the plane).
+    Their geometry is read from the model at every evaluation
+    ([`TreeJoints.geometry`][]), so a parameter changed in the model (a joint
+    point, an axis) changes the kinematics too: one source of truth. `group` is the
+    index of the pairs' stacked group in `model.holonomic` and `member` their
+    members in it. A free joint (kind "free", "free-3d") has no pair; it keeps its
+    body's reference pose in `reference_position` and `reference_rotation`
+    (rotation matrix, or angle in the plane).
 
     `parent_is_i`: whether body i of the pair is the parent (nearer the ground) of
     the two. `child`, `parent`: body indices (the ground is `nb`). `coordinates`:
@@ -119,11 +119,10 @@ class TreeJoints(eqx.Module):
 
     kind: str = eqx.field(static=True)
     pairs: tuple[int, ...] = eqx.field(static=True)
-    s_i: Float[Array, "k dim"]
-    s_j: Float[Array, "k dim"]
-    frame_i: Float[Array, "k ..."]
-    frame_j: Float[Array, "k ..."]
-    slide: Float[Array, "k dim"]
+    group: int = eqx.field(static=True)
+    member: Int[Array, " k"]
+    reference_position: Float[Array, "k dim"]
+    reference_rotation: Float[Array, "k ..."]
     parent_is_i: Bool[Array, " k"]
     child: Int[Array, " k"]
     parent: Int[Array, " k"]
@@ -132,6 +131,30 @@ class TreeJoints(eqx.Module):
     @property
     def planar(self) -> bool:
         return self.kind in PLANAR_KINDS or self.kind == "free"
+
+    def geometry(self, model: Model):
+        """`(s_i, s_j, frame_i, frame_j, slide)` of the k joints from `model`: the
+        joint points in their bodies, the joint frames (rows e₀, e₁, e₂ in body
+        components; in the plane, the angle body i's frame is turned by), and the
+        planar sliding direction in body j's frame."""
+        k, dim = self.member.shape[0], 2 if self.planar else 3
+        if self.group < 0:
+            zeros = jnp.zeros((k, dim))
+            frame_j = jnp.zeros(k) if self.planar else jnp.broadcast_to(jnp.eye(3), (k, 3, 3))
+            return self.reference_position, zeros, self.reference_rotation, frame_j, zeros
+        g = model.holonomic[self.group]
+        s_i, s_j = g.s_i[self.member], g.s_j[self.member]
+        if not self.planar:
+            return s_i, s_j, g.frame_i[self.member], g.frame_j[self.member], jnp.zeros((k, 3))
+        zero = jnp.zeros(k)
+        if self.kind == "revolute":
+            return s_i, s_j, zero, zero, jnp.zeros((k, 2))
+        angle = g.angle[self.member]
+        if self.kind == "weld":
+            return s_i, s_j, angle, zero, jnp.zeros((k, 2))
+        n = g.normal[self.member]
+        slide = jnp.stack([-n[:, 1], n[:, 0]], axis=1) / jnp.linalg.norm(n, axis=1)[:, None]
+        return s_i, s_j, angle, zero, slide  # translational
 
 
 def _planar_motion(kind: str, q, slide):
@@ -187,16 +210,15 @@ def _relative_spatial(kind, s_i, s_j, F_i, F_j, parent_is_i, q):
     return jnp.where(parent_is_i, R_i, R_j), jnp.where(parent_is_i, t_i, t_j)
 
 
-def relative_transforms(group: TreeJoints, q: Float[Array, " nq"]):
+def relative_transforms(group: TreeJoints, model: Model, q: Float[Array, " nq"]):
     """Each joint's child pose in its parent's frame at the joint coordinates `q`."""
     qs = q[group.coordinates]
+    s_i, s_j, f_i, f_j, slide = group.geometry(model)
     if group.planar:
         fn = lambda *a: _relative_planar(group.kind, *a)  # noqa: E731
-        return jax.vmap(fn)(
-            group.s_i, group.s_j, group.frame_i, group.frame_j, group.slide, group.parent_is_i, qs
-        )
+        return jax.vmap(fn)(s_i, s_j, f_i, f_j, slide, group.parent_is_i, qs)
     fn = lambda *a: _relative_spatial(group.kind, *a)  # noqa: E731
-    return jax.vmap(fn)(group.s_i, group.s_j, group.frame_i, group.frame_j, group.parent_is_i, qs)
+    return jax.vmap(fn)(s_i, s_j, f_i, f_j, group.parent_is_i, qs)
 
 
 def _compose(planar: bool, a, b):
@@ -236,8 +258,8 @@ def _child_coordinates(group: TreeJoints, x_parent, q_joint, fields):
     return _coordinates_of(planar, child)[0]
 
 
-def _fields(group: TreeJoints):
-    return (group.s_i, group.s_j, group.frame_i, group.frame_j, group.slide, group.parent_is_i)
+def _fields(group: TreeJoints, model: Model):
+    return (*group.geometry(model), group.parent_is_i)
 
 
 def _lstsq(J, r):
@@ -247,6 +269,7 @@ def _lstsq(J, r):
 
 def joint_rates(
     group: TreeJoints,
+    model: Model,
     q: Float[Array, " nq"],
     x: Float[Array, "nb1 dof"],
     xd: Float[Array, "nb1 dof"],
@@ -260,11 +283,14 @@ def joint_rates(
         return _lstsq(jax.jacfwd(g, argnums=1)(xP, qJ), xCd - transported)
 
     qs = q[group.coordinates]
-    return jax.vmap(one)(x[group.parent], xd[group.parent], xd[group.child], qs, *_fields(group))
+    return jax.vmap(one)(
+        x[group.parent], xd[group.parent], xd[group.child], qs, *_fields(group, model)
+    )
 
 
 def joint_accelerations(
     group: TreeJoints,
+    model: Model,
     q: Float[Array, " nq"],
     qd: Float[Array, " nq"],
     x: Float[Array, "nb1 dof"],
@@ -284,12 +310,13 @@ def joint_accelerations(
     qs, qds = q[group.coordinates], qd[group.coordinates]
     return jax.vmap(one)(
         x[group.parent], xd[group.parent], xdd[group.parent], xdd[group.child], qs, qds,
-        *_fields(group),
+        *_fields(group, model),
     )  # fmt: skip
 
 
 def forward_kinematics(
     joints: Sequence[TreeJoints],
+    model: Model,
     ancestors: Int[Array, " nb1"],
     rounds: int,
     planar: bool,
@@ -303,7 +330,7 @@ def forward_kinematics(
     else:
         R, r = jnp.broadcast_to(jnp.eye(3), (nb1, 3, 3)), jnp.zeros((nb1, 3))
     for group in joints:
-        Rg, rg = relative_transforms(group, q)
+        Rg, rg = relative_transforms(group, model, q)
         R, r = R.at[group.child].set(Rg), r.at[group.child].set(rg)
     anc = ancestors
     for _ in range(rounds):
@@ -312,7 +339,9 @@ def forward_kinematics(
     return _coordinates_of(planar, (R, r))
 
 
-def inverse_kinematics(group: TreeJoints, x: Float[Array, "nb1 dof"]) -> Float[Array, "k n"]:
+def inverse_kinematics(
+    group: TreeJoints, model: Model, x: Float[Array, "nb1 dof"]
+) -> Float[Array, "k n"]:
     """The group's joint coordinates at the absolute coordinates `x` (ground row
     last) of a configuration the tree joints hold (angles in (−π, π])."""
     planar = group.planar
@@ -322,26 +351,27 @@ def inverse_kinematics(group: TreeJoints, x: Float[Array, "nb1 dof"]) -> Float[A
     Rj, rj = _pose_of(planar, x[body_j])
     Rc, rc = _pose_of(planar, x[group.child])
     kind = group.kind
+    s_i, s_j, frame_i, frame_j, slide = group.geometry(model)
     if planar:
         if kind == "free":
-            return jnp.concatenate([rc - group.s_i, (Rc - group.frame_i)[:, None]], axis=1)
-        rho = Rj - Ri + group.frame_i - group.frame_j
-        pi = ri + jnp.einsum("bij,bj->bi", jax.vmap(rot2)(Ri), group.s_i)
-        pj = rj + jnp.einsum("bij,bj->bi", jax.vmap(rot2)(Rj), group.s_j)
-        t = jnp.einsum("bji,bj->bi", jax.vmap(rot2)(Rj - group.frame_j), pi - pj)
+            return jnp.concatenate([rc - s_i, (Rc - frame_i)[:, None]], axis=1)
+        rho = Rj - Ri + frame_i - frame_j
+        pi = ri + jnp.einsum("bij,bj->bi", jax.vmap(rot2)(Ri), s_i)
+        pj = rj + jnp.einsum("bij,bj->bi", jax.vmap(rot2)(Rj), s_j)
+        t = jnp.einsum("bji,bj->bi", jax.vmap(rot2)(Rj - frame_j), pi - pj)
         if kind == "revolute":
             return rho[:, None]
         if kind == "translational":
-            return jnp.einsum("bi,bi->b", t, group.slide)[:, None]
+            return jnp.einsum("bi,bi->b", t, slide)[:, None]
         return jnp.zeros((rho.shape[0], 0))
     if kind == "free-3d":
-        rel = jnp.einsum("bij,bkj->bik", Rc, group.frame_i)
-        return jnp.concatenate([rc - group.s_i, jax.vmap(log_rotation)(rel)], axis=1)
-    A = jnp.einsum("bij,bkj->bik", Ri, group.frame_i)
-    B = jnp.einsum("bij,bkj->bik", Rj, group.frame_j)
+        rel = jnp.einsum("bij,bkj->bik", Rc, frame_i)
+        return jnp.concatenate([rc - s_i, jax.vmap(log_rotation)(rel)], axis=1)
+    A = jnp.einsum("bij,bkj->bik", Ri, frame_i)
+    B = jnp.einsum("bij,bkj->bik", Rj, frame_j)
     Rrel = jnp.einsum("bji,bjk->bik", A, B)
-    pi = ri + jnp.einsum("bij,bj->bi", Ri, group.s_i)
-    pj = rj + jnp.einsum("bij,bj->bi", Rj, group.s_j)
+    pi = ri + jnp.einsum("bij,bj->bi", Ri, s_i)
+    pj = rj + jnp.einsum("bij,bj->bi", Rj, s_j)
     t = jnp.einsum("bji,bj->bi", B, pi - pj)
     angle = jnp.arctan2(Rrel[:, 2, 1], Rrel[:, 1, 1])
     if kind == "revolute-3d":
@@ -358,16 +388,6 @@ def inverse_kinematics(group: TreeJoints, x: Float[Array, "nb1 dof"]) -> Float[A
 
 
 # ------------------------------------------------------------------ building the tree
-def _member(model: Model, rows: tuple[int, ...]):
-    """The stacked holonomic group holding a pair's rows, and the member's index."""
-    for group in model.holonomic:
-        first = np.asarray(group.rows)[:, 0]
-        hit = np.flatnonzero(first == rows[0])
-        if hit.size:
-            return group, int(hit[0])
-    raise KeyError(rows)
-
-
 def spanning_tree(model: Model, tree: Sequence[str] | None = None):
     """The tree joints (pair indices, parents first) and the bodies they do not
     reach (which get free joints), as `(edges, roots)` with `edges` a list of

@@ -15,7 +15,6 @@ from .._model import Model, State
 from ._kinematics import (
     COORDINATES,
     TreeJoints,
-    _member,
     forward_kinematics,
     inverse_kinematics,
     joint_rates,
@@ -76,7 +75,9 @@ class JointModel(eqx.Module):
 
     def bodies_coordinates(self, q: Float[Array, " nj"]) -> Float[Array, "nb1 dof"]:
         """Absolute coordinates of every body, ground last (row `nb`)."""
-        return forward_kinematics(self.joints, self.ancestors, self.rounds, self.planar, q)
+        return forward_kinematics(
+            self.joints, self.model, self.ancestors, self.rounds, self.planar, q
+        )
 
     def absolute_coordinates(self, q: Float[Array, " nj"]) -> Float[Array, " nq"]:
         """The absolute coordinates (the model's q) at the joint coordinates `q`."""
@@ -84,38 +85,23 @@ class JointModel(eqx.Module):
 
 
 def _edge_data(model: Model, x_ref: np.ndarray, pair: int, parent: int, child: int):
-    """(kind, fields) of one tree joint; free joints keep the reference pose."""
-    nb, planar = model.bodies.count, model.dim == 2
+    """(kind, holonomic group, member, parent_is_i, reference pose) of one tree joint;
+    only a free joint (no pair) keeps its body's reference pose."""
+    planar = model.dim == 2
     if pair < 0:
         p = x_ref[child]
         if planar:
-            return "free", dict(
-                s_i=p[:2], s_j=np.zeros(2), frame_i=p[2], frame_j=0.0, slide=np.zeros(2), pii=True
-            )
-        rotation = p[3:].reshape(3, 3).T
-        return "free-3d", dict(
-            s_i=p[:3], s_j=np.zeros(3), frame_i=rotation, frame_j=np.eye(3),
-            slide=np.zeros(3), pii=True,
-        )  # fmt: skip
-    kind = model.pairs[pair].kind
-    group, k = _member(model, model.pairs[pair].rows)
-    body_i = int(np.asarray(group.bodies)[k, 0])
-    fields = dict(s_i=np.asarray(group.s_i)[k], s_j=np.asarray(group.s_j)[k], pii=parent == body_i)
-    del nb
-    if planar:
-        fields.update(frame_j=0.0, slide=np.zeros(2), frame_i=0.0)
-        if kind in ("translational", "weld"):
-            fields["frame_i"] = float(np.asarray(group.angle)[k])
-        if kind == "translational":
-            n = np.asarray(group.normal)[k]
-            fields["slide"] = np.array([-n[1], n[0]]) / np.linalg.norm(n)
-    else:
-        fields.update(
-            frame_i=np.asarray(group.frame_i)[k],
-            frame_j=np.asarray(group.frame_j)[k],
-            slide=np.zeros(3),
-        )
-    return kind, fields
+            return "free", -1, 0, True, (p[:2], p[2])
+        return "free-3d", -1, 0, True, (p[:3], p[3:].reshape(3, 3).T)
+    rows = model.pairs[pair].rows
+    for g, group in enumerate(model.holonomic):
+        hit = np.flatnonzero(np.asarray(group.rows)[:, 0] == rows[0])
+        if hit.size:
+            k = int(hit[0])
+            body_i = int(np.asarray(group.bodies)[k, 0])
+            none = (np.zeros(2), 0.0) if planar else (np.zeros(3), np.eye(3))
+            return model.pairs[pair].kind, g, k, parent == body_i, none
+    raise KeyError(model.pairs[pair].name)
 
 
 def joint_model(
@@ -156,12 +142,12 @@ def joint_model(
     depth = np.zeros(nb + 1, dtype=int)
     offset = 0
     for pair, parent, child in edges:
-        kind, fields = _edge_data(model, x_ref, pair, parent, child)
+        kind, group, member, parent_is_i, reference = _edge_data(model, x_ref, pair, parent, child)
         n = len(COORDINATES[kind])
         label = model.pairs[pair].name if pair >= 0 else f"free({model.bodies.names[child]})"
         names += [f"{label}.{c}" for c in COORDINATES[kind]]
         grouped.setdefault(kind, []).append(
-            (pair, parent, child, fields, list(range(offset, offset + n)))
+            (pair, parent, child, group, member, parent_is_i, reference, range(offset, offset + n))
         )
         offset += n
         ancestors[child] = parent
@@ -172,16 +158,15 @@ def joint_model(
             TreeJoints(
                 kind=kind,
                 pairs=tuple(m[0] for m in members),
-                s_i=jnp.asarray(np.stack([m[3]["s_i"] for m in members]), dtype=float),
-                s_j=jnp.asarray(np.stack([m[3]["s_j"] for m in members]), dtype=float),
-                frame_i=jnp.asarray(np.stack([m[3]["frame_i"] for m in members]), dtype=float),
-                frame_j=jnp.asarray(np.stack([m[3]["frame_j"] for m in members]), dtype=float),
-                slide=jnp.asarray(np.stack([m[3]["slide"] for m in members]), dtype=float),
-                parent_is_i=jnp.asarray([m[3]["pii"] for m in members]),
+                group=members[0][3],
+                member=jnp.asarray([m[4] for m in members]),
+                reference_position=jnp.asarray(np.stack([m[6][0] for m in members]), dtype=float),
+                reference_rotation=jnp.asarray(np.stack([m[6][1] for m in members]), dtype=float),
+                parent_is_i=jnp.asarray([m[5] for m in members]),
                 child=jnp.asarray([m[2] for m in members]),
                 parent=jnp.asarray([m[1] for m in members]),
                 coordinates=jnp.asarray(
-                    np.asarray([m[4] for m in members], dtype=int).reshape(len(members), -1)
+                    np.asarray([list(m[7]) for m in members], dtype=int).reshape(len(members), -1)
                 ),
             )
         )
@@ -219,7 +204,7 @@ def joint_coordinates(jm: JointModel, q: Float[Array, " nq"]) -> Float[Array, " 
     x = _with_ground(jm, jnp.asarray(q, dtype=float))
     out = jnp.zeros(jm.n_coordinates)
     for group in jm.joints:
-        out = out.at[group.coordinates].set(inverse_kinematics(group, x))
+        out = out.at[group.coordinates].set(inverse_kinematics(group, jm.model, x))
     return out
 
 
@@ -233,7 +218,7 @@ def joint_velocities(
     out = jnp.zeros(jm.n_coordinates)
     for group in jm.joints:
         if group.coordinates.shape[1]:
-            out = out.at[group.coordinates].set(joint_rates(group, qj, x, xd))
+            out = out.at[group.coordinates].set(joint_rates(group, jm.model, qj, x, xd))
     return out
 
 

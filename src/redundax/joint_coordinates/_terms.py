@@ -163,6 +163,11 @@ def body_terms(
     )
 
 
+# One program per model for the host-side decisions and analyses (eagerly, each
+# operation of the autodiff would be compiled on its own).
+jitted_body_terms = eqx.filter_jit(body_terms)
+
+
 # ------------------------------------------------------------------ the dense reference
 class JointSpaceTerms(eqx.Module):
     """M(q) q̈ + C_lᵀ λ = F, C_l q̈ = γ_l in joint coordinates (dense), the rows C_l

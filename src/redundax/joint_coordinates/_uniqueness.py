@@ -25,6 +25,7 @@ step that decided each pair.
 
 import dataclasses
 
+import equinox as eqx
 import numpy as np
 
 from .._model import State
@@ -32,7 +33,9 @@ from .._structure import UNIQUENESS_RTOL
 from ._dca import assembly_nodes, self_stresses
 from ._dynamics import JointStructure
 from ._model import JointModel
-from ._terms import body_terms
+from ._terms import jitted_body_terms
+
+_self_stresses = eqx.filter_jit(self_stresses)
 
 STEPS = {
     "assembly": "1: assembly regular, handles unique",
@@ -138,7 +141,7 @@ def joint_uniqueness(
     **Returns:** a [`JointUniquenessReport`][].
     """
     model, plan, active, rows = jm.model, structure.plan, structure.active, structure.rows
-    terms = body_terms(jm, rows, state.q, state.qd, state.t)
+    terms = jitted_body_terms(jm, rows, state.q, state.qd, state.t)
     G_a, G_b = np.asarray(terms.G_a), np.asarray(terms.G_b)
     n_pairs = len(model.pairs)
     # Rows of each pair in the plan's row order, and the node owning them.
@@ -199,7 +202,7 @@ def joint_uniqueness(
                         verdict[other], step[other], changed = verdict[known], "two pairs", True
         changed = propagate() or changed
     # The self-stresses: the exact test, for what is undecided and for components.
-    N = np.asarray(self_stresses(plan, active, terms.inertia, terms.G_a, terms.G_b))
+    N = np.asarray(_self_stresses(plan, active, terms.inertia, terms.G_a, terms.G_b))
     if N.shape[1]:
         N, _ = np.linalg.qr(N)
     row_zero = np.linalg.norm(N, axis=1) <= utol if N.shape[1] else np.ones(len(rows.rows), bool)
