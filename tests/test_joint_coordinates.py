@@ -1,0 +1,223 @@
+"""Joint coordinates (issue 12, seed 002): the DCA's accelerations, reactions and
+verdicts against the absolute-coordinate model of the same mechanism.
+
+Independent sources: the absolute-coordinate null-space method and QR test (a second
+formulation in the library: other coordinates, other algorithm), a dense joint-space
+solve, the stored absolute run of Bricard (`tests/data/bricard_P3_absolute.csv`),
+central differences computed here, and the known answers of DESIGN.md (the four-bar:
+p = 0, all unique; the parallelogram with a third crank and Bricard: p = 1, nothing
+unique)."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import redundax as rx
+from helpers import central_difference, consistent_states, planar_twin, read_reference
+from redundax import models
+from redundax.joint_coordinates._uniqueness import STEPS
+
+# Accelerations of two formulations at the same state (round-off of the mappings).
+TOL_SAME_QDD = 1e-9
+# Unique multipliers of the two formulations (relative to the largest).
+TOL_SAME_UNIQUE = 1e-7
+# Bricard's tracked point P3 against the stored absolute run over 10 s [m].
+TOL_P3 = 1e-6
+# Autodiff against central differences of the same function.
+TOL_GRADIENT = 1e-6
+# The same arithmetic eager and jitted, or vmapped and looped.
+TOL_JIT = 1e-12
+
+
+def _beam_pinned_twice():
+    """A beam pinned to the ground at both ends (planar): p = 1, mobility 0; the
+    forces across the beam are unique, those along it are not."""
+    return rx.Mechanism(
+        bodies=[rx.Body("beam", mass=2.0, inertia=0.5, position=(0.0, 0.0))],
+        pairs=[
+            rx.Revolute("P", "beam", "ground", point_i=(-1.0, 0.0), point_j=(-1.0, 0.0)),
+            rx.Revolute("Q", "beam", "ground", point_i=(1.0, 0.0), point_j=(1.0, 0.0)),
+        ],
+        gravity=(0.0, -9.81),
+    )
+
+
+MECHANISMS = {
+    "four-bar (p = 0)": models.four_bar,
+    "parallelogram, third crank (p = 1)": lambda: models.parallelogram(3),
+    "beam pinned twice (p = 1)": _beam_pinned_twice,
+    "spatial four-bar (p = 3)": lambda: planar_twin(models.four_bar()),
+    "bricard (p = 1)": models.bricard,
+    "A02, 1 spatial loop": lambda: planar_twin(models.n_four_bar(1)),
+    "A02, 2 spatial loops": lambda: planar_twin(models.n_four_bar(2)),
+    "A02, 10 spatial loops": lambda: planar_twin(models.n_four_bar(10)),
+    "6-bar (p = 1)": models.six_bar,
+    "mobile robot (p = 2)": models.mobile_robot,
+}
+# Known answers (DESIGN.md): p, and which pairs are unique (None: not checked here).
+KNOWN = {
+    "four-bar (p = 0)": (0, {"O", "A", "B", "D"}),
+    "parallelogram, third crank (p = 1)": (1, set()),
+    "beam pinned twice (p = 1)": (1, set()),
+    "bricard (p = 1)": (1, set()),
+    "spatial four-bar (p = 3)": (3, None),
+    "mobile robot (p = 2)": (2, {"A", "D", "E", "F", "G", "H", "drive", "W5"}),
+}
+
+_analyze = eqx.filter_jit(rx.analyze_solvability)
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_dca_verdicts_are_the_qr_verdicts(name):
+    """Per pair and per reaction component, seed 002's analysis inside the DCA decides
+    as the QR test on the absolute-coordinate C (the propagation's open cases by the
+    DCA's self-stresses), with the same p and mobility."""
+    mech = MECHANISMS[name]()
+    model, state = mech.build(), mech.initial_state()
+    jm = rx.joint_model(model, state.q)
+    jstate = rx.to_joint_state(jm, state)
+    report = rx.joint_uniqueness(jm, rx.decide_joint(jm, jstate), jstate)
+    absolute = _analyze(model, state.q, state.t)
+    assert report.redundancy == int(absolute.redundancy)
+    assert report.mobility == int(absolute.dof)
+    for k, pair in enumerate(model.pairs):
+        g = absolute.names.index(pair.name)
+        assert report.unique[k] == bool(absolute.unique[g]), pair.name
+        rows = tuple(bool(absolute.row_unique[r]) for r in pair.rows)
+        assert report.row_unique[k] == rows, pair.name
+    if name in KNOWN:
+        p, unique = KNOWN[name]
+        assert report.redundancy == p
+        if unique is not None:
+            assert {n for n, u in zip(report.names, report.unique, strict=True) if u} == unique
+    # Every pair is decided by a named step; the propagation's verdicts are the QR
+    # test's (checked above). The four-bar is decided from the base up (step 1);
+    # Bricard's single loop by steps 1 and 3 alone, no self-stress test needed.
+    assert set(report.step) <= set(STEPS)
+    if name == "four-bar (p = 0)":
+        assert set(report.step) == {"assembly"}
+    if name == "bricard (p = 1)":
+        assert set(report.step) == {"dropped", "two pairs"}
+
+
+ACCELERATION_CASES = [
+    "mobile robot (p = 2)",
+    "bricard (p = 1)",
+    "6-bar (p = 1)",
+    "spatial four-bar (p = 3)",
+    "parallelogram, third crank (p = 1)",
+]
+
+
+@pytest.mark.parametrize("name", ACCELERATION_CASES)
+def test_dca_accelerations_and_unique_reactions_are_the_absolute_ones(name):
+    """At a random consistent state: the DCA's body accelerations, mapped to absolute
+    coordinates, equal the absolute null-space accelerations; its q̈ equals the dense
+    joint-space solve; the unique multipliers are the absolute ones."""
+    mech = MECHANISMS[name]()
+    model, state0 = mech.build(), mech.initial_state()
+    (state,) = consistent_states(model, state0, 1, seed=5)
+    jm = rx.joint_model(model, state0.q)
+    jstate = rx.to_joint_state(jm, state)
+    structure = rx.decide_joint(jm, jstate)
+    dyn = eqx.filter_jit(rx.dca_dynamics)(jm, structure, jstate.q, jstate.qd, jstate.t)
+    qdd, lam = rx.solve_dynamics(model, state.q, state.qd, state.t)
+    scale = float(jnp.max(jnp.abs(qdd)))
+    np.testing.assert_allclose(dyn.xdd, qdd, rtol=0, atol=TOL_SAME_QDD * scale)
+    dense = rx.dense_joint_accelerations(
+        eqx.filter_jit(rx.joint_space_terms)(jm, jstate.q, jstate.qd, jstate.t)
+    )
+    np.testing.assert_allclose(
+        dyn.qdd, dense, rtol=0, atol=TOL_SAME_QDD * float(jnp.max(jnp.abs(dense)))
+    )
+    unique = np.asarray(_analyze(model, state.q, state.t).row_unique)
+    internal = np.isin(np.arange(model.n_constraints), model.internal_rows)
+    rows = unique & ~internal
+    # Bricard and the three-crank parallelogram have no unique component at all.
+    assert rows.any() == (name not in ("bricard (p = 1)", "parallelogram, third crank (p = 1)"))
+    np.testing.assert_allclose(
+        np.asarray(dyn.multipliers)[rows],
+        np.asarray(lam)[rows],
+        rtol=0,
+        atol=TOL_SAME_UNIQUE * float(jnp.max(jnp.abs(lam))),
+    )
+
+
+def test_bricard_in_joint_coordinates_moves_as_in_absolute_coordinates():
+    """10 s of Bricard's motion in joint coordinates (5 joint angles, one cut joint,
+    the DCA's q̈) tracks P3 of the stored absolute-coordinate run to 1e-6 m."""
+    mech = models.bricard()
+    model, state = mech.build(), mech.initial_state()
+    jm = rx.joint_model(model, state.q)
+    traj = rx.simulate_joint(jm, rx.to_joint_state(jm, state), 10.0, n_save=101, rtol=1e-9)
+    _, rows = read_reference("bricard_P3_absolute.csv")
+    np.testing.assert_allclose(traj.ts, rows[:, 0], atol=1e-12)
+    p3 = jax.jit(jax.vmap(lambda x: rx.marker_positions(model, x)[0]))(traj.x)
+    assert float(np.max(np.abs(np.asarray(p3) - rows[:, 1:]))) < TOL_P3
+    assert float(traj.position_violation.max()) < 1e-7
+
+
+def test_gradient_of_a_unique_joint_reaction_wrt_a_link_length():
+    """d(force of the four-bar's ground pivot O along x)/d(crank length) at a joint
+    state, through the DCA (the crank's length: its pin A moved along the crank, in
+    the model, which the tree joint reads), equals central differences; jit ≡ eager
+    on the solve and vmap over states ≡ a loop."""
+    mech = models.four_bar()
+    model, state0 = mech.build(), mech.initial_state()
+    jm = rx.joint_model(model, state0.q)
+    (state,) = consistent_states(model, state0, 1, seed=2)
+    jstate = rx.to_joint_state(jm, state)
+    structure = rx.decide_joint(jm, jstate)
+    row = model.pair("O").rows[0]
+    assert model.pair("A").bodies[0] == "crank"  # A's point s_i is on the crank
+    (revolutes,) = model.holonomic  # the four revolutes, stacked in pair order
+    k = [p.name for p in model.pairs].index("A")
+
+    def reaction(scale):
+        moved = eqx.tree_at(
+            lambda m: m.model.holonomic[0].s_i, jm, revolutes.s_i.at[k].multiply(scale)
+        )
+        dyn = rx.dca_dynamics(moved, structure, jstate.q, jstate.qd, jstate.t)
+        return dyn.multipliers[row]
+
+    value_and_grad = jax.jit(jax.value_and_grad(reaction))
+    value, grad = value_and_grad(jnp.asarray(1.0))
+    fd = float(central_difference(lambda s: value_and_grad(s[0])[0], np.asarray([1.0]))[0])
+    assert abs(float(grad)) > 1e-2 * abs(float(value))
+    assert abs(float(grad) - fd) < TOL_GRADIENT * max(1.0, abs(fd))
+    # jit ≡ eager, vmap ≡ loop (the same states, two and two).
+    states = consistent_states(model, state0, 2, seed=7)
+    q = jnp.stack([rx.to_joint_state(jm, s).q for s in states])
+    qd = jnp.stack([rx.to_joint_state(jm, s).qd for s in states])
+    batched = jax.jit(jax.vmap(lambda a, b: rx.dca_dynamics(jm, structure, a, b, 0.0).qdd))(q, qd)
+    for i in range(2):
+        eager = rx.dca_dynamics(jm, structure, q[i], qd[i], 0.0).qdd
+        np.testing.assert_allclose(batched[i], eager, rtol=0, atol=TOL_JIT * 1e3)
+
+
+def test_joint_coordinates_round_trip_and_bad_trees_are_named():
+    """Absolute → joint → absolute is the identity on the constraint manifold; a
+    configuration that breaks a tree joint, a tree that closes a loop and a pair
+    without joint coordinates are refused with the pair's name."""
+    mech = models.mobile_robot()
+    model, state = mech.build(), mech.initial_state()
+    jm = rx.joint_model(model, state.q)
+    assert jm.coordinate_names[:3] == (
+        "free(platform).x",
+        "free(platform).y",
+        "free(platform).angle",
+    )
+    back = rx.to_absolute_state(jm, rx.to_joint_state(jm, state))
+    np.testing.assert_allclose(back.q, state.q, atol=1e-14)
+    np.testing.assert_allclose(back.qd, state.qd, atol=1e-12)
+    four = models.four_bar()
+    fmodel, fstate = four.build(), four.initial_state()
+    fjm = rx.joint_model(fmodel, fstate.q)
+    with pytest.raises(ValueError, match=r"violates tree joints, (.*): A \(\|Φ\| = 0.01\)"):
+        rx.to_joint_state(fjm, rx.State(0.0, fstate.q.at[3].add(0.01), fstate.qd))
+    with pytest.raises(ValueError, match=r"'B' close loops"):
+        rx.joint_model(fmodel, fstate.q, tree=["O", "A", "B", "D"])
+    with pytest.raises(ValueError, match=r"pair 'drive' is a translational-driver"):
+        rx.joint_model(model, state.q, tree=["A", "drive"])
