@@ -8,6 +8,8 @@ central differences computed here, and the known answers of DESIGN.md (the four-
 p = 0, all unique; the parallelogram with a third crank and Bricard: p = 1, nothing
 unique)."""
 
+import json
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -15,7 +17,7 @@ import numpy as np
 import pytest
 
 import redundax as rx
-from helpers import central_difference, consistent_states, planar_twin, read_reference
+from helpers import CONFIGS, central_difference, consistent_states, planar_twin, read_reference
 from redundax import models
 from redundax.joint_coordinates._uniqueness import STEPS
 
@@ -27,7 +29,7 @@ TOL_SAME_UNIQUE = 1e-7
 TOL_P3 = 1e-6
 # Autodiff against central differences of the same function.
 TOL_GRADIENT = 1e-6
-# The same arithmetic eager and jitted, or vmapped and looped.
+# The same arithmetic vmapped and looped [m/s², rad/s²].
 TOL_JIT = 1e-12
 
 
@@ -67,6 +69,11 @@ KNOWN = {
 }
 
 _analyze = eqx.filter_jit(rx.analyze_solvability)
+
+
+@eqx.filter_jit
+def _dense(jm, q, qd, t):
+    return rx.dense_joint_accelerations(rx.joint_space_terms(jm, q, qd, t))
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
@@ -126,9 +133,7 @@ def test_dca_accelerations_and_unique_reactions_are_the_absolute_ones(name):
     qdd, lam = rx.solve_dynamics(model, state.q, state.qd, state.t)
     scale = float(jnp.max(jnp.abs(qdd)))
     np.testing.assert_allclose(dyn.xdd, qdd, rtol=0, atol=TOL_SAME_QDD * scale)
-    dense = rx.dense_joint_accelerations(
-        eqx.filter_jit(rx.joint_space_terms)(jm, jstate.q, jstate.qd, jstate.t)
-    )
+    dense = _dense(jm, jstate.q, jstate.qd, jstate.t)
     np.testing.assert_allclose(
         dyn.qdd, dense, rtol=0, atol=TOL_SAME_QDD * float(jnp.max(jnp.abs(dense)))
     )
@@ -163,7 +168,7 @@ def test_gradient_of_a_unique_joint_reaction_wrt_a_link_length():
     """d(force of the four-bar's ground pivot O along x)/d(crank length) at a joint
     state, through the DCA (the crank's length: its pin A moved along the crank, in
     the model, which the tree joint reads), equals central differences; jit ≡ eager
-    on the solve and vmap over states ≡ a loop."""
+    and vmap over states ≡ a loop of single solves."""
     mech = models.four_bar()
     model, state0 = mech.build(), mech.initial_state()
     jm = rx.joint_model(model, state0.q)
@@ -187,14 +192,14 @@ def test_gradient_of_a_unique_joint_reaction_wrt_a_link_length():
     fd = float(central_difference(lambda s: value_and_grad(s[0])[0], np.asarray([1.0]))[0])
     assert abs(float(grad)) > 1e-2 * abs(float(value))
     assert abs(float(grad) - fd) < TOL_GRADIENT * max(1.0, abs(fd))
-    # jit ≡ eager, vmap ≡ loop (the same states, two and two).
+    # vmap ≡ a loop (the same states, two and two).
     states = consistent_states(model, state0, 2, seed=7)
     q = jnp.stack([rx.to_joint_state(jm, s).q for s in states])
     qd = jnp.stack([rx.to_joint_state(jm, s).qd for s in states])
-    batched = jax.jit(jax.vmap(lambda a, b: rx.dca_dynamics(jm, structure, a, b, 0.0).qdd))(q, qd)
+    one = jax.jit(lambda a, b: rx.dca_dynamics(jm, structure, a, b, 0.0).qdd)
+    batched = jax.jit(jax.vmap(one))(q, qd)
     for i in range(2):
-        eager = rx.dca_dynamics(jm, structure, q[i], qd[i], 0.0).qdd
-        np.testing.assert_allclose(batched[i], eager, rtol=0, atol=TOL_JIT * 1e3)
+        np.testing.assert_allclose(batched[i], one(q[i], qd[i]), rtol=0, atol=TOL_JIT)
 
 
 def test_joint_coordinates_round_trip_and_bad_trees_are_named():
@@ -221,3 +226,21 @@ def test_joint_coordinates_round_trip_and_bad_trees_are_named():
         rx.joint_model(fmodel, fstate.q, tree=["O", "A", "B", "D"])
     with pytest.raises(ValueError, match=r"pair 'drive' is a translational-driver"):
         rx.joint_model(model, state.q, tree=["A", "drive"])
+
+
+def test_analyze_in_joint_coordinates_on_the_command_line(capsys):
+    """`redundax analyze FILE --coordinates joint`: the same file analysed in joint
+    coordinates, with the step that decided each pair (JSON), as the absolute test
+    decides (DESIGN.md §8: the six-bar's p = 1)."""
+    from redundax import cli
+
+    path = str(CONFIGS / "six_bar.toml")
+    status = cli.main(["analyze", path, "--coordinates", "joint", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert out["coordinates"] == "joint" and out["redundancy"] == 1 and out["dof"] == 1
+    assert cli.main(["analyze", path, "--json"]) == 0
+    absolute = json.loads(capsys.readouterr().out)
+    verdicts = {p["name"]: p["unique"] for p in out["pairs"]}
+    assert verdicts == {name: p["unique"] for name, p in absolute["pairs"].items()}
+    assert all(p["decided_by"] for p in out["pairs"])

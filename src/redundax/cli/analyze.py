@@ -6,6 +6,13 @@ import json
 from .. import Model, SolvabilityReport, analyze_solvability
 from .._closure import ClosureReport, closure_report
 from ..io.config import MUJOCO_SUFFIXES, load_config
+from ..joint_coordinates import (
+    JointUniquenessReport,
+    decide_joint,
+    joint_model,
+    joint_uniqueness,
+    to_joint_state,
+)
 from ._common import EXIT_OK, config_argument, positive_float
 from ._programs import cached_call
 
@@ -34,6 +41,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "and, for every pair, its rows (1-based), whether its reaction and its multipliers "
         "are unique, the norm of B_X, and whether each labelled reaction component is "
         "unique",
+    )
+    parser.add_argument(
+        "--coordinates",
+        choices=("absolute", "joint"),
+        default="absolute",
+        help="absolute (default): the QR test on C in the file's absolute coordinates; "
+        "joint: the mechanism in joint coordinates (a spanning tree of its joints, the "
+        "other pairs as cut joints) and seed 002's analysis inside the divide-and-conquer "
+        "algorithm, with the step that decided each pair",
     )
     parser.add_argument(
         "--rtol",
@@ -68,9 +84,25 @@ def _closures(model: Model, q, t, rtol: float | None) -> ClosureReport:
     return closure_report(model, q, t, rtol=rtol)
 
 
+def _joint(config, rtol: float | None) -> JointUniquenessReport:
+    jm = joint_model(config.model, config.state.q)
+    state = to_joint_state(jm, config.state)
+    kw = {} if rtol is None else {"rtol": rtol}
+    return joint_uniqueness(jm, decide_joint(jm, state, **kw), state)
+
+
 def run(args: argparse.Namespace) -> int:
     """The handler of `redundax analyze`: returns the exit status."""
     config = load_config(args.config)
+    if getattr(args, "coordinates", "absolute") == "joint":
+        joint = _joint(config, args.rtol)
+        if args.json:
+            print(json.dumps({**joint.to_dict(), "dim": config.dim}))
+        else:
+            kind = "spatial" if config.dim == 3 else "planar"
+            print(f"{config.name} ({config.path}), {kind}, initial configuration at t = 0 s\n")
+            print(joint)
+        return EXIT_OK
     report = cached_call(
         getattr(args, "cache", None),
         _analysis,

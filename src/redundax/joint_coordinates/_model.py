@@ -198,6 +198,7 @@ def _with_ground(jm: JointModel, x: Float[Array, " nq"]) -> Float[Array, "nb1 do
     return jnp.concatenate([x.reshape(bodies.count, bodies.dof), bodies.ground_coordinates()[None]])
 
 
+@eqx.filter_jit
 def joint_coordinates(jm: JointModel, q: Float[Array, " nq"]) -> Float[Array, " nj"]:
     """The joint coordinates of the absolute configuration `q` (which the tree
     joints must hold; angles in (−π, π], rotation vectors of length ≤ π)."""
@@ -208,6 +209,7 @@ def joint_coordinates(jm: JointModel, q: Float[Array, " nq"]) -> Float[Array, " 
     return out
 
 
+@eqx.filter_jit
 def joint_velocities(
     jm: JointModel, qj: Float[Array, " nj"], q: Float[Array, " nq"], qd: Float[Array, " nq"]
 ) -> Float[Array, " nj"]:
@@ -244,6 +246,7 @@ def to_joint_state(jm: JointModel, state: State, tol: float = TREE_TOLERANCE) ->
     return State(state.t, qj, joint_velocities(jm, qj, state.q, state.qd))
 
 
+@eqx.filter_jit
 def to_absolute_state(jm: JointModel, state: State) -> State:
     """A joint-coordinate state as a state of the absolute-coordinate `jm.model`."""
     x, xd = jax.jvp(jm.absolute_coordinates, (state.q,), (state.qd,))

@@ -112,7 +112,7 @@ class JointUniquenessReport:
     def __str__(self) -> str:
         lines = [
             f"joint coordinates: p = {self.redundancy}, mobility = {self.mobility}",
-            f"{'pair':<12}{'kind':<16}{'':<6}{'reaction':<12}{'components':<12}decided by",
+            f"{'pair':<12}{'kind':<22}{'':<6}{'reaction':<12}{'components':<12}decided by",
         ]
         for n, k, tr, u, s, rows in zip(
             self.names, self.kinds, self.tree, self.unique, self.step, self.row_unique,
@@ -120,7 +120,7 @@ class JointUniquenessReport:
         ):  # fmt: skip
             comps = "".join("u" if r else "-" for r in rows)
             lines.append(
-                f"{n:<12}{k:<16}{'tree' if tr else 'cut':<6}"
+                f"{n:<12}{k:<22}{'tree' if tr else 'cut':<6}"
                 f"{'unique' if u else 'NOT unique':<12}{comps:<12}{STEPS[s]}"
             )
         return "\n".join(lines)

@@ -1,0 +1,239 @@
+"""Forward dynamics in joint coordinates: how the divide-and-conquer algorithm's cost
+grows with the number of bodies, against a dense joint-space solve and against
+redundax's absolute-coordinate path (issue 12).
+
+Two families of spatial mechanisms:
+
+- `pendulums`: an open chain of N rods joined by spherical joints
+  (`models.spherical_chain(N)`): a tree, 3N joint coordinates, no loop;
+- `a02`: IFToMM A02's chain of N parallelograms with spatial revolute joints
+  (`models.spatial_twin(models.n_four_bar(N))`): 2N + 1 bodies, 2N + 1 joint
+  angles of the tree, N cut joints, each loop redundant three times (p = 3N).
+
+For each N, one forward-dynamics evaluation q̈(q, q̇) at the initial state, timed
+inside one compiled loop (no Python dispatch counted):
+
+- `dca`: `rx.dca_dynamics` — the preliminary passes (forward kinematics by pointer
+  jumping, velocities by autodiff), the body terms in twists, the DCA's main pass
+  and back-substitution over a balanced assembly tree (levels batched), and q̈ joint
+  by joint;
+- `dense`: `rx.joint_space_terms` + `rx.dense_joint_accelerations` — the mass matrix
+  Jᵀ M J and the loop rows C J by autodiff of the forward kinematics, then the
+  null-space method on a pivoted QR (O(N²) memory, O(N³) work);
+- `absolute`: the absolute-coordinate right-hand side redundax integrates by default
+  (`rx.local_terms` + the block-sparse solver for these sizes; natural coordinates).
+
+Reported: µs per evaluation, compile time, the log–log slope from N = 64 to the
+largest N, and for N = 16 the DCA's cost per variant under `jax.vmap` at batch 1, 16
+and 256. Dense paths stop at `--dense-max`.
+
+Run:
+    .venv/bin/python experiments/bench_dca.py            # ≈ 10 min on 2 cores
+    .venv/bin/python experiments/bench_dca.py --quick    # N ≤ 64, to $TMPDIR
+Writes experiments/results/bench_dca/cpu.json and scaling.png.
+"""
+
+import argparse
+import importlib.metadata
+import json
+import os
+import pathlib
+import platform
+import tempfile
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import redundax as rx
+from redundax import models
+from redundax.methods import block_solve
+
+FAMILIES = {
+    "pendulums": models.spherical_chain,
+    "a02": lambda n: models.spatial_twin(models.n_four_bar(n)),
+}
+
+
+def _per_call(run, *args, budget: float = 1.0) -> float:
+    """Best wall time of `run(*args)` over a few calls [s] (compiled beforehand)."""
+    jax.block_until_ready(run(*args))
+    start = time.perf_counter()
+    jax.block_until_ready(run(*args))
+    best = once = time.perf_counter() - start
+    for _ in range(max(1, min(5, int(budget / max(once, 1e-9))))):
+        start = time.perf_counter()
+        jax.block_until_ready(run(*args))
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _loop(rhs, n_calls: int):
+    """A compiled loop of `n_calls` dependent evaluations (XLA can neither skip nor
+    merge them)."""
+
+    @jax.jit
+    def run(q, qd):
+        def body(_, acc):
+            return acc + rhs(q + 1e-12 * acc, qd)
+
+        return jax.lax.fori_loop(0, n_calls, body, jnp.zeros_like(qd))
+
+    return run
+
+
+def _time(rhs, q, qd, calls):
+    run = _loop(rhs, calls)
+    start = time.perf_counter()
+    jax.block_until_ready(run(q, qd))
+    compile_s = time.perf_counter() - start
+    return 1e6 * _per_call(run, q, qd) / calls, compile_s
+
+
+def time_family(family: str, n: int, dense_max: int) -> dict:
+    mech = FAMILIES[family](n)
+    model, state = mech.build(), mech.initial_state()
+    jm = rx.joint_model(model, state.q)
+    jstate = rx.to_joint_state(jm, state)
+    start = time.perf_counter()
+    structure = rx.decide_joint(jm, jstate)
+    decide_s = time.perf_counter() - start
+    row = {
+        "N": n,
+        "bodies": model.bodies.count,
+        "joint_coordinates": jm.n_coordinates,
+        "absolute_coordinates": model.n_coordinates,
+        "rows": len(structure.rows.rows),
+        "redundancy": structure.redundancy,
+        "assembly_levels": len(structure.plan.levels),
+        "decide_s": decide_s,
+    }
+    calls = 100 if n <= 16 else 10 if n <= 256 else 3
+    dca = lambda q, qd: rx.dca_dynamics(jm, structure, q, qd, 0.0).qdd  # noqa: E731
+    row["dca_us"], row["dca_compile_s"] = _time(dca, jstate.q, jstate.qd, calls)
+    reference = jax.jit(dca)(jstate.q, jstate.qd)
+    if n <= dense_max:
+
+        def dense(q, qd):
+            return rx.dense_joint_accelerations(rx.joint_space_terms(jm, q, qd, 0.0))
+
+        dense_calls = 50 if n <= 16 else 3 if n <= 64 else 1
+        row["dense_us"], row["dense_compile_s"] = _time(dense, jstate.q, jstate.qd, dense_calls)
+        other = jax.jit(dense)(jstate.q, jstate.qd)
+        scale = float(jnp.max(jnp.abs(reference)))
+        row["dense_vs_dca_relative"] = float(jnp.max(jnp.abs(other - reference))) / scale
+    pattern = rx.block_pattern(model, rx.topology(model))
+
+    def absolute(q, qd):
+        t = rx.local_terms(model, q, qd, 0.0)
+        return block_solve(pattern, t.R, t.B, t.mass_blocks, t.F, t.gamma).qdd
+
+    row["absolute_us"], row["absolute_compile_s"] = _time(absolute, state.q, state.qd, calls)
+    print(
+        f"  {family:9s} N={n:5d} dca {row['dca_us']:11.1f} µs"
+        + (f"  dense {row['dense_us']:11.1f} µs" if "dense_us" in row else "")
+        + f"  absolute {row['absolute_us']:11.1f} µs  levels {row['assembly_levels']}",
+        flush=True,
+    )
+    return row
+
+
+def batched(n: int, batches) -> list[dict]:
+    """The DCA's cost per variant when `jax.vmap` runs a batch of states."""
+    mech = FAMILIES["a02"](n)
+    model, state = mech.build(), mech.initial_state()
+    jm = rx.joint_model(model, state.q)
+    jstate = rx.to_joint_state(jm, state)
+    structure = rx.decide_joint(jm, jstate)
+    out = []
+    for b in batches:
+        q = jnp.broadcast_to(jstate.q, (b, jstate.q.shape[0])) + 1e-3 * jnp.arange(b)[:, None] / b
+        qd = jnp.broadcast_to(jstate.qd, q.shape)
+
+        @jax.jit
+        def run(q, qd):
+            f = jax.vmap(lambda a, c: rx.dca_dynamics(jm, structure, a, c, 0.0).qdd)
+
+            def body(_, acc):
+                return acc + f(q + 1e-12 * acc, qd)
+
+            return jax.lax.fori_loop(0, 10, body, jnp.zeros_like(qd))
+
+        us = 1e6 * _per_call(run, q, qd) / 10
+        out.append({"batch": b, "us_per_batch": us, "us_per_variant": us / b})
+        print(f"  a02 N={n} batch {b:4d}: {us / b:9.1f} µs per variant", flush=True)
+    return out
+
+
+def slope(rows, key, n_min=64):
+    pts = [(r["N"], r[key]) for r in rows if key in r and r["N"] >= n_min]
+    if len(pts) < 2:
+        return None
+    x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def plot(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, family in zip(axes, FAMILIES, strict=True):
+        rows = results["families"][family]
+        for key, label, style in (
+            ("dca_us", "DCA (joint coordinates)", "o-"),
+            ("dense_us", "dense joint-space solve", "s--"),
+            ("absolute_us", "absolute coordinates (block solver)", "^-."),
+        ):
+            pts = [(r["N"], r[key]) for r in rows if key in r]
+            if pts:
+                ax.loglog(*zip(*pts, strict=True), style, label=label)
+        ax.set_title(f"{family}")
+        ax.set_xlabel("N")
+        ax.set_ylabel("µs per forward-dynamics evaluation")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="N ≤ 64, results to $TMPDIR")
+    parser.add_argument("--max-n", type=int, default=1024)
+    parser.add_argument("--dense-max", type=int, default=128)
+    args = parser.parse_args()
+    max_n = 64 if args.quick else args.max_n
+    base = pathlib.Path(tempfile.gettempdir()) / "redundax_quick" if args.quick else None
+    out = (base or pathlib.Path(__file__).resolve().parent / "results") / "bench_dca"
+    out.mkdir(parents=True, exist_ok=True)
+    sizes = [n for n in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if n <= max_n]
+    results = {
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "load_average": os.getloadavg(),
+            "jax": jax.__version__,
+            "jaxlib": importlib.metadata.version("jaxlib"),
+            "device": str(jax.devices()[0]),
+        },
+        "families": {},
+    }
+    for family in FAMILIES:
+        results["families"][family] = [time_family(family, n, args.dense_max) for n in sizes]
+    results["slopes_from_64"] = {
+        family: {key: slope(rows, key) for key in ("dca_us", "dense_us", "absolute_us")}
+        for family, rows in results["families"].items()
+    }
+    results["batched_a02_N16"] = batched(16, (1, 16, 256))
+    (out / "cpu.json").write_text(json.dumps(results, indent=1) + "\n")
+    plot(results, out / "scaling.png")
+    print(json.dumps(results["slopes_from_64"], indent=1))
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
