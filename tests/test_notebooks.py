@@ -89,6 +89,14 @@ KEY_NUMBERS = {
         "rank_flip_delta": "flip",
         "log_ranks": "r_log",
     },
+    "06_joint_coordinates": {
+        "four_bar": "[joint4.redundancy, joint4.mobility, all(joint4.unique), same4]",
+        "four_bar_steps": "sorted(set(joint4.step))",
+        "bricard": "[jointB.redundancy, jointB.mobility, any(jointB.unique), sameB]",
+        "bricard_steps": "steps",
+        "acceleration_relative": "acc_diff",
+        "reaction_relative": "lam_diff",
+    },
 }
 
 
@@ -148,13 +156,20 @@ def _checks(stem, k):
         assert 1e-15 < k["rank_flip_delta"] < 1e-11  # reported 1e-13 m
         r = k["log_ranks"]
         assert r[0] == 20 and r[-1] == 21 and all(b >= a for a, b in zip(r, r[1:], strict=False))
+    elif stem == "06_joint_coordinates":
+        # Four-bar: p = 0, all unique, decided from the base up; Bricard: p = 1,
+        # nothing unique, one dropped row and the two-pair rule; both as the QR test.
+        assert k["four_bar"] == [0, 1, True, True] and k["four_bar_steps"] == ["assembly"]
+        assert k["bricard"] == [1, 1, False, True]
+        assert k["bricard_steps"] == ["dropped", "two pairs"]
+        assert k["acceleration_relative"] < 1e-9 and k["reaction_relative"] < 1e-7
     else:
         pytest.fail(f"{stem}: no key numbers listed in KEY_NUMBERS")
 
 
 def test_there_are_notebooks():
     names = [p.name for p in PATHS]
-    assert len(names) >= 5, names
+    assert len(names) >= 6, names
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # jupyter_core/jupyter_client paths
