@@ -27,7 +27,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import redundax as rx
-from redundax.joint_coordinates._dca import assembly_nodes
 
 SHORT = {"assembly": "1", "dropped": "1*", "one pair": "2", "two pairs": "3", "self-stress": "S"}
 
@@ -83,8 +82,7 @@ def _draw_mechanism(ax, model, q, jm, report, planar):
 
 
 def _draw_tree(ax, model, structure, report):
-    plan, active = structure.plan, structure.active
-    nodes = assembly_nodes(plan, active)
+    nodes = structure.assemblies
     n = model.bodies.count
     names = (*model.bodies.names, "ground")
     x, y = {}, {}

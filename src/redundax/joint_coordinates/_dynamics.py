@@ -21,7 +21,16 @@ from jaxtyping import Array, Float
 from .._model import State
 from .._qr import DECISION_RTOL
 from .._types import Scalar
-from ._dca import ActiveRows, DcaPlan, assembly_tree, dca_plan, dca_solve, decide_active_rows
+from ._dca import (
+    ActiveRows,
+    AssemblyNode,
+    DcaPlan,
+    assembly_nodes,
+    assembly_tree,
+    dca_plan,
+    dca_solve,
+    decide_active_rows,
+)
 from ._kinematics import joint_accelerations
 from ._model import JointModel
 from ._terms import RowPlan, body_terms, jitted_body_terms, row_plan
@@ -43,6 +52,13 @@ class JointStructure(eqx.Module):
     def redundancy(self) -> int:
         """p, the degree of redundancy: rows dropped by the assemblies."""
         return self.active.n_redundant
+
+    @property
+    def assemblies(self) -> tuple[AssemblyNode, ...]:
+        """Every assembly of the tree, leaves to root: its two children, parent,
+        height, bodies, the rows it owns (`crossing`, indices into `rows.rows`) and
+        how many of them it drops (`nullity`)."""
+        return assembly_nodes(self.plan, self.active)
 
 
 def decide_joint(
