@@ -45,6 +45,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from bench_scaling import _loop, _per_call  # the same timing as the block solver's benchmark
 
 import redundax as rx
 from redundax import models
@@ -54,33 +55,6 @@ FAMILIES = {
     "pendulums": models.spherical_chain,
     "a02": lambda n: models.spatial_twin(models.n_four_bar(n)),
 }
-
-
-def _per_call(run, *args, budget: float = 1.0) -> float:
-    """Best wall time of `run(*args)` over a few calls [s] (compiled beforehand)."""
-    jax.block_until_ready(run(*args))
-    start = time.perf_counter()
-    jax.block_until_ready(run(*args))
-    best = once = time.perf_counter() - start
-    for _ in range(max(1, min(5, int(budget / max(once, 1e-9))))):
-        start = time.perf_counter()
-        jax.block_until_ready(run(*args))
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def _loop(rhs, n_calls: int):
-    """A compiled loop of `n_calls` dependent evaluations (XLA can neither skip nor
-    merge them)."""
-
-    @jax.jit
-    def run(q, qd):
-        def body(_, acc):
-            return acc + rhs(q + 1e-12 * acc, qd)
-
-        return jax.lax.fori_loop(0, n_calls, body, jnp.zeros_like(qd))
-
-    return run
 
 
 def _time(rhs, q, qd, calls):

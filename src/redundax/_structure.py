@@ -233,6 +233,40 @@ def _is_driver(kind: str) -> bool:
     return "driver" in kind
 
 
+def spanning_forest(
+    nb: int, adjacency: Mapping[int, Sequence[tuple[int, int]]]
+) -> tuple[list[tuple[int, int, int]], list[int]]:
+    """A spanning forest of the body graph grown breadth-first from the ground
+    (index `nb`), then from the first body of every part not connected to it.
+
+    **Arguments:** `adjacency[b]`: the `(pair, other body)` edges at body b, in the
+    order they are to be tried.
+
+    **Returns:** `(edges, roots)`: the tree edges `(pair, parent body, child body)`
+    in breadth-first order, and the moving bodies that root a floating part.
+    """
+    seen = [False] * (nb + 1)
+    edges: list[tuple[int, int, int]] = []
+    roots: list[int] = []
+    for root in (nb, *range(nb)):
+        if seen[root]:
+            continue
+        seen[root] = True
+        if root != nb:
+            roots.append(root)
+        frontier = [root]
+        while frontier:
+            nxt = []
+            for b in frontier:
+                for k, other in adjacency[b]:
+                    if not seen[other]:
+                        seen[other] = True
+                        edges.append((k, b, other))
+                        nxt.append(other)
+            frontier = nxt
+    return edges, roots
+
+
 def topology(model: Model) -> Topology:
     """The [`Topology`][] of `model` (host-side, from its pairs' body names)."""
     nb = model.bodies.count
@@ -251,23 +285,11 @@ def topology(model: Model) -> Topology:
         adjacency[j].append((k, i))
     parent = [-1] * (nb + 1)
     via = [-1] * (nb + 1)  # the body one step towards the root
-    seen = [False] * (nb + 1)
     tree: list[int] = []
-    for root in (nb, *range(nb)):
-        if seen[root]:
-            continue
-        seen[root] = True
-        frontier = [root]
-        while frontier:
-            nxt = []
-            for b in frontier:
-                for k, other in adjacency[b]:
-                    if not seen[other]:
-                        seen[other] = True
-                        parent[other], via[other] = k, b
-                        tree.append(k)
-                        nxt.append(other)
-            frontier = nxt
+    forest, _ = spanning_forest(nb, adjacency)
+    for k, b, other in forest:
+        parent[other], via[other] = k, b
+        tree.append(k)
     cuts = tuple(k for k in edges if k not in tree)
 
     def path_to_root(b):

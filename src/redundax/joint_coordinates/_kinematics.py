@@ -37,6 +37,7 @@ from jaxtyping import Array, Bool, Float, Int
 from .._bodies import natural_from_pose
 from .._math import rot2
 from .._model import Model
+from .._structure import spanning_forest
 
 # Coordinates of each kind of tree joint, and their names (for reports and files).
 COORDINATES: dict[str, tuple[str, ...]] = {
@@ -424,26 +425,18 @@ def spanning_tree(model: Model, tree: Sequence[str] | None = None):
         i, j = (model.body_index(b) for b in model.pairs[k].bodies)
         adjacency[i].append((k, j))
         adjacency[j].append((k, i))
-    seen = [False] * (nb + 1)
+    forest, roots = spanning_forest(nb, adjacency)
+    # A floating part's root gets a free joint (pair −1) from the ground, before
+    # the joints that hang from it.
     edges: list[tuple[int, int, int]] = []
-    roots: list[int] = []
-    for root in (nb, *range(nb)):
-        if seen[root]:
-            continue
-        seen[root] = True
-        if root != nb:
-            roots.append(root)
-            edges.append((-1, nb, root))  # a free joint
-        frontier = [root]
-        while frontier:
-            nxt = []
-            for b in frontier:
-                for k, other in adjacency[b]:
-                    if not seen[other]:
-                        seen[other] = True
-                        edges.append((k, b, other))
-                        nxt.append(other)
-            frontier = nxt
+    rooted = set()
+    for k, b, other in forest:
+        for r in roots:
+            if r not in rooted and b == r:
+                edges.append((-1, nb, r))
+                rooted.add(r)
+        edges.append((k, b, other))
+    edges += [(-1, nb, r) for r in roots if r not in rooted]
     if tree is not None:
         used = {k for k, _, _ in edges}
         closing = [model.pairs[k].name for k in candidates if k not in used]
