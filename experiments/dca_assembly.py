@@ -83,12 +83,13 @@ def _draw_mechanism(ax, model, q, jm, report, planar):
 
 def _draw_tree(ax, model, structure, report):
     nodes = structure.assemblies
+    tree = structure.plan.tree
     n = model.bodies.count
     names = (*model.bodies.names, "ground")
     x, y = {}, {}
 
     def place(node, counter=[0]):  # noqa: B006 (an in-order counter)
-        if node <= n:
+        if node < tree.first_internal:
             x[node], y[node] = counter[0], 0
             counter[0] += 1
             return
@@ -105,7 +106,7 @@ def _draw_tree(ax, model, structure, report):
             ax.plot(
                 [x[nd.node], x[child]], [y[nd.node], y[child]], "-", color="0.6", lw=1, zorder=1
             )
-    for leaf in range(n + 1):
+    for leaf in range(n + 1):  # the seed's picture: one ground leaf, n
         ax.annotate(names[leaf], (x[leaf], y[leaf]), ha="center", va="top", fontsize=7, rotation=30)
         ax.plot(x[leaf], y[leaf], "s", color="0.3", ms=5)
     for nd in nodes:
@@ -140,7 +141,7 @@ def run(name, mech, out: pathlib.Path) -> dict:
     model, state = mech.build(), mech.initial_state()
     jm = rx.joint_model(model, state.q)
     jstate = rx.to_joint_state(jm, state)
-    structure = rx.decide_joint(jm, jstate)
+    structure = rx.decide_joint(jm, jstate, ground="root")
     report = rx.joint_uniqueness(jm, structure, jstate)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     _draw_mechanism(axes[0], model, state.q, jm, report, model.dim == 2)

@@ -77,9 +77,9 @@ class Problem:
             jnp.asarray(x) for x in (self.inertia, self.bias, self.G_a, self.G_b, self.gamma)
         )
 
-    def plan(self, order=None):
+    def plan(self, order=None, ground="root"):
         pairs = list(zip(self.body_a, self.body_b, strict=True))
-        tree = assembly_tree(self.n, pairs, order)
+        tree = assembly_tree(self.n, pairs, order, ground=ground)
         return dca_plan(tree, self.body_a, self.body_b, self.joint_of_row)
 
 
@@ -133,6 +133,23 @@ def parallelogram(seed, floating_frame=False):
         G_b += [-revolute_rows(base), -revolute_rows(base + tip)]
     n = 5 if floating_frame else 4
     return Problem(n, 3, joints, np.concatenate(G_a), np.concatenate(G_b), rng, consistent=True)
+
+
+def ladder(loops, seed):
+    """IFToMM A02's chain of parallelograms, planar: cranks 0…loops pinned to the
+    ground at (k, 0), couplers loops+1…2·loops joining the tips of consecutive
+    cranks (body order and joint order as `models.n_four_bar`). p = 0."""
+    rng = np.random.default_rng(seed)
+    tip = np.array([math.cos(1.1), math.sin(1.1)])
+    pins = [(-1, k, np.array([float(k), 0.0])) for k in range(loops + 1)]
+    pins += [
+        (crank, loops + k, np.array([float(crank), 0.0]) + tip)
+        for k in range(1, loops + 1)
+        for crank in (k - 1, k)
+    ]
+    joints = [(a, b, 2) for a, b, _ in pins]
+    G_a = np.concatenate([revolute_rows(p) for _, _, p in pins])
+    return Problem(2 * loops + 1, 3, joints, G_a, -G_a, rng)
 
 
 def relative_error(x, reference):
@@ -293,3 +310,61 @@ def test_long_chain_plan_is_logarithmic_and_local():
 def test_bad_order_names_the_body(order, message):
     with pytest.raises(ValueError, match=message):
         assembly_tree(4, [(-1, 0), (0, 1), (1, 2), (2, 3)], order)
+
+
+# (problem, order, p = R − rank G).
+SPLIT_CASES = {
+    "chain": (lambda: chain(7, 6, 5, seed=10), None, 0),
+    "tree": (lambda: tree_with_branches(seed=11, dependent_row=True), None, 1),
+    # A given order: the ground copies join their cranks inside it.
+    "parallelogram": (lambda: parallelogram(seed=12), ((0, 3), (1, 2)), 1),
+    "ladder": (lambda: ladder(3, seed=13), None, 0),
+}
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES)
+def test_split_ground_matches_dense(case):
+    make, order, p = SPLIT_CASES[case]
+    problem = make()
+    plan = problem.plan(order, ground="split")
+    tree = plan.tree
+    # Every body pinned to the ground is first joined with its own ground leaf,
+    # and that node owns exactly the body's rows to the ground.
+    for k, body in enumerate(tree.grounded):
+        unit = tree.parent[body]
+        assert tree.children(unit) == (body, tree.n_bodies + k)
+        rows = np.flatnonzero((problem.body_a == -1) & (problem.body_b == body))
+        assert plan.crossing[unit] == tuple(rows)
+    inertia, bias, G_a, G_b, gamma = problem.arrays()
+    active = decide_active_rows(plan, inertia, G_a, G_b)
+    assert assembly_nodes(plan, active)[-1].bodies == tuple(range(problem.n))
+    solution = solve(plan, active, inertia, bias, G_a, G_b, gamma)
+    check_against_dense(problem, plan, solution.multipliers, solution.accelerations)
+    assert left_null_space(problem.dense_G()).shape[1] == p
+    assert active.n_redundant == p
+    if p:
+        check_self_stresses(problem, plan, active, inertia, G_a, G_b)
+
+
+def test_split_ground_keeps_the_ladder_narrow():
+    loops = 64
+    problem = ladder(loops, seed=14)
+    root, split = problem.plan(), problem.plan(ground="split")
+    # Split, the widest node is a crank's leaf: its ground pin and the pins of its
+    # two couplers, 2 rows each. A subassembly (a contiguous stretch of the chain
+    # crank0, coupler1, crank1, …) has at most its two end pins as handles.
+    assert split.width <= 3 * 2
+    assert max(len(h) for x, h in enumerate(split.handles) if x >= problem.n) <= 2 * 2
+    # At the root, the ground meets a mechanism whose handles are every ground pin.
+    assert root.width >= 2 * (loops + 1)
+    assert max(split.tree.height) == max(root.tree.height) <= math.ceil(math.log2(problem.n)) + 1
+    owned = sorted(r for c in split.crossing for r in c)
+    assert owned == list(range(len(problem.body_a)))
+
+
+def test_split_ground_names_the_missing_ground_leaf():
+    with pytest.raises(ValueError, match="ground must be 'root' or 'split'"):
+        assembly_tree(2, [(-1, 0), (0, 1)], ground="base")
+    tree = assembly_tree(2, [(0, 1)], ground="split")  # the pin (-1, 0) not given
+    with pytest.raises(ValueError, match="row 0 joins body 0 to the ground, but the tree"):
+        dca_plan(tree, [-1, 0], [0, 1], [0, 1])

@@ -21,6 +21,15 @@ one end in S) obeys y_H = Ψ_S λ_H + η_S, y_h being the acceleration row h see
 from S's side (G_{h,S} a). A body: Ψ = −G_i I_i⁻¹ G_iᵀ, η = G_i I_i⁻¹ b_i. The
 ground: Ψ = 0, η = 0.
 
+**The ground** is a leaf joined with the whole mechanism at the root (`ground =
+"root"`, the seed's picture), or, being at rest, split into independent copies,
+one per body with rows to the ground, each joined with its body first (`ground =
+"split"`): eliminating a body's rows to its copy is the articulated-body
+elimination of a joint to a fixed base, and it is exact. Split, a row to the
+ground is a handle of its body only, not of every subassembly up to the root, so
+a mechanism pinned at many bodies (a ladder of parallelograms) keeps O(1)
+handles per node.
+
 **Assembly** of C = A ∪ B with crossing rows X (y^A_X + y^B_X = γ_X) and the
 remaining handles H_C = A' ∪ B' (ordered A' then B'):
 
@@ -33,9 +42,9 @@ remaining handles H_C = A' ∪ B' (ordered A' then B'):
 
 Internally S = −W (positive semi-definite) is factorised by Cholesky, so that
 λ_X = Y λ_H − y with Y = S⁻¹ K, y = S⁻¹ r, Ψ^C = D + Kᵀ Y, η^C = e − Kᵀ y.
-**Back-substitution** runs from the root (rows to the ground, no handles) to the
-leaves, each node's λ_X from its handles' multipliers, known from its ancestors;
-then a_i = I_i⁻¹ (b_i − G_iᵀ λ).
+**Back-substitution** runs from the root (no handles) to the leaves, each node's
+λ_X from its handles' multipliers, known from its ancestors; then
+a_i = I_i⁻¹ (b_i − G_iᵀ λ).
 
 **Redundant rows.** W is singular where the crossing rows are dependent on each
 other and on the subassembly's internal rows (a loop closed redundantly). Which
@@ -47,25 +56,28 @@ z_active = −W_aa⁻¹ W_ad, propagated down X's subtree by the homogeneous
 back-substitution (zero wrenches, zero γ); Gᵀ z = 0 ([`self_stresses`][]).
 
 **Padding scheme (static, planned on the host by [`dca_plan`][]).** Nodes are
-numbered bodies 0…n−1, the ground n, then the internal nodes by height (children
-before parents, each height a contiguous range, the root 2n last). Every node's
-(Ψ, η) lives in a pool of shape (2n+1, w+1, w+1) / (2n+1, w+1), w the largest
-handle count of any node: slots 0…h−1 hold its handles in order, the others are
-zero, and slot w is always zero (the *zero slot*). A level (one height) is
-evaluated at once over its m nodes, padded to the level's largest crossing count
-x and handle count h (at least 1). Each node addresses its crossing rows and
-its handles by their slots in child A and in child B (tables (m, x) and (m, h));
-a row a child does not hold (the ground's side, a handle from the other child,
-padding) addresses that child's zero slot and so reads zeros. The tables enter
-as one-hot (m, ·, w+1) constants, so reading the children's Ψ is a few batched
-matrix products. Rows are padded with the sink row R: G, γ and λ get one extra
-zero entry at R, and padded results are added there (always zero). Padded and
-inactive crossing positions get an identity diagonal and a zero right-hand side
-in S, so their λ is exactly 0 and the shapes never change. The sequential depth
-is the tree height (O(log n) for the default balanced tree; a Python loop over
-the levels, the nodes of a level batched), and the work is O(Σ_nodes (x + h)
-(w + x + h)²): O(n) for chains and trees, whose nodes have O(1) handles; loops
-add handle rows along themselves.
+numbered bodies 0…n−1, the g ground leaves n…n+g−1 (g = 1 for `ground = "root"`;
+split, ground leaf n+k is the copy of the k-th body with rows to the ground, in
+ascending body order), then the internal nodes by height (children before
+parents, each height a contiguous range, the root 2(n+g)−2 last). Every node's
+(Ψ, η) lives in a pool of shape (N, w+1, w+1) / (N, w+1), N = 2(n+g)−1 nodes, w
+the largest handle count of any node (the ground leaves' entries stay zero):
+slots 0…h−1 hold its handles in order, the others are zero, and slot w is always
+zero (the *zero slot*). A level (one height) is evaluated at once over its m
+nodes, padded to the level's largest crossing count x and handle count h (at
+least 1). Each node addresses its crossing rows and its handles by their slots
+in child A and in child B (tables (m, x) and (m, h)); a row a child does not
+hold (the ground's side, a handle from the other child, padding) addresses that
+child's zero slot and so reads zeros. The tables enter as one-hot (m, ·, w+1)
+constants, so reading the children's Ψ is a few batched matrix products. Rows
+are padded with the sink row R: G, γ and λ get one extra zero entry at R, and
+padded results are added there (always zero). Padded and inactive crossing
+positions get an identity diagonal and a zero right-hand side in S, so their λ
+is exactly 0 and the shapes never change. The sequential depth is the tree
+height (O(log n) for the default balanced tree; a Python loop over the levels,
+the nodes of a level batched), and the work is O(Σ_nodes (x + h) (w + x + h)²):
+O(n) for chains and trees, whose nodes have O(1) handles; loops add handle rows
+along themselves, and so do rows to the ground unless the ground is split.
 """
 
 from collections.abc import Iterable, Sequence
@@ -85,17 +97,30 @@ from .._qr import DECISION_RTOL
 # ---------------------------------------------------------------------------
 
 
-class AssemblyTree(eqx.Module):
-    """A binary assembly tree over n bodies and the ground (static, hashable).
+GROUND_MODES = ("root", "split")
+"""Where the ground enters the assembly tree ([`assembly_tree`][])."""
 
-    Node ids: bodies 0…n−1, the ground n, then the n internal nodes n+1…2n by
-    height (children before parents); the root 2n joins the whole mechanism with
-    the ground.
+
+class AssemblyTree(eqx.Module):
+    """A binary assembly tree over n bodies and the ground leaves (static, hashable).
+
+    Node ids: the bodies 0…n−1, then the g ground leaves n…n+g−1, then the
+    internal nodes n+g…2(n+g)−2 by height (children before parents, the root
+    last).
+
+    - `ground = "root"`: one ground leaf (g = 1, id n); the root joins the whole
+      mechanism with it.
+    - `ground = "split"`: one ground leaf per body with rows to the ground (the
+      ground is at rest, so its copies are independent): ground leaf n + k is the
+      copy of body `grounded[k]` (`grounded` ascending), joined with that body
+      before anything else. g may be 0 (a floating mechanism).
 
     - `n_bodies`: n.
-    - `left`, `right`: per internal node (node id − n − 1), its children.
+    - `left`, `right`: per internal node (node id − n − g), its children.
     - `height`: per node; 0 for the leaves.
     - `parent`: per node; −1 for the root.
+    - `ground`: `"root"` or `"split"`.
+    - `grounded`: split: the bodies with a ground leaf, ascending; root: ().
     """
 
     n_bodies: int = eqx.field(static=True)
@@ -103,29 +128,62 @@ class AssemblyTree(eqx.Module):
     right: tuple[int, ...] = eqx.field(static=True)
     height: tuple[int, ...] = eqx.field(static=True)
     parent: tuple[int, ...] = eqx.field(static=True)
+    ground: str = eqx.field(static=True, default="root")
+    grounded: tuple[int, ...] = eqx.field(static=True, default=())
+
+    @property
+    def n_ground(self) -> int:
+        """g, the number of ground leaves."""
+        return 1 if self.ground == "root" else len(self.grounded)
+
+    @property
+    def first_internal(self) -> int:
+        """The id of the first internal node: n + g (the number of leaves)."""
+        return self.n_bodies + self.n_ground
 
     @property
     def base(self) -> int:
-        """The ground's leaf."""
+        """The ground's leaf (`ground = "root"` only; split: [`ground_leaf`][])."""
+        if self.ground != "root":
+            raise ValueError(
+                "assembly tree: a split ground has one leaf per grounded body; "
+                "use ground_leaf(body)"
+            )
         return self.n_bodies
 
     @property
     def root(self) -> int:
-        return 2 * self.n_bodies
+        return self.n_nodes - 1
 
     @property
     def n_nodes(self) -> int:
-        return 2 * self.n_bodies + 1
+        return 2 * self.first_internal - 1
+
+    def is_ground(self, node: int) -> bool:
+        return self.n_bodies <= node < self.first_internal
+
+    def ground_leaf(self, body: int) -> int:
+        """The ground leaf that the rows between `body` and the ground meet.
+
+        **Raises:** `ValueError` if the ground is split and `body` has no copy."""
+        if self.ground == "root":
+            return self.n_bodies
+        if body not in self.grounded:
+            raise ValueError(
+                f"assembly tree: body {body} has no ground leaf; build the tree with "
+                "the rows' body pairs so that every body with rows to the ground gets one"
+            )
+        return self.n_bodies + self.grounded.index(body)
 
     def children(self, node: int) -> tuple[int, ...]:
         """(left, right) of an internal node; () for a leaf."""
-        if node <= self.n_bodies:
+        if node < self.first_internal:
             return ()
-        k = node - self.n_bodies - 1
+        k = node - self.first_internal
         return (self.left[k], self.right[k])
 
     def bodies(self, node: int) -> tuple[int, ...]:
-        """The bodies under `node` (the ground omitted), ascending."""
+        """The moving bodies under `node` (ground leaves omitted), ascending."""
         out, stack = [], [node]
         while stack:
             x = stack.pop()
@@ -184,7 +242,11 @@ def _depth_first_order(n: int, body_pairs: Iterable) -> list[int]:
 
 
 def assembly_tree(
-    n: int, body_pairs: Iterable = (), order: tuple | list | None = None
+    n: int,
+    body_pairs: Iterable = (),
+    order: tuple | list | None = None,
+    *,
+    ground: str = "root",
 ) -> AssemblyTree:
     """The binary assembly tree of n bodies and the ground.
 
@@ -192,25 +254,43 @@ def assembly_tree(
 
     - `n`: number of moving bodies (≥ 1).
     - `body_pairs`: the (body_a, body_b) of the joints (or rows), −1 the ground;
-      only used to order the bodies when `order` is not given.
+      orders the bodies when `order` is not given, and with `ground = "split"`
+      names the bodies that get a ground leaf.
     - `order`: nested groups of body indices, e.g. `((0, 1), (2, 3))`; a group of
-      more than two is split in halves. Default: the bodies in depth-first order
-      from the ground, split recursively in halves (a balanced tree, height
-      ⌈log₂ n⌉ + 1 with the ground joined at the root).
+      more than two is split in halves. Default (either `ground`): the bodies in
+      depth-first order from the ground, split recursively in halves (balanced:
+      height ⌈log₂ n⌉ + 1). A contiguous stretch of that order is a union of few
+      subtrees of the depth-first tree, connected without the ground, so a split
+      ground does not make its halves cross more rows (A02's ladder comes out
+      crank0, coupler1, crank1, coupler2, …).
+    - `ground`: `"root"`: one ground leaf, joined with the whole mechanism at the
+      root. `"split"`: one ground leaf per body with rows to the ground, joined
+      with it first (that node owns exactly the body's rows to the ground); the
+      (body, ground) units are then assembled in `order` and the root joins two
+      parts of the mechanism. Splitting keeps rows to the ground out of the
+      handles, so a mechanism pinned to the ground at many bodies keeps few handles
+      per node (the DCA's cost is linear in n only then).
 
-    **Returns:** an [`AssemblyTree`][]; the root joins the mechanism with the ground.
+    **Returns:** an [`AssemblyTree`][] (its docstring numbers the ground leaves).
 
-    **Raises:** `ValueError` if `order` does not hold every body exactly once.
+    **Raises:** `ValueError` if `order` does not hold every body exactly once, or
+    `ground` is neither `"root"` nor `"split"`.
 
     !!! example
 
         ```python
-        tree = assembly_tree(4, [(-1, 0), (0, 1), (1, 2), (2, 3)])
+        pairs = [(-1, 0), (0, 1), (1, 2), (2, 3)]
+        tree = assembly_tree(4, pairs)
         tree.children(tree.root)  # (mechanism node, 4): the ground is joined last
+        split = assembly_tree(4, pairs, ground="split")
+        split.children(split.parent[0])  # (0, 4): body 0 with its ground copy
         ```
     """
+    if ground not in GROUND_MODES:
+        raise ValueError(f"assembly tree: ground must be 'root' or 'split', got {ground!r}")
     if n < 1:
         raise ValueError(f"assembly tree: need at least one body, got n = {n}")
+    body_pairs = [(int(a), int(b)) for a, b in body_pairs]
     if order is None:
         nested = _binary(_depth_first_order(n, body_pairs))
     else:
@@ -228,36 +308,55 @@ def assembly_tree(
                 + f". Give every body 0…{n - 1} exactly once, e.g. ((0, 1), (2, 3))."
             )
         nested = _binary(order)
+    if ground == "split":
+        grounded = tuple(
+            sorted(
+                {b if a < 0 else a for a, b in body_pairs if (a < 0) != (b < 0) and max(a, b) < n}
+            )
+        )
+        copy_of = {body: n + k for k, body in enumerate(grounded)}
+        n_leaves = n + len(grounded)
+    else:
+        grounded, copy_of, n_leaves = (), {}, n + 1
 
     # Internal nodes in post-order with temporary ids, then renumbered by height.
     made: list[tuple[int, int, int]] = []  # (left, right, height), temporary ids
 
     def height_of(x: int) -> int:
-        return 0 if x <= n else made[x - n - 1][2]
+        return 0 if x < n_leaves else made[x - n_leaves][2]
+
+    def join(a: int, b: int) -> int:
+        made.append((a, b, 1 + max(height_of(a), height_of(b))))
+        return n_leaves + len(made) - 1
 
     def build(x) -> int:
         if isinstance(x, int):
-            return x
-        a, b = build(x[0]), build(x[1])
-        made.append((a, b, 1 + max(height_of(a), height_of(b))))
-        return n + len(made)
+            return join(x, copy_of[x]) if x in copy_of else x
+        return join(build(x[0]), build(x[1]))
 
     top = build(nested)
-    made.append((top, n, 1 + height_of(top)))
+    if ground == "root":
+        join(top, n)
     rank = sorted(range(len(made)), key=lambda k: (made[k][2], k))
-    new_id = {n + 1 + old: n + 1 + new for new, old in enumerate(rank)}
+    new_id = {n_leaves + old: n_leaves + new for new, old in enumerate(rank)}
 
     def rename(x: int) -> int:
-        return x if x <= n else new_id[x]
+        return x if x < n_leaves else new_id[x]
 
     left = tuple(rename(made[old][0]) for old in rank)
     right = tuple(rename(made[old][1]) for old in rank)
-    height = [0] * (n + 1) + [made[old][2] for old in rank]
-    parent = [-1] * (2 * n + 1)
+    height = [0] * n_leaves + [made[old][2] for old in rank]
+    parent = [-1] * len(height)
     for k, (a, b) in enumerate(zip(left, right, strict=True)):
-        parent[a] = parent[b] = n + 1 + k
+        parent[a] = parent[b] = n_leaves + k
     return AssemblyTree(
-        n_bodies=n, left=left, right=right, height=tuple(height), parent=tuple(parent)
+        n_bodies=n,
+        left=left,
+        right=right,
+        height=tuple(height),
+        parent=tuple(parent),
+        ground=ground,
+        grounded=grounded,
     )
 
 
@@ -285,10 +384,11 @@ class DcaPlan(eqx.Module):
 
     - `tree`: the assembly tree.
     - `n_rows`: R; `body_a`, `body_b`, `joint_of_row`: per row.
-    - `crossing`: per node, the rows it owns (one end in each child; at the root,
-      the rows to the ground), ascending; () for leaves.
+    - `crossing`: per node, the rows it owns (one end in each child; a row to the
+      ground is owned where its body meets the ground leaf: the root, or split,
+      the body's own (body, ground copy) node), ascending; () for leaves.
     - `handles`: per node, its handle rows in slot order (a body: ascending; an
-      internal node: A' then B'); () for the ground and the root.
+      internal node: A' then B'); () for the ground leaves and the root.
     - `width`: w, the largest handle count (pool slots 0…w−1, zero slot w).
     - `leaf_rows`, `leaf_is_a`: per body, its handle rows padded with R, and
       whether the body is the row's a end.
@@ -328,7 +428,8 @@ def dca_plan(
     **Arguments:**
 
     - `tree`: from [`assembly_tree`][].
-    - `body_a`, `body_b`: per row, its two bodies (−1 the ground), shape `(nc,)`.
+    - `body_a`, `body_b`: per row, its two bodies (−1 the ground), shape `(nc,)`;
+      a row to the ground is routed to the ground leaf of its body.
     - `joint_of_row`: per row, its joint; a joint's rows share (body_a, body_b).
 
     **Returns:** a [`DcaPlan`][].
@@ -350,6 +451,15 @@ def dca_plan(
                 problems.append(f"row {r} names body {bad[0]} (bodies are −1…{n - 1})")
             elif a[r] == b[r]:
                 problems.append(f"row {r} joins body {a[r]} to itself")
+            elif (
+                tree.ground == "split"
+                and min(a[r], b[r]) < 0
+                and max(a[r], b[r]) not in tree.grounded
+            ):
+                problems.append(
+                    f"row {r} joins body {max(a[r], b[r])} to the ground, but the tree has "
+                    "no ground leaf for it (build the tree from the rows' body pairs)"
+                )
         ends: dict[int, tuple[int, int]] = {}
         for r in range(R):
             if ends.setdefault(joint[r], (a[r], b[r])) != (a[r], b[r]):
@@ -360,7 +470,7 @@ def dca_plan(
     if problems:
         raise ValueError("DCA plan: " + "; ".join(problems) + ".")
 
-    base, nn = tree.base, tree.n_nodes
+    nn, first = tree.n_nodes, tree.first_internal
     depth = [0] * nn
     for x in range(nn - 1, -1, -1):  # parents have larger ids than their children
         depth[x] = 0 if tree.parent[x] < 0 else depth[tree.parent[x]] + 1
@@ -368,13 +478,15 @@ def dca_plan(
     handle_set: list[set[int]] = [set() for _ in range(nn)]
     crossing: list[list[int]] = [[] for _ in range(nn)]
     for r in range(R):
-        u, v = (base if a[r] < 0 else a[r]), (base if b[r] < 0 else b[r])
+        # The ground end of a row meets the ground leaf of the row's body.
+        u = tree.ground_leaf(b[r]) if a[r] < 0 else a[r]
+        v = tree.ground_leaf(a[r]) if b[r] < 0 else b[r]
         # Both ends climb to their lowest common ancestor, which owns the row;
         # every node passed on the way has the row as a handle.
         while u != v:
             if depth[u] < depth[v]:
                 u, v = v, u
-            if u != base:
+            if not tree.is_ground(u):
                 handle_set[u].add(r)
             u = tree.parent[u]
         crossing[u].append(r)
@@ -382,7 +494,7 @@ def dca_plan(
     handles: list[tuple[int, ...]] = [()] * nn
     for x in range(n):
         handles[x] = tuple(sorted(handle_set[x]))
-    for x in range(n + 1, nn):
+    for x in range(first, nn):
         left, right = tree.children(x)
         handles[x] = tuple(h for c in (left, right) for h in handles[c] if h in handle_set[x])
     w = max((len(h) for h in handles), default=0)
@@ -402,7 +514,7 @@ def dca_plan(
 
     levels = []
     for height in range(1, max(tree.height) + 1):
-        nodes = [x for x in range(n + 1, nn) if tree.height[x] == height]
+        nodes = [x for x in range(first, nn) if tree.height[x] == height]
         x_max = max(1, max(len(crossing[x]) for x in nodes))
         h_max = max(1, max(len(handles[x]) for x in nodes))
         left = [tree.children(x)[0] for x in nodes]
@@ -465,7 +577,10 @@ class ActiveRows(eqx.Module):
 
 
 class AssemblyNode(NamedTuple):
-    """One internal node of the assembly, for analyses that walk the tree."""
+    """One internal node of the assembly, for analyses that walk the tree.
+
+    `children` are node ids (a ground leaf among them: `plan.tree.is_ground`);
+    `bodies` lists the moving bodies under the node only."""
 
     node: int
     children: tuple[int, int]
@@ -485,7 +600,7 @@ def assembly_nodes(plan: DcaPlan, active: ActiveRows) -> tuple[AssemblyNode, ...
     return tuple(
         AssemblyNode(
             node=x,
-            children=(tree.left[x - tree.n_bodies - 1], tree.right[x - tree.n_bodies - 1]),
+            children=tree.children(x),
             parent=tree.parent[x],
             height=tree.height[x],
             bodies=tree.bodies(x),
@@ -494,7 +609,7 @@ def assembly_nodes(plan: DcaPlan, active: ActiveRows) -> tuple[AssemblyNode, ...
             active=active.active[x],
             nullity=active.nullity[x],
         )
-        for x in range(tree.n_bodies + 1, tree.n_nodes)
+        for x in range(tree.first_internal, tree.n_nodes)
     )
 
 

@@ -1,8 +1,10 @@
 """Which reactions are unique, decided inside the divide-and-conquer algorithm
 (Pękal, Wojtyra, Malczyk & Frączek, seed 002 §2).
 
-After the main pass the mechanism is one articulated body joined to the ground.
-The seed's propagation then decides pair by pair:
+After the main pass the mechanism is one articulated body (with `ground="root"`,
+the seed's assembly, joined to the ground last; with the default split ground,
+each body's joints to the ground were eliminated at its first assembly). The
+seed's propagation then decides pair by pair:
 
 1. **Assemblies, root → leaves.** The rows an assembly owns (its *crossing* rows)
    are unique when the assembly keeps all of them (its W is regular) and the
