@@ -44,8 +44,7 @@ import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-from bench_scaling import _loop, _per_call  # the same timing as the block solver's benchmark
+from bench_scaling import _loop, _per_call, slope  # as the block solver's benchmark
 
 import redundax as rx
 from redundax import models
@@ -140,14 +139,6 @@ def batched(n: int, batches) -> list[dict]:
     return out
 
 
-def slope(rows, key, n_min=64):
-    pts = [(r["N"], r[key]) for r in rows if key in r and r["N"] >= n_min]
-    if len(pts) < 2:
-        return None
-    x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
-    return float(np.polyfit(x, y, 1)[0])
-
-
 def plot(results, path):
     import matplotlib
 
@@ -199,7 +190,7 @@ def main() -> None:
     for family in FAMILIES:
         results["families"][family] = [time_family(family, n, args.dense_max) for n in sizes]
     results["slopes_from_64"] = {
-        family: {key: slope(rows, key) for key in ("dca_us", "dense_us", "absolute_us")}
+        family: {key: slope(rows, key, 64) for key in ("dca_us", "dense_us", "absolute_us")}
         for family, rows in results["families"].items()
     }
     results["batched_a02_N16"] = batched(16, (1, 16, 256))
