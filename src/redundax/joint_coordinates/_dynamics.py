@@ -13,11 +13,11 @@ the body accelerations back to q̈ joint by joint.
 from collections.abc import Sequence
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._drift_control import Baumgarte
 from .._model import State
 from .._qr import DECISION_RTOL
 from .._types import Scalar
@@ -133,18 +133,24 @@ def dca_dynamics(
     q: Float[Array, " nj"],
     qd: Float[Array, " nj"],
     t: Scalar,
-    gamma_correction: Float[Array, " R"] | None = None,
+    drift_control: Baumgarte | None = None,
 ) -> JointDynamics:
     """q̈, the multipliers and the body accelerations at (q, q̇, t) by the DCA.
 
-    `gamma_correction` is added to γ of the carried rows (drift control).
+    `drift_control`: Baumgarte's terms −2α (C ẋ + b) − β² Φ added to γ of the
+    carried rows, from the same terms (None: none).
     """
     terms = body_terms(jm, structure.rows, q, qd, t)
-    gamma = terms.gamma if gamma_correction is None else terms.gamma + gamma_correction
+    gamma = terms.gamma
+    if drift_control is not None:
+        gamma = (
+            gamma
+            - 2.0 * drift_control.alpha * terms.velocity_error
+            - drift_control.beta**2 * terms.phi
+        )
     sol = dca_solve(
         structure.plan, structure.active, terms.inertia, terms.bias, terms.G_a, terms.G_b, gamma
     )
-    nb = jm.model.bodies.count
     xdd = jnp.einsum("bkd,bd->bk", terms.E, sol.accelerations) + terms.edot
     XDD = jnp.concatenate([xdd, jnp.zeros((1, xdd.shape[1]))])
     qdd = jnp.zeros(jm.n_coordinates)
@@ -154,14 +160,6 @@ def dca_dynamics(
                 joint_accelerations(group, jm.model, q, qd, terms.x, terms.xd, XDD)
             )
     lam = jnp.zeros(jm.model.n_constraints).at[np.asarray(structure.rows.rows)].set(sol.multipliers)
-    del nb
     return JointDynamics(
         qdd=qdd, multipliers=lam, accelerations=sol.accelerations, xdd=xdd.reshape(-1)
     )
-
-
-def dca_accelerations(
-    jm: JointModel, structure: JointStructure, state: State
-) -> Float[Array, " nj"]:
-    """q̈ at a joint-coordinate `state` (see [`dca_dynamics`][])."""
-    return jax.jit(dca_dynamics)(jm, structure, state.q, state.qd, state.t).qdd

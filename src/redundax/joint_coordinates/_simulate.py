@@ -89,9 +89,7 @@ def simulate_joint(
 def _simulate(jm, structure, state, save, t1, rtol, atol, solver, drift, max_steps):
     def rhs(t, y, args):
         q, qd = y
-        terms = body_terms(jm, structure.rows, q, qd, t)
-        correction = -2.0 * drift.alpha * terms.velocity_error - drift.beta**2 * terms.phi
-        return qd, dca_dynamics(jm, structure, q, qd, t, correction).qdd
+        return qd, dca_dynamics(jm, structure, q, qd, t, drift).qdd
 
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(rhs),

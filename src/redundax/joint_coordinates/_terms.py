@@ -31,6 +31,7 @@ from .._assembly import (
 )
 from .._bodies import angular_velocity, natural_velocity
 from .._model import Model
+from .._qr import DECISION_RTOL, pivoted_qr
 from .._types import Scalar
 from ._model import JointModel
 
@@ -208,8 +209,6 @@ def dense_joint_accelerations(
 ) -> Float[Array, " nj"]:
     """q̈ of [`JointSpaceTerms`][] by the null-space method on a pivoted QR of C_lᵀ
     (`rank`: decided elsewhere; default: numerically, relative tolerance 1e-8)."""
-    from .._qr import DECISION_RTOL, pivoted_qr
-
     C, M = terms.C, terms.M
     if C.shape[0] == 0:
         return jnp.linalg.solve(M, terms.F)

@@ -160,7 +160,7 @@ def joint_uniqueness(
     for k, prs in enumerate(pair_rows):
         if not prs:  # a pair without carried rows cannot occur, but be explicit
             verdict[k], step[k] = True, "assembly"
-    pair_of = {r: rows.pair_of_row[r] for r in range(len(rows.rows))}
+    pair_of = rows.pair_of_row  # row (in the plan's order) → pair
 
     def independent(k):
         g = np.concatenate([G_a[pair_rows[k]], G_b[pair_rows[k]]], axis=1)
