@@ -165,6 +165,26 @@ def _reactions(model, q, qd, t, structure, method, stabilisation) -> Reactions:
     terms, qdd, lam = solve_terms(
         model, q, qd, t, structure=structure, method=method, stabilisation=stabilisation
     )
+    n_pairs = len(model.pairs)
+    return reactions_of(
+        model,
+        q,
+        terms,
+        qdd,
+        lam,
+        structure.stable_unique[..., :n_pairs],
+        structure.stable_row_unique,
+        type(method).__name__,
+    )
+
+
+def reactions_of(
+    model: Model, q, terms, qdd, lam, unique, row_unique, method: str
+) -> Reactions:
+    """The [`Reactions`][] of multipliers `lam` and accelerations `qdd` solved at q
+    with `terms` ([`redundax.dynamics_terms`][]: C, M, F), whatever solved them:
+    the pairs' wrenches −C_Xᵀ λ_X at the centres of mass, their moments about the
+    joint points, and the total reaction F − M q̈, with the verdicts given."""
     rows = tuple(p.rows for p in model.pairs)
     S = membership(model.n_constraints, rows)
     nb, dof = model.bodies.count, model.bodies.dof
@@ -175,11 +195,11 @@ def _reactions(model, q, qd, t, structure, method, stabilisation) -> Reactions:
         names=model.pair_names,
         rows=rows,
         labels=tuple(p.components for p in model.pairs),
-        method=type(method).__name__,
+        method=method,
         dim=model.dim,
-        unique=structure.stable_unique[..., : len(rows)],
+        unique=unique,
         multipliers=lam,
-        component_unique=structure.stable_row_unique,
+        component_unique=row_unique,
         wrench=wrench,
         anchor=anchor,
         joint_moment=_moments_about(model, q, wrench, anchor),

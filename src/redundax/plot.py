@@ -469,8 +469,10 @@ def plot_solvability(
         bbox_to_anchor=(0.5, -0.25 if len(names) > 8 else -0.15),
     )
     if report:
+        joint = report.get("coordinates") == "joint"  # the DCA's rows on the bodies' twists
         ax.set_title(
-            f"{_title(run)}\nrank C = {report['rank']}, p = {report['redundancy']}, "
+            f"{_title(run)}{' (joint coordinates)' if joint else ''}\nrank "
+            f"{'G' if joint else 'C'} = {report['rank']}, p = {report['redundancy']}, "
             f"dof = {report['dof']}  (n = {report['n']}, {report['rows']} rows)"
         )
     else:

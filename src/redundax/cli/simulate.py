@@ -46,6 +46,7 @@ from ._common import (
     report as _report,
     warn as _warn,
 )
+from . import _simulate_joint
 from ._programs import cached_call
 
 SUMMARY = "forward dynamics: motion, constraint drift, energy, reactions over time"
@@ -89,6 +90,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--force", action="store_true", help="overwrite the --out file if it exists"
+    )
+    parser.add_argument(
+        "--coordinates",
+        choices=("absolute", "joint"),
+        default="absolute",
+        help="absolute (default): the file's absolute (planar) or natural (spatial) "
+        "coordinates; joint: a spanning tree of the joints with joint coordinates, the "
+        "other pairs as cut joints, accelerations and reactions by the divide-and-conquer "
+        "algorithm and the verdicts of seed 002's analysis (the JSON adds "
+        "joint_coordinates, final_joint_q, tree_joints, cut_joints, decided_by; the run "
+        "file adds the joint histories)",
     )
     parser.add_argument(
         "--memory-budget",
@@ -211,6 +223,12 @@ def _print_summary(summary: dict[str, Any], elapsed: float) -> None:
         method += f" of rows {', '.join(map(str, s['eliminated_rows']))}"
     elif s["eliminated_rows"] is not None:
         method += " (no redundant rows to drop)"
+    if s.get("coordinates") == "joint":
+        print(
+            f"  joint coordinates ({len(s['joint_coordinates'])}): tree joints "
+            f"{', '.join(s['tree_joints']) or 'none'}; cut joints "
+            f"{', '.join(s['cut_joints']) or 'none'}; p = {s['redundancy']}"
+        )
     print(
         f"  method {method}, solver {s['solver']} (rtol {s['rtol']:g}, atol {s['atol']:g}), "
         f"stabilisation {s['stabilisation']}, {s['saved_states']} saved states"
@@ -257,6 +275,11 @@ def _print_summary(summary: dict[str, Any], elapsed: float) -> None:
         determined = [label for label, u in s["components"][name].items() if u]
         if determined:
             print(f"  {name}: unique components {', '.join(determined)}")
+    if s.get("decided_by"):
+        print("decided by (seed 002's propagation in the DCA):")
+        width = max(len(name) for name in s["decided_by"])
+        for name, step in s["decided_by"].items():
+            print(f"  {name:<{width}}  {step}")
     if s["out"] is not None:
         print(f"wrote {s['out']}")
 
@@ -310,6 +333,9 @@ def _integrate(
     args: argparse.Namespace, config: Config, options: SimulationOptions, out, status: Status
 ) -> int:
     start = time.perf_counter()
+    if getattr(args, "coordinates", "absolute") == "joint":
+        code, summary = _simulate_joint.integrate(args, config, options, out, status)
+        return code if summary is None else _finish(args, summary, start)
     _progress(
         f"simulating {config.name} to t = {options.t_final:g} s "
         f"(method {options.choices['method']}; the first run of a mechanism compiles)..."
@@ -426,6 +452,11 @@ def _integrate(
         )
         _progress(f"wrote {out}")
     summary = _summary(config, options, trajectory, unique, components, singular, out)
+    return _finish(args, summary, start)
+
+
+def _finish(args: argparse.Namespace, summary: dict[str, Any], start: float) -> int:
+    """Print the summary of a run (JSON or text)."""
     bad = [key for key, value in summary.items() if _not_finite(value)]
     if bad:  # never NaN or Infinity in the output (not JSON)
         raise ModelError(f"the results are not finite ({', '.join(bad)}): check the numbers")

@@ -47,6 +47,8 @@ overwritten unless `force=True`.
 | `component_b_norm/<PAIR>` | (k,) | the same for each of its rows (reaction components) |
 | `pair_bodies/<PAIR>` | (1 or 2,) str | the bodies it connects (`ground` included) |
 | `body_names`, `pair_names` | (nb,), (npairs,) | names in model order |
+| `joint/q`, `joint/qd` | (T, nj) | joint-coordinate runs: the joint coordinates and rates |
+| `joint/names` | (nj,) str | their names, `PAIR.coordinate` |
 | `meta` | () str | JSON: mechanism, configuration file, method, units, `solvability`, ... |
 
 `meta["solvability"]` is the report at the first saved state: `t`, `n`, `m`, `h`,
@@ -58,6 +60,15 @@ makes dependent rows independent by about that much); `meta["rheonomic"]` names 
 pairs that prescribe motion (their work changes the energy) when the run came from
 a configuration. Runs written before these entries existed lack them; [`read_run`][]
 then returns `rank` None and empty dicts.
+
+A run in joint coordinates ([`redundax.simulate_joint`][]) is written in the same
+layout: `q`, `q̇`, `q̈` are the absolute coordinates of the same motion, the
+reactions are the DCA's (`method` "DCA"), the verdicts and `b_norm` those of seed
+002's analysis ([`redundax.joint_uniqueness`][]: `meta["solvability"]` then has
+`coordinates` "joint", `n` the bodies' twist coordinates and `rows` every
+pair's rows, on which the DCA decides (n − rank is the mobility), and `decided_by`, per pair the step that decided it), and the
+joint coordinates and rates are stored besides (`joint/...`; CSV columns
+`joint.<NAME>` and `joint_rate.<NAME>`).
 
 Coordinates: a planar body b has x, y, φ at 3b, 3b+1, 3b+2; a spatial body b has
 the natural coordinates r (its centre of mass), u, v, w (its axes, global
@@ -101,6 +112,8 @@ from .._reactions import Reactions
 from .._simulate import Trajectory
 from .._solvability import solvability_report
 from .._spec import GROUND
+from ..joint_coordinates import JointTrajectory, JointUniquenessReport
+from ..joint_coordinates._uniqueness import STEPS
 from ._atomic import EXISTS, NOT_WRITABLE, atomic_write
 from .config import Config
 
@@ -200,12 +213,15 @@ def _histories(
                 f"(one per row), got {flags!r}"
             )
     lam = np.asarray(reactions.multipliers)
+    joint = isinstance(trajectory, JointTrajectory)
     return {
         "t": np.asarray(trajectory.ts),
-        "q": np.asarray(trajectory.q),
-        "qd": np.asarray(trajectory.qd),
+        "q": np.asarray(trajectory.x if joint else trajectory.q),
+        "qd": np.asarray(trajectory.xd if joint else trajectory.qd),
         "qdd": np.asarray(reactions.qdd),
-        "tracked": np.asarray(jax.vmap(lambda q: marker_positions(model, q))(trajectory.q)),
+        "tracked": np.asarray(
+            jax.vmap(lambda q: marker_positions(model, q))(trajectory.x if joint else trajectory.q)
+        ),
         "wrench": np.asarray(reactions.wrench),
         "joint_moment": np.asarray(reactions.joint_moment),
         "unique": {name: bool(unique[name]) for name in names},
@@ -219,6 +235,15 @@ def _histories(
         "position_violation": np.asarray(trajectory.position_violation),
         "velocity_violation": np.asarray(trajectory.velocity_violation),
         "energy": np.asarray(trajectory.energy),
+        "joint": (
+            {
+                "names": trajectory.coordinate_names,
+                "q": np.asarray(trajectory.q),
+                "qd": np.asarray(trajectory.qd),
+            }
+            if joint
+            else None
+        ),
     }
 
 
@@ -281,6 +306,58 @@ def _structure(model: Model, trajectory: Trajectory) -> dict[str, Any]:
     }
 
 
+def _joint_structure(model: Model, trajectory, report: JointUniquenessReport) -> dict[str, Any]:
+    """The rank of C along a joint-coordinate run (of its absolute states) and the
+    verdicts of seed 002's analysis the run was reported with."""
+    structure = trajectory.structure
+    names = model.pair_names
+    if report.names != names:
+        raise ValueError(f"the report is of pairs {report.names}, the model has pairs {names}")
+    carried = np.asarray(structure.rows.rows)
+    m = int(np.sum(carried < model.n_holonomic))
+    history = rank_history(
+        model, _Absolute(trajectory.ts, trajectory.x), rtol=DECISION_RTOL
+    ) if model.n_constraints else None
+    T = trajectory.ts.shape[0]
+    return {
+        "active_set": None,
+        "rank": (
+            np.zeros(T, dtype=np.int64) if history is None
+            else np.asarray(history.rank, dtype=np.int64)
+        ),
+        "rank_gap": np.full(T, np.nan) if history is None else np.asarray(history.relative_gap()),
+        "b_norm": dict(zip(names, report.b_norm, strict=True)),
+        "component_b_norm": {
+            name: np.asarray(rows) for name, rows in zip(names, report.row_b_norm, strict=True)
+        },
+        "solvability": {
+            "coordinates": "joint",
+            "t": float(trajectory.ts[0]),
+            "n": int(model.bodies.count * (3 if model.dim == 2 else 6)),
+            "m": m,
+            "h": int(carried.size - m),
+            "rows": int(carried.size),
+            "rank": int(carried.size - report.redundancy),
+            "redundancy": int(report.redundancy),
+            "dof": int(report.mobility),
+            "utol": float(report.utol),
+            "rank_rtol": DECISION_RTOL,
+            "unique": dict(zip(names, report.unique, strict=True)),
+            "decided_by": {
+                name: STEPS[step] for name, step in zip(names, report.step, strict=True)
+            },
+        },
+    }
+
+
+class _Absolute:
+    """The absolute configurations of a joint-coordinate run, as `rank_history`
+    reads a trajectory (`ts`, `q`)."""
+
+    def __init__(self, ts, q):
+        self.ts, self.q = ts, q
+
+
 _COORDINATES = {
     2: "q[k], k 0-based: body b has x, y, phi at 3b, 3b+1, 3b+2",
     3: "q[k], k 0-based: body b has natural coordinates r (x, y, z of its centre of mass), "
@@ -333,6 +410,9 @@ def _write_npz(file, model: Model, data: dict[str, Any], meta: dict[str, Any]) -
     if data.get("active_set") is not None:
         for key, values in data["active_set"].items():
             arrays[f"active_set/{key}"] = values
+    if data["joint"] is not None:
+        arrays["joint/q"], arrays["joint/qd"] = data["joint"]["q"], data["joint"]["qd"]
+        arrays["joint/names"] = np.asarray(data["joint"]["names"], dtype=str)
     arrays["meta"] = np.asarray(json.dumps(meta))
     np.savez(file, **arrays)
 
@@ -343,6 +423,10 @@ def _write_csv(file, model: Model, data: dict[str, Any], meta: dict[str, Any]) -
     for key in ("q", "qd", "qdd"):
         names += [f"{key}[{k}]" for k in range(nq)]
         columns.append(data[key])
+    if data["joint"] is not None:
+        for key, values in (("joint", data["joint"]["q"]), ("joint_rate", data["joint"]["qd"])):
+            names += [f"{key}.{name}" for name in data["joint"]["names"]]
+            columns.append(values)
     dim = model.dim
     for m, marker in enumerate(model.markers.names):
         names += [f"tracked.{marker}.{axis}" for axis in AXES[dim]]
@@ -395,13 +479,14 @@ def _csv_field(name: str) -> str:
 def write_run(
     path: str | os.PathLike,
     source: Config | Model,
-    trajectory: Trajectory,
+    trajectory: Trajectory | JointTrajectory,
     reactions: Reactions,
     *,
     unique: Mapping[str, bool] | None = None,
     component_unique: Mapping[str, Sequence[bool]] | None = None,
     metadata: Mapping[str, Any] | None = None,
     force: bool = False,
+    joint_report: JointUniquenessReport | None = None,
 ) -> Path:
     """Write the time histories of a run to `path`, as NPZ or CSV by its extension.
 
@@ -415,7 +500,8 @@ def write_run(
       docstring).
     - `source`: the [`Config`][] the run came from (its name and file go into the
       metadata), or just the `Model`.
-    - `trajectory`: the [`redundax.Trajectory`][] of `simulate`.
+    - `trajectory`: the [`redundax.Trajectory`][] of `simulate`, or the
+      [`redundax.JointTrajectory`][] of `simulate_joint` (then pass `joint_report`).
     - `reactions`: [`redundax.Reactions`][] at every saved state, batched:
       `jax.vmap(lambda q, qd, t: reactions(model, q, qd, t, method=...))(
       trajectory.q, trajectory.qd, trajectory.ts)`.
@@ -429,12 +515,16 @@ def write_run(
       for the structural answer.
     - `metadata`: extra JSON-serialisable entries for the metadata.
     - `force`: overwrite an existing file.
+    - `joint_report`: for a joint-coordinate run, the
+      [`redundax.JointUniquenessReport`][] its verdicts come from (the default
+      `unique` and `component_unique`, `b_norm` and `meta["solvability"]`).
 
     **Returns:** the path written.
 
     **Raises:** as [`check_output`][]: `ValueError` for an unknown extension,
     `FileExistsError` if the file exists and `force` is False; `ValueError` if the
-    reactions do not belong to the model or to the trajectory.
+    reactions do not belong to the model or to the trajectory, or a joint run
+    comes without its report.
 
     !!! example
         ```python
@@ -447,9 +537,23 @@ def write_run(
     """
     path = check_output(path, force)
     model = source.model if isinstance(source, Config) else source
+    if isinstance(trajectory, JointTrajectory):
+        if joint_report is None:
+            raise ValueError(
+                "write_run: a joint-coordinate run needs joint_report= (redundax.joint_uniqueness)"
+            )
+        if unique is None:
+            unique = dict(zip(joint_report.names, joint_report.unique, strict=True))
+        if component_unique is None:
+            component_unique = dict(zip(joint_report.names, joint_report.row_unique, strict=True))
     data = _histories(model, trajectory, reactions, unique, component_unique)
-    data.update(_structure(model, trajectory))
+    if isinstance(trajectory, JointTrajectory):
+        data.update(_joint_structure(model, trajectory, joint_report))
+    else:
+        data.update(_structure(model, trajectory))
     meta = _metadata(model, source, reactions.method, metadata)
+    if data["joint"] is not None:
+        meta["joint_coordinates"] = list(data["joint"]["names"])
     if data["solvability"] is not None:
         meta["solvability"] = data["solvability"]
     if path.suffix.lower() == ".npz":
@@ -485,7 +589,9 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
     - `b_norm`: {pair: ‖B_X‖_F at the first saved state}; `component_b_norm`:
       {pair: {label: ‖B_k‖ of that row}};
     - `solvability`: the report at the first saved state (`meta["solvability"]`:
-      `n`, `m`, `h`, `rows`, `rank`, `redundancy`, `dof`, `utol`, `unique`);
+      `n`, `m`, `h`, `rows`, `rank`, `redundancy`, `dof`, `utol`, `unique`; for a
+      joint-coordinate run also `coordinates` "joint" and `decided_by`);
+    - `joint`: for a joint-coordinate run {`names`, `q`, `qd`}, else None;
     - `meta`: the metadata dict.
 
     (`joint_moment`, `components`, `component_unique`, `pair_bodies`, `b_norm`,
@@ -595,6 +701,15 @@ def _read_entries(path: Path, npz: Any) -> dict[str, Any]:
                 label: float(values[c]) for c, label in enumerate(out["components"][name])
             }
     out["solvability"] = meta.get("solvability", {})
+    out["joint"] = (
+        {
+            "names": tuple(str(name) for name in npz["joint/names"].tolist()),
+            "q": npz["joint/q"],
+            "qd": npz["joint/qd"],
+        }
+        if "joint/q" in files
+        else None
+    )
     out["meta"] = meta
     return out
 
@@ -624,6 +739,11 @@ def _check_shapes(path: Path, run: dict[str, Any]) -> None:
             for label, a in labels.items()
         ),
         *((key, run[key], (T,)) for key in ("rank", "rank_gap") if run[key] is not None),
+        *(
+            (f"joint/{key}", run["joint"][key], (T, len(run["joint"]["names"])))
+            for key in ("q", "qd")
+            if run["joint"] is not None
+        ),
     ]
     if dim not in (2, 3):
         raise ValueError(f"{path}: a damaged redundax run (its 'meta' says dim = {dim!r})")

@@ -9,7 +9,8 @@ divide-and-conquer algorithm and the reaction-uniqueness analysis inside it.
 - `_dca.py`: the divide-and-conquer algorithm over constraint rows.
 - `_dynamics.py`: the decisions taken once and the forward dynamics.
 - `_uniqueness.py`: seed 002's propagation of the verdicts.
-- `_simulate.py`: motion (Diffrax).
+- `_simulate.py`: motion (Diffrax), drift control by the DCA's projection.
+- `_reactions.py`: the DCA's multipliers as reactions with seed 002's verdicts.
 """
 
 from ._dynamics import (
@@ -25,7 +26,15 @@ from ._model import (
     to_absolute_state as to_absolute_state,
     to_joint_state as to_joint_state,
 )
-from ._simulate import JointTrajectory as JointTrajectory, simulate_joint as simulate_joint
+from ._reactions import (
+    joint_reaction_history as joint_reaction_history,
+    joint_reactions as joint_reactions,
+)
+from ._simulate import (
+    JointTrajectory as JointTrajectory,
+    project_joint_state as project_joint_state,
+    simulate_joint as simulate_joint,
+)
 from ._terms import (
     JointSpaceTerms as JointSpaceTerms,
     dense_joint_accelerations as dense_joint_accelerations,

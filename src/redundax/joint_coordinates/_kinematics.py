@@ -315,6 +315,45 @@ def joint_accelerations(
     )  # fmt: skip
 
 
+ROTATION_VECTORS = {"spherical": slice(0, 3), "free-3d": slice(3, 6)}
+"""The joint kinds whose rotation is a rotation vector θ, and its coordinates."""
+
+RECHART = 4.0 * math.pi / 3.0
+"""|θ| beyond which a rotation vector is re-charted to θ (1 − 2π/|θ|) (the same
+rotation, |θ'| < 2π/3). The map θ̇ ↦ ω is singular at |θ| = 2π; re-charting long
+before keeps its condition number below 3.3, and the gap to the new length (2π/3)
+keeps it from switching back and forth."""
+
+
+def _rechart_one(theta, theta_dot):
+    norm = jnp.sqrt(theta @ theta)
+    flip = norm > RECHART
+    new = jnp.where(flip, theta * (1.0 - 2.0 * math.pi / jnp.where(flip, norm, 1.0)), theta)
+    # The same rotation and the same angular velocity: Ṙ = ∂R/∂θ' θ̇'.
+    R_dot = jax.jvp(exp_rotation, (theta,), (theta_dot,))[1]
+    J = jax.jacfwd(exp_rotation)(new).reshape(9, 3)
+    return new, jnp.where(flip, _lstsq(J, R_dot.reshape(9)), theta_dot)
+
+
+def rechart_rotation_vectors(joints: Sequence[TreeJoints], q, qd):
+    """`(q, q̇)` with every rotation vector longer than [`RECHART`][] replaced by
+    the shorter one of the same rotation, its rate by the one of the same angular
+    velocity (the state is unchanged; only its chart)."""
+    for group in joints:
+        slots = ROTATION_VECTORS.get(group.kind)
+        if slots is None:
+            continue
+        index = group.coordinates[:, slots]
+        theta, theta_dot = jax.vmap(_rechart_one)(q[index], qd[index])
+        q, qd = q.at[index].set(theta), qd.at[index].set(theta_dot)
+    return q, qd
+
+
+def has_rotation_vectors(joints: Sequence[TreeJoints]) -> bool:
+    """Whether any tree joint is parametrised by a rotation vector."""
+    return any(group.kind in ROTATION_VECTORS for group in joints)
+
+
 def forward_kinematics(
     joints: Sequence[TreeJoints],
     model: Model,

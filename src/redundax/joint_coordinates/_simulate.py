@@ -1,5 +1,21 @@
-"""Motion in joint coordinates: the DCA's q̈ integrated by Diffrax, the loops' drift
-held by Baumgarte's terms."""
+"""Motion in joint coordinates: the DCA's q̈ integrated by Diffrax, with drift
+control of the rows the tree does not hold (the loops, drivers, knife edges).
+
+Two drift controls, as in absolute coordinates: Baumgarte's terms, and (the
+default) a projection after every integrator step, mass-weighted and solved by
+the DCA itself: the position correction δ of least kinetic metric with
+G δ = Φ (the twist-space rows, Pfaffian rows held at zero) is the DCA's solution
+for bias 0 and right-hand side Φ, and likewise for the velocities with C ẋ + b;
+the twist increments become joint increments joint by joint
+([`joint_rates`][redundax.joint_coordinates._kinematics.joint_rates]). No new
+factorisation and no pivoting: the assemblies keep the rows they keep for q̈.
+
+Rotation vectors (spherical and free spatial joints) are re-charted at step ends
+before they come near the singular length 2π
+([`rechart_rotation_vectors`][redundax.joint_coordinates._kinematics.rechart_rotation_vectors]):
+the state is the same, only its chart changes (the saved θ then jumps).
+"""
+
 
 import diffrax
 import equinox as eqx
@@ -8,11 +24,15 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from .._drift_control import Baumgarte
+from .._assembly import kinetic_energy, potential_energy
+from .._drift_control import Baumgarte, NoDriftControl
 from .._model import State
+from .._step_projection import ProjectedSteps, StepProjection
+from ._dca import dca_solve
 from ._dynamics import JointStructure, dca_dynamics, decide_joint
+from ._kinematics import has_rotation_vectors, joint_rates, rechart_rotation_vectors
 from ._model import JointModel
-from ._terms import body_terms
+from ._terms import BodyTerms, body_terms
 
 
 class JointTrajectory(eqx.Module):
@@ -23,8 +43,14 @@ class JointTrajectory(eqx.Module):
       (for markers, plots and reactions written for absolute coordinates).
     - `position_violation`, `velocity_violation` (T,): max |Φ| and max |C ẋ + b| of
       the rows the tree does not hold (the tree's hold exactly).
-    - `num_steps`, `result`: Diffrax's counts and result code.
+    - `energy` (T,): kinetic + potential energy [J] (of the absolute model).
+    - `num_steps`, `num_accepted_steps`, `num_rejected_steps`, `result`: Diffrax's
+      counts and result code.
     - `structure`: the decisions the motion was computed with.
+    - `drift_control`: the Baumgarte terms in the accelerations (None: none), for
+      reactions that belong to the motion's accelerations.
+    - `projected`: whether every step ended with the projection.
+    - `coordinate_names`: the joint coordinates' names (`JointModel.coordinate_names`).
     """
 
     ts: Float[Array, " T"]
@@ -34,9 +60,15 @@ class JointTrajectory(eqx.Module):
     xd: Float[Array, "T nq"]
     position_violation: Float[Array, " T"]
     velocity_violation: Float[Array, " T"]
+    energy: Float[Array, " T"]
     num_steps: Array
+    num_accepted_steps: Array
+    num_rejected_steps: Array
     result: diffrax.RESULTS
     structure: JointStructure
+    drift_control: Baumgarte | None
+    projected: bool = eqx.field(static=True)
+    coordinate_names: tuple[str, ...] = eqx.field(static=True)
 
 
 def simulate_joint(
@@ -50,8 +82,9 @@ def simulate_joint(
     rtol: float = 1e-8,
     atol: float = 1e-10,
     solver: diffrax.AbstractSolver | None = None,
-    drift_control: Baumgarte = Baumgarte(),
+    drift_control: StepProjection | Baumgarte | NoDriftControl | None = StepProjection(),
     max_steps: int = 100_000,
+    throw: bool = True,
 ) -> JointTrajectory:
     """Integrate the equations of motion of a joint-coordinate model from `state` to
     `t1` [s], the accelerations by the divide-and-conquer algorithm.
@@ -65,32 +98,110 @@ def simulate_joint(
       `state`).
     - `rtol`, `atol`: the step-size controller's tolerances; `solver`: a Diffrax
       solver (default `Dopri8`).
-    - `drift_control`: Baumgarte's terms on the rows the tree does not hold (the
-      tree's rows hold exactly by construction).
+    - `drift_control`: for the rows the tree does not hold (the tree's hold
+      exactly by construction): [`redundax.StepProjection`][] (default: after every
+      step, `iterations` Newton steps on the positions and one on the velocities,
+      solved by the DCA; its `baumgarte` terms in between), [`redundax.Baumgarte`][]
+      terms alone, or None.
     - `max_steps`: the integrator's step budget.
+    - `throw`: raise when the integration fails (default); False: return the
+      trajectory with its `result` code (the states after the failure are not
+      finite).
 
     **Returns:** a [`JointTrajectory`][].
 
-    **Raises:** `ValueError` when the state is not finite.
+    **Raises:** `ValueError` when the state is not finite; `TypeError` for a drift
+    control joint coordinates do not offer (a projection at saved states only:
+    use `StepProjection`).
     """
     if not (np.all(np.isfinite(np.asarray(state.q))) and np.all(np.isfinite(state.qd))):
         raise ValueError("simulate_joint: the state holds non-finite joint coordinates or rates")
+    if isinstance(drift_control, NoDriftControl):
+        drift_control = None
+    if drift_control is not None and not isinstance(drift_control, StepProjection | Baumgarte):
+        raise TypeError(
+            f"simulate_joint: drift_control {type(drift_control).__name__} is not offered in "
+            "joint coordinates; use StepProjection() (a projection after every step, the "
+            "default), Baumgarte(alpha, beta) or None"
+        )
     if structure is None:
         structure = decide_joint(jm, state)
+    q0, qd0 = state.q, state.qd
+    if has_rotation_vectors(jm.joints):  # start in the short chart
+        q0, qd0 = rechart_rotation_vectors(jm.joints, jnp.asarray(q0), jnp.asarray(qd0))
     t0 = float(state.t)
     save = jnp.linspace(t0, t1, n_save) if ts is None else jnp.asarray(ts, dtype=float)
     return _simulate(
-        jm, structure, state, save, float(t1), rtol, atol,
-        diffrax.Dopri8() if solver is None else solver, drift_control, max_steps,
+        jm, structure, State(state.t, q0, qd0), save, float(t1), rtol, atol,
+        diffrax.Dopri8() if solver is None else solver, drift_control, max_steps, throw,
     )  # fmt: skip
 
 
+class JointStepEnd(eqx.Module):
+    """What ends every step of a joint-coordinate run: the projection onto the rows
+    the tree does not hold (when `projection` is given) and the re-charting of
+    rotation vectors (when the tree has any). Called by
+    [`redundax.ProjectedSteps`][] as `project_state(args, t, y)`."""
+
+    jm: JointModel
+    structure: JointStructure
+    projection: StepProjection | None
+    recharts: bool = eqx.field(static=True)
+
+    def project_state(self, args, t, y):
+        q, qd = y
+        if self.projection is not None:
+            q, qd = project_joint_state(self.jm, self.structure, self.projection, q, qd, t)
+        if self.recharts:
+            q, qd = rechart_rotation_vectors(self.jm.joints, q, qd)
+        return q, qd
+
+
+def _correction(jm: JointModel, structure: JointStructure, terms: BodyTerms, target, q):
+    """The joint increment of least kinetic metric whose twist increment δ has
+    G δ = `target` on the carried rows: the DCA for bias 0."""
+    sol = dca_solve(
+        structure.plan, structure.active, terms.inertia, jnp.zeros_like(terms.bias),
+        terms.G_a, terms.G_b, target,
+    )  # fmt: skip
+    dx = jnp.einsum("bkd,bd->bk", terms.E, sol.accelerations)
+    DX = jnp.concatenate([dx, jnp.zeros((1, dx.shape[1]))])
+    out = jnp.zeros(jm.n_coordinates)
+    for group in jm.joints:
+        if group.coordinates.shape[1]:
+            out = out.at[group.coordinates].set(joint_rates(group, jm.model, q, terms.x, DX))
+    return out
+
+
 @eqx.filter_jit
-def _simulate(jm, structure, state, save, t1, rtol, atol, solver, drift, max_steps):
+def project_joint_state(
+    jm: JointModel, structure: JointStructure, projection: StepProjection, q, qd, t
+):
+    """`(q, q̇)` put back on the rows the tree does not hold: `projection.iterations`
+    Newton steps on the positions (holonomic rows; the Pfaffian rows, which have no
+    position level, are held at zero change), then one on the velocities."""
+    holonomic = jnp.asarray(np.asarray(structure.rows.rows) < jm.model.n_holonomic)
+    zero = jnp.zeros_like(qd)
+    for _ in range(projection.iterations if jm.model.n_holonomic else 0):
+        terms = body_terms(jm, structure.rows, q, zero, t)
+        q = q - _correction(jm, structure, terms, jnp.where(holonomic, terms.phi, 0.0), q)
+    terms = body_terms(jm, structure.rows, q, qd, t)
+    qd = qd - _correction(jm, structure, terms, terms.velocity_error, q)
+    return q, qd
+
+
+@eqx.filter_jit
+def _simulate(jm, structure, state, save, t1, rtol, atol, solver, drift, max_steps, throw):
+    projection = drift if isinstance(drift, StepProjection) else None
+    baumgarte = projection.baumgarte if projection is not None else drift
+
     def rhs(t, y, args):
         q, qd = y
-        return qd, dca_dynamics(jm, structure, q, qd, t, drift).qdd
+        return qd, dca_dynamics(jm, structure, q, qd, t, baumgarte).qdd
 
+    recharts = has_rotation_vectors(jm.joints)
+    if projection is not None or recharts:
+        solver = ProjectedSteps(solver, JointStepEnd(jm, structure, projection, recharts))
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(rhs),
         solver,
@@ -101,20 +212,18 @@ def _simulate(jm, structure, state, save, t1, rtol, atol, solver, drift, max_ste
         stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
         saveat=diffrax.SaveAt(ts=save),
         max_steps=max_steps,
+        throw=throw,
     )
     q, qd = sol.ys
 
-    def violations(qk, qdk, tk):
+    def diagnostics(qk, qdk, tk):
         terms = body_terms(jm, structure.rows, qk, qdk, tk)
         x, xd = jax.jvp(jm.absolute_coordinates, (qk,), (qdk,))
-        return (
-            x,
-            xd,
-            jnp.max(jnp.abs(terms.phi), initial=0.0),
-            jnp.max(jnp.abs(terms.velocity_error), initial=0.0),
-        )
+        energy = kinetic_energy(jm.model, xd) + potential_energy(jm.model, x)
+        pv = jnp.max(jnp.abs(terms.phi), initial=0.0)
+        return x, xd, pv, jnp.max(jnp.abs(terms.velocity_error), initial=0.0), energy
 
-    x, xd, pv, vv = jax.vmap(violations)(q, qd, sol.ts)
+    x, xd, pv, vv, energy = jax.vmap(diagnostics)(q, qd, sol.ts)
     return JointTrajectory(
         ts=sol.ts,
         q=q,
@@ -123,7 +232,13 @@ def _simulate(jm, structure, state, save, t1, rtol, atol, solver, drift, max_ste
         xd=xd,
         position_violation=pv,
         velocity_violation=vv,
+        energy=energy,
         num_steps=sol.stats["num_steps"],
+        num_accepted_steps=sol.stats["num_accepted_steps"],
+        num_rejected_steps=sol.stats["num_rejected_steps"],
         result=sol.result,
         structure=structure,
+        drift_control=baumgarte,
+        projected=projection is not None,
+        coordinate_names=jm.coordinate_names,
     )

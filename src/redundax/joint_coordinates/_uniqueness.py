@@ -60,6 +60,11 @@ class JointUniquenessReport:
     - `labels`: the components' names.
     - `redundancy`: p; `mobility`: joint coordinates − rank of the rows the tree
       does not hold.
+    - `b_norm`: per pair, ‖B_X‖_F = ‖G_Xᵀ N_X‖_F over the orthonormalised
+      self-stresses N (zero, up to round-off, iff the reaction is unique, for a
+      pair whose rows are independent); `g_norm`: ‖G_X‖_F, its scale;
+      `row_b_norm`: per row of the pair, the norm of its row of N (zero iff that
+      component is unique); `utol`: the relative tolerance of the test.
     """
 
     names: tuple[str, ...]
@@ -72,6 +77,10 @@ class JointUniquenessReport:
     labels: tuple[tuple[str, ...], ...]
     redundancy: int
     mobility: int
+    b_norm: tuple[float, ...]
+    g_norm: tuple[float, ...]
+    row_b_norm: tuple[tuple[float, ...], ...]
+    utol: float
 
     def verdict(self, name: str) -> bool:
         return self.unique[self.names.index(name)]
@@ -207,14 +216,18 @@ def joint_uniqueness(
     N = np.asarray(_self_stresses(plan, active, terms.inertia, terms.G_a, terms.G_b))
     if N.shape[1]:
         N, _ = np.linalg.qr(N)
-    row_zero = np.linalg.norm(N, axis=1) <= utol if N.shape[1] else np.ones(len(rows.rows), bool)
-    for k, prs in enumerate(pair_rows):
+    row_norm = np.linalg.norm(N, axis=1) if N.shape[1] else np.zeros(len(rows.rows))
+    row_zero = row_norm <= utol
+    b_norm, g_norm = [], []
+    for prs in pair_rows:
+        B = np.concatenate(
+            [np.einsum("rd,rp->dp", G_a[prs], N[prs]), np.einsum("rd,rp->dp", G_b[prs], N[prs])]
+        )
+        b_norm.append(float(np.linalg.norm(B)))
+        g_norm.append(float(np.linalg.norm(np.concatenate([G_a[prs], G_b[prs]], axis=1))))
+    for k in range(n_pairs):
         if verdict[k] is None:
-            B = np.concatenate(
-                [np.einsum("rd,rp->dp", G_a[prs], N[prs]), np.einsum("rd,rp->dp", G_b[prs], N[prs])]
-            )
-            G = np.concatenate([G_a[prs], G_b[prs]], axis=1)
-            verdict[k] = bool(np.linalg.norm(B) <= utol * np.linalg.norm(G))
+            verdict[k] = bool(b_norm[k] <= utol * g_norm[k])
             step[k] = "self-stress"
     # rank G = R − p, and the bodies' twists less rank G is the mobility.
     mobility = nb * G_a.shape[1] - (len(rows.rows) - active.n_redundant)
@@ -231,4 +244,8 @@ def joint_uniqueness(
         labels=tuple(p.components for p in model.pairs),
         redundancy=active.n_redundant,
         mobility=int(mobility),
+        b_norm=tuple(b_norm),
+        g_norm=tuple(g_norm),
+        row_b_norm=tuple(tuple(float(row_norm[r]) for r in prs) for prs in pair_rows),
+        utol=float(utol),
     )

@@ -1,0 +1,257 @@
+"""`redundax simulate CONFIG --coordinates joint`: the same mechanism in joint
+coordinates (a spanning tree of its joints, the other pairs as cut joints), the
+accelerations and reactions by the divide-and-conquer algorithm, the verdicts by
+seed 002's analysis; the same summary, JSON and run files as in absolute
+coordinates, with what is particular to joint coordinates added."""
+
+import argparse
+import time
+from typing import Any
+
+import diffrax
+import jax
+import numpy as np
+
+from .. import ModelError, State, marker_positions
+from .._drift_control import Projection
+from .._rank_history import rank_history, singular_instants
+from .._singularity import THRESHOLD
+from ..io.config import Config, SimulationOptions
+from ..io.results import component_labels, write_run
+from ..joint_coordinates import (
+    JointModel,
+    JointTrajectory,
+    JointUniquenessReport,
+    decide_joint,
+    joint_model,
+    joint_reaction_history,
+    joint_uniqueness,
+    simulate_joint,
+    to_joint_state,
+)
+from ..joint_coordinates._reactions import METHOD
+from ..joint_coordinates._uniqueness import STEPS
+from ._common import EXIT_FAILURE, Status, progress as _progress, report as _report, warn as _warn
+
+ACTION = "DCA with the rows each assembly kept at t = 0; see the rank history of the run"
+"""What a joint-coordinate run did at a singular configuration (it is reported,
+not handled: the assemblies keep the rows decided at the initial state)."""
+
+
+class _Absolute:
+    """The absolute states of a joint run, as the rank history reads a trajectory."""
+
+    def __init__(self, trajectory: JointTrajectory):
+        self.ts, self.q, self.qd = trajectory.ts, trajectory.x, trajectory.xd
+
+
+def _start(config: Config, options: SimulationOptions) -> tuple[State, list[float]]:
+    """The initial absolute state (projected when the file says so) and the size of
+    the projection's correction."""
+    state = config.state
+    if options.initial_projection is None:
+        return state, [0.0, 0.0]
+    q, qd = options.initial_projection(config.model, state.q, state.qd, state.t)
+    change = [
+        float(np.max(np.abs(np.asarray(q) - np.asarray(state.q)), initial=0.0)),
+        float(np.max(np.abs(np.asarray(qd) - np.asarray(state.qd)), initial=0.0)),
+    ]
+    return State(state.t, q, qd), change
+
+
+def _drift_control(config: Config, options: SimulationOptions):
+    drift = options.drift_control
+    if isinstance(drift, Projection):
+        raise ModelError(
+            f"{config.path}: [simulation] projection = true (at the saved states only) is "
+            'not offered in joint coordinates; use projection = "steps" (the default: '
+            "after every step) or false (Baumgarte's terms only)"
+        )
+    return drift
+
+
+def _singular(model, trajectory: JointTrajectory) -> dict[str, Any]:
+    """The singular configurations the motion passed, from its saved absolute
+    states (σ_r/σ_1 of C, refined between saves): reported, as in absolute runs."""
+    if model.n_constraints == 0:
+        return {"singular_passages": [], "min_sigma_ratio": None, "rank_changes": []}
+    absolute = _Absolute(trajectory)
+    gap = np.asarray(rank_history(model, absolute).relative_gap())
+    ts = np.asarray(trajectory.ts)
+    passages = [
+        {"t": t, "sigma_ratio": ratio, "window": [float(ts[0]), float(ts[-1])], "action": ACTION}
+        for t, ratio, _ in singular_instants(model, absolute, threshold=THRESHOLD)
+    ]
+    for p in passages:  # the save interval around the instant
+        k = int(np.searchsorted(ts, p["t"]))
+        p["window"] = [float(ts[max(k - 1, 0)]), float(ts[min(k, ts.size - 1)])]
+    return {"singular_passages": passages, "min_sigma_ratio": float(np.min(gap)), "rank_changes": []}
+
+
+def _verdicts(model, report: JointUniquenessReport):
+    unique = dict(zip(report.names, report.unique, strict=True))
+    components = {
+        pair.name: dict(zip(component_labels(pair), flags, strict=True))
+        for pair, flags in zip(model.pairs, report.row_unique, strict=True)
+    }
+    return unique, components
+
+
+def summary(
+    config: Config,
+    options: SimulationOptions,
+    jm: JointModel,
+    trajectory: JointTrajectory,
+    report: JointUniquenessReport,
+    correction: list[float],
+    singular: dict[str, Any],
+    out,
+) -> dict[str, Any]:
+    """The JSON object of `simulate --coordinates joint --json`: the keys of an
+    absolute run (q, q̇ and the tracked points in the file's absolute coordinates),
+    and `coordinates`, `joint_coordinates` (names), `final_joint_q`,
+    `final_joint_qd`, `tree_joints`, `cut_joints`, `decided_by`."""
+    model = config.model
+    position = float(np.max(np.asarray(trajectory.position_violation)))
+    velocity = float(np.max(np.asarray(trajectory.velocity_violation)))
+    tracked = np.asarray(marker_positions(model, trajectory.x[-1]))
+    energy = np.asarray(trajectory.energy)
+    conservative = not (config.rheonomic or config.nonconservative)
+    unique, components = _verdicts(model, report)
+    names = model.pair_names
+    return {
+        "config": str(config.path),
+        "mechanism": config.name,
+        "dim": config.dim,
+        "coordinates": "joint",
+        "t_final": float(trajectory.ts[-1]),
+        "steps": int(trajectory.num_steps),
+        "accepted_steps": int(trajectory.num_accepted_steps),
+        "rejected_steps": int(trajectory.num_rejected_steps),
+        "saved_states": int(trajectory.ts.shape[0]),
+        "max_constraint_violation": max(position, velocity),
+        "max_position_violation": position,
+        "max_velocity_violation": velocity,
+        "initial_correction": correction,
+        "final_q": [float(x) for x in trajectory.x[-1]],
+        "final_qd": [float(x) for x in trajectory.xd[-1]],
+        "joint_coordinates": list(jm.coordinate_names),
+        "final_joint_q": [float(x) for x in trajectory.q[-1]],
+        "final_joint_qd": [float(x) for x in trajectory.qd[-1]],
+        "tree_joints": [names[k] for k in jm.tree_pairs],
+        "cut_joints": [names[k] for k in jm.cut_pairs],
+        "tracked": {name: [float(x) for x in tracked[k]] for k, name in enumerate(model.markers.names)},
+        "energy_error": float(np.max(np.abs(energy - energy[0]))) if conservative else None,
+        "rheonomic": list(config.rheonomic),
+        "nonconservative": list(config.nonconservative),
+        **singular,
+        **options.choices,
+        "method": METHOD,
+        "eliminated_rows": None,
+        "redundancy": report.redundancy,
+        "rtol": options.rtol,
+        "atol": options.atol,
+        "unique": unique,
+        "components": components,
+        "decided_by": {n: STEPS[s] for n, s in zip(report.names, report.step, strict=True)},
+        "out": None if out is None else str(out),
+    }
+
+
+def integrate(
+    args: argparse.Namespace, config: Config, options: SimulationOptions, out, status: Status
+) -> tuple[int, dict[str, Any] | None]:
+    """Run the mechanism of `config` in joint coordinates: `(exit status, summary)`
+    (the summary None when the integration failed, already reported)."""
+    start = time.perf_counter()
+    model = config.model
+    drift = _drift_control(config, options)
+    if options.choices.get("method", "null-space") != "null-space":
+        _warn(
+            f"{config.path}: [simulation] method = {options.choices['method']!r} is not used in "
+            "joint coordinates: the DCA drops each redundant row at the assembly where it "
+            "closes (one valid set of multipliers; the verdicts say which are unique)"
+        )
+    _progress(
+        f"simulating {config.name} to t = {options.t_final:g} s in joint coordinates "
+        "(the DCA; the first run of a mechanism compiles)..."
+    )
+    state, correction = _start(config, options)
+    jm = joint_model(model, state.q)
+    try:
+        jstate = to_joint_state(jm, state)
+    except ValueError as error:
+        raise ModelError(f"{config.path}: {error}") from None
+    structure = decide_joint(jm, jstate)
+    report = joint_uniqueness(jm, structure, jstate)
+    trajectory = simulate_joint(
+        jm,
+        jstate,
+        options.t_final,
+        structure=structure,
+        n_save=options.n_save,
+        rtol=options.rtol,
+        atol=options.atol,
+        solver=options.solver,
+        drift_control=drift,
+        max_steps=options.max_steps,
+        throw=False,
+    )
+    if trajectory.result == diffrax.RESULTS.max_steps_reached:
+        _report(
+            RuntimeError(
+                f"{config.path}: the integrator took [simulation] max_steps = "
+                f"{options.max_steps} steps before t_final = {options.t_final:g} s; raise "
+                f"max_steps (the run needs more steps), or loosen rtol = {options.rtol:g}"
+            )
+        )
+        return EXIT_FAILURE, None
+    finite = all(np.all(np.isfinite(np.asarray(a))) for a in (trajectory.q, trajectory.qd))
+    if trajectory.result != diffrax.RESULTS.successful or not finite:
+        reason = (
+            diffrax.RESULTS[trajectory.result]
+            if trajectory.result != diffrax.RESULTS.successful
+            else "non-finite joint coordinates or rates"
+        )
+        _report(
+            RuntimeError(
+                f"{config.path}: integration in joint coordinates failed at t ≤ "
+                f"{options.t_final:g} s: {reason} (a singular configuration of the cut "
+                "joints? try the absolute coordinates, which pass them)"
+            )
+        )
+        return EXIT_FAILURE, None
+    elapsed = time.perf_counter() - start
+    _progress(f"integrated in {elapsed:.1f} s, {int(trajectory.num_steps)} steps")
+    status.text = f"integrated ({int(trajectory.num_steps)} steps)"
+    singular = _singular(model, trajectory)
+    if singular["singular_passages"]:
+        first = singular["singular_passages"][0]["t"]
+        _warn(
+            f"{config.path}: the motion passed {len(singular['singular_passages'])} singular "
+            f"configuration(s), the first at t = {first:.4g} s; in joint coordinates the "
+            "assemblies keep the rows decided at t = 0, so check the run (or simulate in "
+            "absolute coordinates, whose monitor handles the passage)"
+        )
+    if out is not None:
+        _progress(f"reactions at {trajectory.ts.shape[0]} saved states...")
+        history = joint_reaction_history(
+            jm, trajectory, report, memory_budget=int(args.memory_budget * 2**30)
+        )
+        jax.block_until_ready(history.multipliers)
+        write_run(
+            out,
+            config,
+            trajectory,
+            history,
+            joint_report=report,
+            metadata={
+                **options.choices,
+                "method": METHOD,
+                "t_final": float(trajectory.ts[-1]),
+                **singular,
+            },
+            force=args.force,
+        )
+        _progress(f"wrote {out}")
+    return 0, summary(config, options, jm, trajectory, report, correction, singular, out)
