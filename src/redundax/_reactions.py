@@ -178,9 +178,7 @@ def _reactions(model, q, qd, t, structure, method, stabilisation) -> Reactions:
     )
 
 
-def reactions_of(
-    model: Model, q, terms, qdd, lam, unique, row_unique, method: str
-) -> Reactions:
+def reactions_of(model: Model, q, terms, qdd, lam, unique, row_unique, method: str) -> Reactions:
     """The [`Reactions`][] of multipliers `lam` and accelerations `qdd` solved at q
     with `terms` ([`redundax.dynamics_terms`][]: C, M, F), whatever solved them:
     the pairs' wrenches −C_Xᵀ λ_X at the centres of mass, their moments about the

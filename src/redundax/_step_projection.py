@@ -17,6 +17,7 @@ when the method assembles [`LocalTerms`][redundax.LocalTerms]; no pivoting, no
 rank, and dependent rows are handled as in q̈.
 """
 
+import abc
 import dataclasses
 
 import diffrax
@@ -41,7 +42,18 @@ def _rows(terms, m: int):
     return dataclasses.replace(terms, C=terms.C.at[m:].set(0.0))
 
 
-class StepProjection(AbstractDriftControl):
+class AbstractStepEnd(eqx.Module):
+    """What [`ProjectedSteps`][] does at the end of every step: `project_state(args,
+    t, y)` returns the state the integration goes on from (absolute coordinates:
+    [`StepProjection`][]; joint coordinates: the DCA's projection and the
+    re-charting of rotation vectors)."""
+
+    @abc.abstractmethod
+    def project_state(self, args, t: Scalar, y):
+        """`y` put back where the integration goes on from, at time `t`."""
+
+
+class StepProjection(AbstractDriftControl, AbstractStepEnd):
     """Drift control by projection onto the constraint manifold after every step
     of the integrator (the standard projection method; module docstring).
 
@@ -172,7 +184,7 @@ class ProjectedSteps(AbstractDelegatingSolver):
     (the error estimate and the dense output are the inner solver's)."""
 
     solver: diffrax.AbstractSolver
-    projection: StepProjection
+    projection: AbstractStepEnd
 
     def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
         y1, error, dense, state, result = self.solver.step(

@@ -35,6 +35,7 @@ from .._singularity import SingularityReport
 from ..io.config import Config, SimulationOptions, load_config
 from ..io.results import check_output, component_labels, write_run
 from ..methods import specialise
+from . import _simulate_joint
 from ._common import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -46,7 +47,6 @@ from ._common import (
     report as _report,
     warn as _warn,
 )
-from . import _simulate_joint
 from ._programs import cached_call
 
 SUMMARY = "forward dynamics: motion, constraint drift, energy, reactions over time"

@@ -65,10 +65,10 @@ A run in joint coordinates ([`redundax.simulate_joint`][]) is written in the sam
 layout: `q`, `q̇`, `q̈` are the absolute coordinates of the same motion, the
 reactions are the DCA's (`method` "DCA"), the verdicts and `b_norm` those of seed
 002's analysis ([`redundax.joint_uniqueness`][]: `meta["solvability"]` then has
-`coordinates` "joint", `n` the bodies' twist coordinates and `rows` every
-pair's rows, on which the DCA decides (n − rank is the mobility), and `decided_by`, per pair the step that decided it), and the
-joint coordinates and rates are stored besides (`joint/...`; CSV columns
-`joint.<NAME>` and `joint_rate.<NAME>`).
+`coordinates` "joint", `n` the bodies' twist coordinates and `rows` every pair's
+rows, on which the DCA decides (n − rank is the mobility), and `decided_by`, per
+pair the step that decided it), and the joint coordinates and rates are stored
+besides (`joint/...`; CSV columns `joint.<NAME>` and `joint_rate.<NAME>`).
 
 Coordinates: a planar body b has x, y, φ at 3b, 3b+1, 3b+2; a spatial body b has
 the natural coordinates r (its centre of mass), u, v, w (its axes, global
@@ -178,7 +178,7 @@ def check_output(
 
 def _histories(
     model: Model,
-    trajectory: Trajectory,
+    trajectory: Trajectory | JointTrajectory,
     reactions: Reactions,
     unique: Mapping[str, bool] | None,
     component_unique: Mapping[str, Sequence[bool]] | None,
@@ -315,14 +315,17 @@ def _joint_structure(model: Model, trajectory, report: JointUniquenessReport) ->
         raise ValueError(f"the report is of pairs {report.names}, the model has pairs {names}")
     carried = np.asarray(structure.rows.rows)
     m = int(np.sum(carried < model.n_holonomic))
-    history = rank_history(
-        model, _Absolute(trajectory.ts, trajectory.x), rtol=DECISION_RTOL
-    ) if model.n_constraints else None
+    history = (
+        rank_history(model, _Absolute(trajectory.ts, trajectory.x), rtol=DECISION_RTOL)
+        if model.n_constraints
+        else None
+    )
     T = trajectory.ts.shape[0]
     return {
         "active_set": None,
         "rank": (
-            np.zeros(T, dtype=np.int64) if history is None
+            np.zeros(T, dtype=np.int64)
+            if history is None
             else np.asarray(history.rank, dtype=np.int64)
         ),
         "rank_gap": np.full(T, np.nan) if history is None else np.asarray(history.relative_gap()),

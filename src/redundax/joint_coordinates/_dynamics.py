@@ -159,7 +159,8 @@ def dca_dynamics(
             qdd = qdd.at[group.coordinates].set(
                 joint_accelerations(group, jm.model, q, qd, terms.x, terms.xd, XDD)
             )
-    lam = jnp.zeros(jm.model.n_constraints).at[np.asarray(structure.rows.rows)].set(sol.multipliers)
+    carried = np.asarray(structure.rows.rows, dtype=int)
+    lam = jnp.zeros(jm.model.n_constraints).at[carried].set(sol.multipliers)
     return JointDynamics(
         qdd=qdd, multipliers=lam, accelerations=sol.accelerations, xdd=xdd.reshape(-1)
     )

@@ -16,7 +16,6 @@ before they come near the singular length 2π
 the state is the same, only its chart changes (the saved θ then jumps).
 """
 
-
 import diffrax
 import equinox as eqx
 import jax
@@ -25,14 +24,20 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from .._assembly import kinetic_energy, potential_energy
-from .._drift_control import Baumgarte, NoDriftControl
+from .._drift_control import AbstractDriftControl, Baumgarte, NoDriftControl
 from .._model import State
-from .._step_projection import ProjectedSteps, StepProjection
+from .._step_projection import AbstractStepEnd, ProjectedSteps, StepProjection
 from ._dca import dca_solve
 from ._dynamics import JointStructure, dca_dynamics, decide_joint
 from ._kinematics import has_rotation_vectors, joint_rates, rechart_rotation_vectors
 from ._model import JointModel
 from ._terms import BodyTerms, body_terms
+
+DEFAULT_DRIFT_CONTROL = StepProjection()
+"""The drift control of [`simulate_joint`][]: a projection after every step, with
+Baumgarte's terms at α = β = 1 /s between (as in absolute coordinates). Bricard
+10 s at rtol 1e-6: 42 steps, P3 within 5.7e-7 m of the reference, 0.05 s warm;
+with Baumgarte's terms alone (10 /s) 125 steps."""
 
 
 class JointTrajectory(eqx.Module):
@@ -82,7 +87,7 @@ def simulate_joint(
     rtol: float = 1e-8,
     atol: float = 1e-10,
     solver: diffrax.AbstractSolver | None = None,
-    drift_control: StepProjection | Baumgarte | NoDriftControl | None = StepProjection(),
+    drift_control: AbstractDriftControl | None = DEFAULT_DRIFT_CONTROL,
     max_steps: int = 100_000,
     throw: bool = True,
 ) -> JointTrajectory:
@@ -137,7 +142,7 @@ def simulate_joint(
     )  # fmt: skip
 
 
-class JointStepEnd(eqx.Module):
+class JointStepEnd(AbstractStepEnd):
     """What ends every step of a joint-coordinate run: the projection onto the rows
     the tree does not hold (when `projection` is given) and the re-charting of
     rotation vectors (when the tree has any). Called by

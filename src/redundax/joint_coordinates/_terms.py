@@ -138,7 +138,7 @@ def body_terms(
     inertia = jnp.einsum("bki,bkl,blj->bij", E, M, E)
     bias = jnp.einsum("bki,bk->bi", E, F - jnp.einsum("bkl,bl->bk", M, edot))
     R, B = constraint_rows(model, x, t)
-    rows = np.asarray(plan.rows)
+    rows = np.asarray(plan.rows, dtype=int)
     R, B = R[rows], B[rows]
     E_g = jnp.concatenate([E, jnp.zeros((1, dof, E.shape[-1]))])
     edot_g = jnp.concatenate([edot, jnp.zeros((1, dof))])
