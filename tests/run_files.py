@@ -31,6 +31,10 @@ the last complete run at the default level had taken 1,367 s (under other load o
 Generated code rounds differently at -O0 than at the default level, so a test that
 starts a process with XLA_FLAGS of its own must keep these (test_sweep does).
 
+Files that compile the same programs share a process (`TOGETHER`): the joint
+coordinates' two files build the same joint models, structures and DCA programs
+(measured cold: 129 s as two processes, 105 s as one).
+
 Usage: `python tests/run_files.py [-j N] [FILE ...] [-- PYTEST ARGS]`; with no FILE,
 every `tests/test_*.py`. Prints one line per file as it finishes and, for a file that
 fails, its whole pytest output; exits with status 1 if any file failed.
@@ -52,10 +56,10 @@ XLA_OPTIMIZATION = "--xla_backend_optimization_level=0"  # see the module docstr
 LONGEST_FIRST = (
     "test_block.py",
     "test_notebooks.py",
+    "test_joint_coordinates.py",  # with test_joint_runs.py (TOGETHER)
     "test_dynamics.py",
     "test_structure.py",
     "test_design.py",
-    "test_joint_coordinates.py",
     "test_spatial.py",
     "test_readme.py",
     "test_cli_simulate.py",
@@ -75,9 +79,24 @@ LONGEST_FIRST = (
 )
 
 
-def _order(files: list[Path]) -> list[Path]:
+TOGETHER = (("test_joint_coordinates.py", "test_joint_runs.py"),)
+"""Files run in one process, in this order (the group takes its first file's place)."""
+
+
+def _order(files: list[Path]) -> list[tuple[Path, ...]]:
+    """The files in groups of one (or of `TOGETHER`), longest first."""
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
-    return sorted(files, key=lambda f: (rank.get(f.name, len(rank)), f.name))
+    files = sorted(files, key=lambda f: (rank.get(f.name, len(rank)), f.name))
+    partner = {name: group for group in TOGETHER for name in group}
+    groups, seen = [], set()
+    for f in files:
+        if f in seen:
+            continue
+        members = [g for g in files if g.name in partner.get(f.name, (f.name,))]
+        members.sort(key=lambda g: partner.get(f.name, (f.name,)).index(g.name))
+        seen.update(members)
+        groups.append(tuple(members))
+    return groups
 
 
 def _environment() -> dict[str, str]:
@@ -99,16 +118,18 @@ def _environment() -> dict[str, str]:
     return env
 
 
-def _run(file: Path, pytest_args: list[str]) -> tuple[Path, int, float, str]:
+def _run(files: tuple[Path, ...], pytest_args: list[str]) -> tuple[str, int, float, str]:
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(file), *pytest_args],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *map(str, files)]
+        + pytest_args,
         cwd=TESTS.parent,
         env=_environment(),
         capture_output=True,
         text=True,
     )
-    return file, proc.returncode, time.perf_counter() - start, proc.stdout + proc.stderr
+    name = " + ".join(f.name for f in files)
+    return name, proc.returncode, time.perf_counter() - start, proc.stdout + proc.stderr
 
 
 def main() -> int:
@@ -127,17 +148,18 @@ def main() -> int:
     with ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
         futures = [pool.submit(_run, f, pytest_args) for f in files]
         for future in as_completed(futures):
-            file, status, seconds, output = future.result()
+            name, status, seconds, output = future.result()
             lines = [line for line in output.splitlines() if line.strip()]
             summary = lines[-1] if lines else "(no output)"
-            print(f"{file.name:<28} {seconds:7.1f} s  {summary}", flush=True)
+            print(f"{name:<28} {seconds:7.1f} s  {summary}", flush=True)
             # Exit status 5: the file collected no tests (all deselected by -k/-m).
             if status not in (0, 5):
-                failed.append(file.name)
+                failed.append(name)
                 print(output, flush=True)
     total = time.perf_counter() - start
     verdict = f"FAILED: {', '.join(failed)}" if failed else "all passed"
-    print(f"{len(files)} test files in {total:.0f} s: {verdict}", flush=True)
+    count = sum(len(group) for group in files)
+    print(f"{count} test files in {total:.0f} s: {verdict}", flush=True)
     return 1 if failed else 0
 
 

@@ -96,6 +96,8 @@ KEY_NUMBERS = {
         "bricard_steps": "steps",
         "acceleration_relative": "acc_diff",
         "reaction_relative": "lam_diff",
+        "run_reaction_relative": "gap",
+        "run_energy_drift": "drift",
     },
 }
 
@@ -163,6 +165,8 @@ def _checks(stem, k):
         assert k["bricard"] == [1, 1, False, True]
         assert k["bricard_steps"] == ["dropped", "two pairs"]
         assert k["acceleration_relative"] < 1e-9 and k["reaction_relative"] < 1e-7
+        # A 2 s joint run: the DCA's wrenches at its last state are the absolute ones.
+        assert k["run_reaction_relative"] < 1e-7 and k["run_energy_drift"] < 1e-5
     else:
         pytest.fail(f"{stem}: no key numbers listed in KEY_NUMBERS")
 
