@@ -111,12 +111,17 @@ def test_dca_verdicts_are_the_qr_verdicts(name):
         assert set(seed.step) == steps
 
 
+# Planar (the robot: a free joint, knife edges, p = 2) and spatial (Bricard: one loop,
+# p = 1, nothing unique; the spatial four-bar: p = 3). The three-crank parallelogram
+# and the 6-bar (p = 1 like Bricard) were cut to keep CI within its time; their
+# verdicts are still checked above. A02's chain: its DCA solve against the dense KKT
+# system in `test_dca_kernel.py`, its motion against the exact one in
+# `test_joint_runs.py`, its spatial version against absolute coordinates in
+# `experiments/bench_dca.py` (≤ 6e-11 relative).
 ACCELERATION_CASES = [
     "mobile robot (p = 2)",
     "bricard (p = 1)",
-    "6-bar (p = 1)",
     "spatial four-bar (p = 3)",
-    "parallelogram, third crank (p = 1)",
 ]
 
 
@@ -142,8 +147,7 @@ def test_dca_accelerations_and_unique_reactions_are_the_absolute_ones(name):
     unique = np.asarray(_analyze(model, state.q, state.t).row_unique)
     internal = np.isin(np.arange(model.n_constraints), model.internal_rows)
     rows = unique & ~internal
-    # Bricard and the three-crank parallelogram have no unique component at all.
-    assert rows.any() == (name not in ("bricard (p = 1)", "parallelogram, third crank (p = 1)"))
+    assert rows.any() == (name != "bricard (p = 1)")  # Bricard: no unique component at all
     np.testing.assert_allclose(
         np.asarray(dyn.multipliers)[rows],
         np.asarray(lam)[rows],
