@@ -171,9 +171,11 @@ def test_bricard_in_joint_coordinates_moves_as_in_absolute_coordinates():
 
 
 def test_gradient_of_a_unique_joint_reaction_wrt_a_link_length():
-    """d(force of the four-bar's ground pivot O along x)/d(crank length) at a joint
-    state, through the DCA (the crank's length: its pin A moved along the crank, in
-    the model, which the tree joint reads), equals central differences; jit ≡ eager
+    """d(force of the four-bar's ground pivot O along x)/d(crank length), through the
+    DCA (the crank's length: its pin A moved along the crank, in the model, which the
+    tree joint reads), the loop re-closed for each length by the DCA's projection
+    (two Newton steps from the given joint state: the closed configuration and
+    rates nearest it in the kinetic metric), equals central differences; jit ≡ eager
     and vmap over states ≡ a loop of single solves."""
     mech = models.four_bar()
     model, state0 = mech.build(), mech.initial_state()
@@ -190,8 +192,10 @@ def test_gradient_of_a_unique_joint_reaction_wrt_a_link_length():
         moved = eqx.tree_at(
             lambda m: m.model.holonomic[0].s_i, jm, revolutes.s_i.at[k].multiply(scale)
         )
-        dyn = rx.dca_dynamics(moved, structure, jstate.q, jstate.qd, jstate.t)
-        return dyn.multipliers[row]
+        q, qd = rx.project_joint_state(
+            moved, structure, rx.StepProjection(iterations=2), jstate.q, jstate.qd, jstate.t
+        )
+        return rx.dca_dynamics(moved, structure, q, qd, jstate.t).multipliers[row]
 
     value_and_grad = jax.jit(jax.value_and_grad(reaction))
     value, grad = value_and_grad(jnp.asarray(1.0))
