@@ -27,6 +27,7 @@ from .._assembly import kinetic_energy, potential_energy
 from .._drift_control import AbstractDriftControl, Baumgarte, NoDriftControl
 from .._model import State
 from .._step_projection import AbstractStepEnd, ProjectedSteps, StepProjection
+from .._validation import host_values
 from ._dca import dca_solve
 from ._dynamics import JointStructure, dca_dynamics, decide_joint
 from ._kinematics import has_rotation_vectors, joint_rates, rechart_rotation_vectors
@@ -100,7 +101,7 @@ def simulate_joint(
       ([`redundax.to_joint_state`][]).
     - `t1`: final time [s]; `n_save` equally spaced saves, or the times `ts`.
     - `structure`: the decisions ([`redundax.decide_joint`][]; default: taken at
-      `state`).
+      `state`, which must then be concrete: pass it to `jax.vmap` over states).
     - `rtol`, `atol`: the step-size controller's tolerances; `solver`: a Diffrax
       solver (default `Dopri8`).
     - `drift_control`: for the rows the tree does not hold (the tree's hold
@@ -119,7 +120,8 @@ def simulate_joint(
     control joint coordinates do not offer (a projection at saved states only:
     use `StepProjection`).
     """
-    if not (np.all(np.isfinite(np.asarray(state.q))) and np.all(np.isfinite(state.qd))):
+    values = host_values(state.q, state.qd)  # None when traced (vmap over states)
+    if values is not None and not all(np.all(np.isfinite(v)) for v in values):
         raise ValueError("simulate_joint: the state holds non-finite joint coordinates or rates")
     if isinstance(drift_control, NoDriftControl):
         drift_control = None
@@ -134,8 +136,7 @@ def simulate_joint(
     q0, qd0 = state.q, state.qd
     if has_rotation_vectors(jm.joints):  # start in the short chart
         q0, qd0 = rechart_rotation_vectors(jm.joints, jnp.asarray(q0), jnp.asarray(qd0))
-    t0 = float(state.t)
-    save = jnp.linspace(t0, t1, n_save) if ts is None else jnp.asarray(ts, dtype=float)
+    save = jnp.linspace(state.t, t1, n_save) if ts is None else jnp.asarray(ts, dtype=float)
     return _simulate(
         jm, structure, State(state.t, q0, qd0), save, float(t1), rtol, atol,
         diffrax.Dopri8() if solver is None else solver, drift_control, max_steps, throw,
