@@ -8,11 +8,10 @@ import argparse
 import time
 from typing import Any
 
-import diffrax
 import jax
 import numpy as np
 
-from .. import ModelError, State, marker_positions
+from .. import ModelError, State
 from .._drift_control import Projection
 from .._rank_history import rank_history, singular_instants
 from .._singularity import THRESHOLD
@@ -32,6 +31,7 @@ from ..joint_coordinates import (
 from ..joint_coordinates._reactions import METHOD
 from ..joint_coordinates._uniqueness import STEPS
 from ._common import EXIT_FAILURE, Status, progress as _progress, report as _report, warn as _warn
+from ._run_summary import integration_failure, motion_keys
 
 ACTIONS = {
     True: "projection onto the manifold after every integrator step (solved by the DCA)",
@@ -121,40 +121,16 @@ def summary(
     and `coordinates`, `joint_coordinates` (names), `final_joint_q`,
     `final_joint_qd`, `tree_joints`, `cut_joints`, `decided_by`."""
     model = config.model
-    position = float(np.max(np.asarray(trajectory.position_violation)))
-    velocity = float(np.max(np.asarray(trajectory.velocity_violation)))
-    tracked = np.asarray(marker_positions(model, trajectory.x[-1]))
-    energy = np.asarray(trajectory.energy)
-    conservative = not (config.rheonomic or config.nonconservative)
     unique, components = _verdicts(model, report)
     names = model.pair_names
     return {
-        "config": str(config.path),
-        "mechanism": config.name,
-        "dim": config.dim,
+        **motion_keys(config, trajectory, trajectory.x, trajectory.xd, correction),
         "coordinates": "joint",
-        "t_final": float(trajectory.ts[-1]),
-        "steps": int(trajectory.num_steps),
-        "accepted_steps": int(trajectory.num_accepted_steps),
-        "rejected_steps": int(trajectory.num_rejected_steps),
-        "saved_states": int(trajectory.ts.shape[0]),
-        "max_constraint_violation": max(position, velocity),
-        "max_position_violation": position,
-        "max_velocity_violation": velocity,
-        "initial_correction": correction,
-        "final_q": [float(x) for x in trajectory.x[-1]],
-        "final_qd": [float(x) for x in trajectory.xd[-1]],
         "joint_coordinates": list(jm.coordinate_names),
         "final_joint_q": [float(x) for x in trajectory.q[-1]],
         "final_joint_qd": [float(x) for x in trajectory.qd[-1]],
         "tree_joints": [names[k] for k in jm.tree_pairs],
         "cut_joints": [names[k] for k in jm.cut_pairs],
-        "tracked": {
-            name: [float(x) for x in tracked[k]] for k, name in enumerate(model.markers.names)
-        },
-        "energy_error": float(np.max(np.abs(energy - energy[0]))) if conservative else None,
-        "rheonomic": list(config.rheonomic),
-        "nonconservative": list(config.nonconservative),
         **singular,
         **options.choices,
         "method": METHOD,
@@ -208,29 +184,9 @@ def integrate(
         max_steps=options.max_steps,
         throw=False,
     )
-    if trajectory.result == diffrax.RESULTS.max_steps_reached:
-        _report(
-            RuntimeError(
-                f"{config.path}: the integrator took [simulation] max_steps = "
-                f"{options.max_steps} steps before t_final = {options.t_final:g} s; raise "
-                f"max_steps (the run needs more steps), or loosen rtol = {options.rtol:g}"
-            )
-        )
-        return EXIT_FAILURE, None
-    finite = all(np.all(np.isfinite(np.asarray(a))) for a in (trajectory.q, trajectory.qd))
-    if trajectory.result != diffrax.RESULTS.successful or not finite:
-        reason = (
-            diffrax.RESULTS[trajectory.result]
-            if trajectory.result != diffrax.RESULTS.successful
-            else "non-finite joint coordinates or rates"
-        )
-        _report(
-            RuntimeError(
-                f"{config.path}: integration in joint coordinates failed at t ≤ "
-                f"{options.t_final:g} s: {reason} (a singular configuration of the cut "
-                "joints? try the absolute coordinates, which pass them)"
-            )
-        )
+    failure = integration_failure(config, options, trajectory, trajectory.q, trajectory.qd)
+    if failure is not None:
+        _report(failure)
         return EXIT_FAILURE, None
     elapsed = time.perf_counter() - start
     _progress(f"integrated in {elapsed:.1f} s, {int(trajectory.num_steps)} steps")

@@ -9,8 +9,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import diffrax
-import jax.numpy as jnp
 import numpy as np
 
 from .. import (
@@ -22,7 +20,6 @@ from .. import (
     State,
     Trajectory,
     decide,
-    marker_positions,
     position_residual,
     reaction_history,
     simulate,
@@ -48,6 +45,7 @@ from ._common import (
     warn as _warn,
 )
 from ._programs import cached_call
+from ._run_summary import integration_failure, motion_keys
 
 SUMMARY = "forward dynamics: motion, constraint drift, energy, reactions over time"
 DESCRIPTION = (
@@ -151,38 +149,11 @@ def _summary(
     out: Path | None,
 ) -> dict[str, Any]:
     """The JSON object of `simulate --json` (DESIGN.md §7, plus extra keys)."""
-    position = float(jnp.max(trajectory.position_violation))
-    velocity = float(jnp.max(trajectory.velocity_violation))
-    tracked = np.asarray(marker_positions(config.model, trajectory.q[-1]))
-    energy = np.asarray(trajectory.energy)
-    # Prescribed motion, dampers, time-dependent loads and torques on spatial bodies
-    # do work that no potential describes: the energy is not conserved. Everything
-    # else (every other pair, knife edges, gravity, constant loads, springs) keeps it.
-    conservative = not (config.rheonomic or config.nonconservative)
-    energy_error = float(np.max(np.abs(energy - energy[0]))) if conservative else None
     method = options.method
     return {
-        "config": str(config.path),
-        "mechanism": config.name,
-        "dim": config.dim,
-        "t_final": float(trajectory.ts[-1]),
-        "steps": int(trajectory.num_steps),
-        "accepted_steps": int(trajectory.num_accepted_steps),
-        "rejected_steps": int(trajectory.num_rejected_steps),
-        "saved_states": int(trajectory.ts.shape[0]),
-        "max_constraint_violation": max(position, velocity),
-        "max_position_violation": position,
-        "max_velocity_violation": velocity,
-        "initial_correction": [float(x) for x in trajectory.initial_correction],
-        "final_q": [float(x) for x in trajectory.q[-1]],
-        "final_qd": [float(x) for x in trajectory.qd[-1]],
-        "tracked": {
-            name: [float(x) for x in tracked[k]]
-            for k, name in enumerate(config.model.markers.names)
-        },
-        "energy_error": energy_error,
-        "rheonomic": list(config.rheonomic),
-        "nonconservative": list(config.nonconservative),
+        **motion_keys(
+            config, trajectory, trajectory.q, trajectory.qd, trajectory.initial_correction
+        ),
         **_singular_keys(singular),
         **options.choices,
         "eliminated_rows": (
@@ -373,34 +344,10 @@ def _integrate(
             trajectory = cached_call(
                 cache, _simulation, config.model, config.state, options.t_final, keywords
             )
-    if trajectory.result == diffrax.RESULTS.max_steps_reached:
-        _report(
-            RuntimeError(
-                f"{config.path}: the integrator took [simulation] max_steps = "
-                f"{options.max_steps} steps before t_final = {options.t_final:g} s; raise "
-                f"max_steps (the run needs more steps), or loosen rtol = {options.rtol:g}"
-            )
-        )
+    failure = integration_failure(config, options, trajectory, trajectory.q, trajectory.qd)
+    if failure is not None:
+        _report(failure)
         return EXIT_FAILURE
-    if trajectory.result != diffrax.RESULTS.successful:
-        reason = diffrax.RESULTS[trajectory.result]
-        _report(
-            RuntimeError(
-                f"{config.path}: integration failed at t ≤ {options.t_final:g} s: {reason} "
-                f"([simulation] max_steps = {options.max_steps}, rtol = {options.rtol:g})"
-            )
-        )
-        return EXIT_FAILURE
-    if not bool(jnp.all(jnp.isfinite(trajectory.q)) & jnp.all(jnp.isfinite(trajectory.qd))):
-        _report(RuntimeError(f"{config.path}: integration failed: non-finite q or q̇"))
-        return EXIT_FAILURE
-    if not bool(jnp.all(jnp.isfinite(trajectory.energy))):
-        scale = float(np.max(np.abs(np.asarray(config.state.q)), initial=0.0))
-        raise ModelError(
-            "the energy is not finite: float64 overflows with the numbers of this model "
-            f"(its initial coordinates reach {scale:.3g}); state the mechanism in units "
-            "that keep its numbers of a sensible size (SI: m, kg, s)"
-        )
     elapsed = time.perf_counter() - start
     _progress(f"integrated in {elapsed:.1f} s, {int(trajectory.num_steps)} steps")
     status.text = f"integrated ({int(trajectory.num_steps)} steps)"
