@@ -43,13 +43,6 @@ on its branch: IFToMM A02 in joint coordinates passes its flat poses on the
 parallelogram branch, B0 within 2e-7 m of the exact motion)."""
 
 
-class _Absolute:
-    """The absolute states of a joint run, as the rank history reads a trajectory."""
-
-    def __init__(self, trajectory: JointTrajectory):
-        self.ts, self.q, self.qd = trajectory.ts, trajectory.x, trajectory.xd
-
-
 def _start(config: Config, options: SimulationOptions) -> tuple[State, list[float]]:
     """The initial absolute state (projected when the file says so) and the size of
     the projection's correction."""
@@ -80,7 +73,7 @@ def _singular(model, trajectory: JointTrajectory) -> dict[str, Any]:
     states (σ_r/σ_1 of C, refined between saves): reported, as in absolute runs."""
     if model.n_constraints == 0:
         return {"singular_passages": [], "min_sigma_ratio": None, "rank_changes": []}
-    absolute = _Absolute(trajectory)
+    absolute = trajectory.absolute
     gap = np.asarray(rank_history(model, absolute).relative_gap())
     ts = np.asarray(trajectory.ts)
     passages = [

@@ -316,7 +316,7 @@ def _joint_structure(model: Model, trajectory, report: JointUniquenessReport) ->
     carried = np.asarray(structure.rows.rows)
     m = int(np.sum(carried < model.n_holonomic))
     history = (
-        rank_history(model, _Absolute(trajectory.ts, trajectory.x), rtol=DECISION_RTOL)
+        rank_history(model, trajectory.absolute, rtol=DECISION_RTOL)
         if model.n_constraints
         else None
     )
@@ -351,14 +351,6 @@ def _joint_structure(model: Model, trajectory, report: JointUniquenessReport) ->
             },
         },
     }
-
-
-class _Absolute:
-    """The absolute configurations of a joint-coordinate run, as `rank_history`
-    reads a trajectory (`ts`, `q`)."""
-
-    def __init__(self, ts, q):
-        self.ts, self.q = ts, q
 
 
 _COORDINATES = {

@@ -16,6 +16,8 @@ before they come near the singular length 2π
 the state is the same, only its chart changes (the saved θ then jumps).
 """
 
+from typing import NamedTuple
+
 import diffrax
 import equinox as eqx
 import jax
@@ -39,6 +41,16 @@ DEFAULT_DRIFT_CONTROL = StepProjection()
 Baumgarte's terms at α = β = 1 /s between (as in absolute coordinates). Bricard
 10 s at rtol 1e-6: 42 steps, P3 within 5.7e-7 m of the reference, 0.05 s warm;
 with Baumgarte's terms alone (10 /s) 125 steps."""
+
+
+class AbsoluteStates(NamedTuple):
+    """Saved states in absolute coordinates (`ts`, `q`, `qd`): what
+    [`redundax.rank_history`][] and [`redundax.singular_instants`][] read of a
+    trajectory."""
+
+    ts: Float[Array, " T"]
+    q: Float[Array, "T nq"]
+    qd: Float[Array, "T nq"]
 
 
 class JointTrajectory(eqx.Module):
@@ -75,6 +87,11 @@ class JointTrajectory(eqx.Module):
     drift_control: Baumgarte | None
     projected: bool = eqx.field(static=True)
     coordinate_names: tuple[str, ...] = eqx.field(static=True)
+
+    @property
+    def absolute(self) -> AbsoluteStates:
+        """The saved states in the absolute coordinates of the model."""
+        return AbsoluteStates(self.ts, self.x, self.xd)
 
 
 def simulate_joint(
