@@ -17,6 +17,11 @@ of 1e-6 m.
   2e-6 m in ≤ 32 ms warm (Pinocchio's time here), for the null-space method and for
   the elimination of one row chosen along the reference motion; structure decided
   once and passed.
+- Joint coordinates (`rx.simulate_joint`, the DCA; issue 12): the same mechanism with
+  5 joint angles and J3 as the cut joint, default projection after every step and
+  Baumgarte's terms alone, each at the loosest rtol meeting 2e-6 m, timed warm.
+  `--only joint` recomputes the reference and this section alone and updates it in
+  the committed summary.
 - Profile: µs per evaluation of the right-hand side that `simulate` integrates
   (assembly of C, b, Γ, Φ, M, F by autodiff + Baumgarte + the null-space solve)
   and of its pieces, inside one jitted `lax.fori_loop` (no dispatch), so that the
@@ -283,13 +288,118 @@ def step_projection_timing(model, state0, P_ref, markers, n_runs, reference):
     return out
 
 
+def joint_coordinates_timing(model, state0, P_ref, markers, n_runs):
+    """The same mechanism in joint coordinates (issue 12): `rx.simulate_joint`, the
+    DCA's q̈, 5 joint angles and the cut joint J3 as constraint rows, Dopri8, drift
+    control by the default projection after every step (solved by the DCA) and by
+    Baumgarte's terms alone; per drift control the loosest rtol (atol = rtol/100)
+    whose P3 error is ≤ 2e-6 m, timed warm (structure decided once and passed)."""
+    jm = rx.joint_model(model, state0.q)
+    jstate = rx.to_joint_state(jm, state0)
+    structure = rx.decide_joint(jm, jstate)
+    out = {
+        "model": "rx.joint_model(model, q0): tree J0, J5, J1, J4, J2; cut joint J3",
+        "accuracy_target_m": ISSUE11_ERROR,
+        "time_target_s": ISSUE11_TARGET_S,
+        "runs": {},
+    }
+    controls = {"StepProjection()": rx.StepProjection(), "Baumgarte()": rx.Baumgarte()}
+    for name, drift in controls.items():
+
+        def run(rtol, t1=T_FINAL, drift=drift):
+            traj = rx.simulate_joint(
+                jm, jstate, t1, structure=structure, rtol=rtol, atol=rtol * 1e-2,
+                n_save=N_SAVE, drift_control=drift,
+            )  # fmt: skip
+            jax.block_until_ready(traj.x)
+            return traj
+
+        (_, (first, warm)) = timed(lambda: run(PROJECTED_RTOLS[0]), 2)
+        tried = []
+        for rtol in PROJECTED_RTOLS + [5e-7, 2e-7, 1e-7]:
+            traj = run(rtol)
+            err_max, _ = p3_error(np.asarray(markers(traj.x))[:, 0], P_ref)
+            tried.append({"rtol": rtol, "steps": int(traj.num_steps), "P3_error_max_m": err_max})
+            if err_max <= ISSUE11_ERROR:
+                break
+        # Every rtol is a new program (a Python float): the first call compiles.
+        entry = {"compile_time_s_first_rtol": first - warm, "sweep": tried}
+        rtol = tried[-1]["rtol"]
+        _, times = timed(lambda r=rtol: run(r), n_runs)
+        entry.update(
+            rtol=rtol,
+            steps=tried[-1]["steps"],
+            P3_error_max_m=tried[-1]["P3_error_max_m"],
+            run_time_median_s=statistics.median(times),
+            run_time_min_s=min(times),
+            run_times_s=times,
+        )
+        print(
+            f"joint coordinates, {name} rtol {rtol:g}: {entry['steps']} steps, P3 error "
+            f"{entry['P3_error_max_m']:.2e} m, median {1e3 * entry['run_time_median_s']:.1f} ms, "
+            f"min {1e3 * entry['run_time_min_s']:.1f} ms"
+        )
+        out["runs"][name] = entry
+    # µs per evaluation, as the profile measures the absolute path's (in-loop minimum).
+    absolute, projection = rx.to_absolute_state(jm, jstate), rx.StepProjection()
+    decided = rx.decide(model, absolute.q, absolute.t)
+    out["rhs_us"] = {
+        "dca_dynamics (terms + DCA + joint map, Baumgarte(1, 1))": in_loop_us(
+            lambda q, qd, t: rx.dca_dynamics(jm, structure, q, qd, t, rx.Baumgarte(1.0, 1.0)).qdd,
+            jstate.q, jstate.qd, jnp.asarray(0.0),
+        ),
+        "project_joint_state (1 + 1 Newton steps)": in_loop_us(
+            lambda q, qd, t: rx.project_joint_state(jm, structure, projection, q, qd, t)[0],
+            jstate.q, jstate.qd, jnp.asarray(0.0),
+        ),
+        "absolute rhs (rx.solve_dynamics, the same state, structure decided)": in_loop_us(
+            lambda q, qd, t: rx.solve_dynamics(model, q, qd, t, structure=decided)[0],
+            absolute.q, absolute.qd, jnp.asarray(0.0),
+        ),
+    }  # fmt: skip
+    print("joint coordinates, µs per evaluation:", json.dumps(out["rhs_us"]))
+    return out
+
+
+def only_joint(n_runs: int) -> None:
+    """Recompute the reference and the joint-coordinate section, and update that
+    section of the committed summary (the rest is left as it was)."""
+    mech = rx.models.bricard()
+    model, state0 = mech.build(), mech.initial_state()
+    markers = jax.jit(jax.vmap(lambda q: rx.marker_positions(model, q)))
+    ref = rx.simulate(model, state0, T_FINAL, rtol=REF_RTOL, atol=REF_ATOL, n_save=N_SAVE)
+    P_ref = np.asarray(markers(ref.q))[:, 0]
+    load_before = os.getloadavg()
+    section = joint_coordinates_timing(model, state0, P_ref, markers, n_runs)
+    section.update(
+        loadavg_before=list(load_before), loadavg_after=list(os.getloadavg()), git=git_info()
+    )
+    path = OUT / "summary.json"
+    report = json.loads(path.read_text()) if path.exists() else {}
+    report["joint_coordinates"] = section
+    OUT.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote the joint_coordinates section of {path}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer tolerances and runs")
     parser.add_argument(
         "--wait-load", type=float, default=None, help="wait until the 1-min load is below this"
     )
+    parser.add_argument(
+        "--only",
+        choices=("joint",),
+        default=None,
+        help="joint: only the joint-coordinate section (updated in the committed summary)",
+    )
     args = parser.parse_args()
+    if args.only == "joint":
+        if args.wait_load:
+            wait_for_load(args.wait_load)
+        only_joint(3 if args.quick else 5)
+        return
     out = OUT_QUICK if args.quick else OUT  # a quick run leaves the results alone
     waited = wait_for_load(args.wait_load) if args.wait_load else 0.0
     n_runs = 3 if args.quick else 5
@@ -428,6 +538,7 @@ def main():
 
     # ---- projection after every step (issue 11: ≤ 2e-6 m in ≤ 32 ms) -----------------------
     projected = step_projection_timing(model, state0, P_ref, markers, n_runs, ref)
+    joint = joint_coordinates_timing(model, state0, P_ref, markers, n_runs)
 
     # ---- profile -----------------------------------------------------------------------
     k = 10  # t = 1 s of the reference
@@ -495,6 +606,7 @@ def main():
         "timings": timings,
         "gonzalez": gonzalez,
         "step_projection": projected,
+        "joint_coordinates": joint,
         "profile_us": prof,
         "targets": targets,
         "machine": {
