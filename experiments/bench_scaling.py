@@ -15,7 +15,15 @@ rigid-body rows per body):
 
 For each N the right-hand side q̈(q, q̇) with Baumgarte's Γ — assembly by autodiff
 and the solve, what `simulate` evaluates 13 times per Dopri8 step — is timed inside
-one compiled loop (so no Python dispatch is counted): `block` = `rx.local_terms` +
+one compiled loop (so no Python dispatch is counted). For the block solver the cost
+is the *marginal* one, (time of 4k evaluations − time of k) / 3k: what one more
+evaluation costs inside a running `simulate`. One execution of a program also pays
+fixed costs — dispatch, and the operating system's first touch of the program's
+temporary memory, which glibc's malloc returns to the system after every call
+(~10 ms at N = 1024: 41.6 ms for one call, 31.0 ms with
+`GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295`)
+— paid once per `simulate`, not per step; `block_per_program_us` keeps the time per
+evaluation of a loop of k (so with them) for comparison. `block` = `rx.local_terms` +
 the block factorisation (no dense matrix anywhere); `schur` = `rx.dynamics_terms` +
 the dense all-rows Schur complement (the null-space method's default path);
 `qr` = the same with the pivoted QR of Cᵀ (the null-space method's path when the
@@ -66,6 +74,17 @@ def _per_call(run, *args, budget: float = 1.0) -> float:
         jax.block_until_ready(run(*args))
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def _marginal(rhs, n_calls: int, q, qd) -> float:
+    """Cost of one more evaluation of `rhs` inside a compiled loop [s]: the best time
+    of a loop of 4 × `n_calls` evaluations minus that of `n_calls`, per extra call.
+    This is what an integrator's step pays per right-hand side; the costs of one
+    execution of a program — dispatch, and the operating system's first touch of
+    the program's temporary memory, ~10 ms per call at N = 1024, growing faster
+    than N — are paid once per `simulate`, not per evaluation."""
+    short, long = _loop(rhs, n_calls), _loop(rhs, 4 * n_calls)
+    return (_per_call(long, q, qd) - _per_call(short, q, qd)) / (3 * n_calls)
 
 
 def _loop(rhs, n_calls: int):
@@ -129,7 +148,11 @@ def time_rhs(family: str, n: int, dense_max: int) -> dict:
         start = time.perf_counter()
         jax.block_until_ready(run(state.q, state.qd))
         compile_s = time.perf_counter() - start
-        row[f"{name}_us"] = 1e6 * _per_call(run, state.q, state.qd) / calls
+        if name == "block":
+            row["block_us"] = 1e6 * _marginal(rhs, calls, state.q, state.qd)
+            row["block_per_program_us"] = 1e6 * _per_call(run, state.q, state.qd) / calls
+        else:  # seconds per call from N = 128 on: one program's fixed costs are noise
+            row[f"{name}_us"] = 1e6 * _per_call(run, state.q, state.qd) / calls
         row[f"{name}_compile_s"] = compile_s
         qdd = jax.jit(rhs)(state.q, state.qd)
         if reference is None:
@@ -203,6 +226,9 @@ def main() -> None:
     a02 = {r["N"]: r for r in results["a02"]}
     summary = {
         f"{family}_block_slope_from_64": slope(rows, "block_us", 64)
+        for family, rows in results.items()
+    } | {
+        f"{family}_block_per_program_slope_from_64": slope(rows, "block_per_program_us", 64)
         for family, rows in results.items()
     }
     if 256 in a02 and "schur_us" in a02[256]:
