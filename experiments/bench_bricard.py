@@ -20,8 +20,8 @@ of 1e-6 m.
 - Joint coordinates (`rx.simulate_joint`, the DCA; issue 12): the same mechanism with
   5 joint angles and J3 as the cut joint, default projection after every step and
   Baumgarte's terms alone, each at the loosest rtol meeting 2e-6 m, timed warm.
-  `--only joint` recomputes the reference and this section alone and updates it in
-  the committed summary.
+  `--only joint` (or `--only projection` for the section above) recomputes the
+  reference and that section alone and updates it in the committed summary.
 - Profile: µs per evaluation of the right-hand side that `simulate` integrates
   (assembly of C, b, Γ, Φ, M, F by autodiff + Baumgarte + the null-space solve)
   and of its pieces, inside one jitted `lax.fori_loop` (no dispatch), so that the
@@ -363,25 +363,32 @@ def joint_coordinates_timing(model, state0, P_ref, markers, n_runs):
     return out
 
 
-def only_joint(n_runs: int) -> None:
-    """Recompute the reference and the joint-coordinate section, and update that
-    section of the committed summary (the rest is left as it was)."""
+SECTIONS = {"joint": "joint_coordinates", "projection": "step_projection"}
+"""`--only` choices: the sections of the summary that can be recomputed alone."""
+
+
+def only_section(which: str, n_runs: int) -> None:
+    """Recompute the reference and one section (`SECTIONS`), and update that section
+    of the committed summary (the rest is left as it was)."""
     mech = rx.models.bricard()
     model, state0 = mech.build(), mech.initial_state()
     markers = jax.jit(jax.vmap(lambda q: rx.marker_positions(model, q)))
     ref = rx.simulate(model, state0, T_FINAL, rtol=REF_RTOL, atol=REF_ATOL, n_save=N_SAVE)
     P_ref = np.asarray(markers(ref.q))[:, 0]
     load_before = os.getloadavg()
-    section = joint_coordinates_timing(model, state0, P_ref, markers, n_runs)
+    if which == "joint":
+        section = joint_coordinates_timing(model, state0, P_ref, markers, n_runs)
+    else:
+        section = step_projection_timing(model, state0, P_ref, markers, n_runs, ref)
     section.update(
         loadavg_before=list(load_before), loadavg_after=list(os.getloadavg()), git=git_info()
     )
     path = OUT / "summary.json"
     report = json.loads(path.read_text()) if path.exists() else {}
-    report["joint_coordinates"] = section
+    report[SECTIONS[which]] = section
     OUT.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote the joint_coordinates section of {path}")
+    print(f"wrote the {SECTIONS[which]} section of {path}")
 
 
 def main():
@@ -392,15 +399,16 @@ def main():
     )
     parser.add_argument(
         "--only",
-        choices=("joint",),
+        choices=tuple(SECTIONS),
         default=None,
-        help="joint: only the joint-coordinate section (updated in the committed summary)",
+        help="joint: only the joint-coordinate section; projection: only the projection "
+        "after every step (each updated in the committed summary)",
     )
     args = parser.parse_args()
-    if args.only == "joint":
+    if args.only is not None:
         if args.wait_load:
             wait_for_load(args.wait_load)
-        only_joint(3 if args.quick else 5)
+        only_section(args.only, 3 if args.quick else 5)
         return
     out = OUT_QUICK if args.quick else OUT  # a quick run leaves the results alone
     waited = wait_for_load(args.wait_load) if args.wait_load else 0.0

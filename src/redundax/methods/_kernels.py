@@ -157,11 +157,17 @@ def schur_acceleration(
     scale = jnp.where(d > 0.0, 1.0 / jnp.sqrt(jnp.where(d > 0.0, d, 1.0)), 1.0)
     Ss = scale[:, None] * S * scale[None, :]
     shift = jnp.where(d > 0.0, SCHUR_REGULARISATION, 1.0)
-    factor = jax.scipy.linalg.cho_factor(Ss + jnp.diag(shift))
+    # (Ŝ + δI)⁻¹ = L⁻ᵀ L⁻¹ once (LAPACK's potri): every refinement is then two
+    # matrix–vector products. Solving with the factor in each refinement made 14
+    # triangular solves, which `vmap` runs as a loop of LAPACK calls over the
+    # variants (mobile robot, batch 256: 0.85 of the right-hand side's 2.7 ms).
+    L = jnp.linalg.cholesky(Ss + jnp.diag(shift))
+    Linv = jax.scipy.linalg.solve_triangular(L, jnp.eye(S.shape[0], dtype=S.dtype), lower=True)
+    inverse = Linv.T @ Linv
     rs = scale * r
-    mu = jax.scipy.linalg.cho_solve(factor, rs)
+    mu = inverse @ rs
     for _ in range(refinements):
-        mu = mu + jax.scipy.linalg.cho_solve(factor, rs - Ss @ mu)
+        mu = mu + inverse @ (rs - Ss @ mu)
     return MiF - MiCt @ (scale * mu)
 
 
