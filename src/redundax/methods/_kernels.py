@@ -120,6 +120,16 @@ SCHUR_REGULARISATION = 1e-6
 """Shift δ of the Jacobi-scaled all-rows Schur complement, D⁻½ S D⁻½ + δ I."""
 
 
+SCHUR_INVERSE_MAX_ROWS = 32
+"""Up to this many rows, the refinements of [`schur_acceleration`][] apply
+(Ŝ + δI)⁻¹, formed once from the Cholesky factor (~1.5 nc³ flops), instead of
+solving with the factor each time (14 triangular solves: each a LAPACK call, and
+under `vmap` a loop over the variants). Measured on 2 CPU cores, 10 s runs with the
+default settings: the mobile robot (22 rows) 30.2 → 20.6 ms, its right-hand side
+under `vmap` at batch 256 10.5 → 7.6 µs per variant; Bricard (65 rows) 39 → 63 ms
+(the inverse costs more than the solves it saves)."""
+
+
 def schur_acceleration(
     C: Float[Array, "nc nq"],
     M: Float[Array, "nq nq"],
@@ -157,17 +167,21 @@ def schur_acceleration(
     scale = jnp.where(d > 0.0, 1.0 / jnp.sqrt(jnp.where(d > 0.0, d, 1.0)), 1.0)
     Ss = scale[:, None] * S * scale[None, :]
     shift = jnp.where(d > 0.0, SCHUR_REGULARISATION, 1.0)
-    # (Ŝ + δI)⁻¹ = L⁻ᵀ L⁻¹ once (LAPACK's potri): every refinement is then two
-    # matrix–vector products. Solving with the factor in each refinement made 14
-    # triangular solves, which `vmap` runs as a loop of LAPACK calls over the
-    # variants (mobile robot, batch 256: 0.85 of the right-hand side's 2.7 ms).
-    L = jnp.linalg.cholesky(Ss + jnp.diag(shift))
-    Linv = jax.scipy.linalg.solve_triangular(L, jnp.eye(S.shape[0], dtype=S.dtype), lower=True)
-    inverse = Linv.T @ Linv
     rs = scale * r
-    mu = inverse @ rs
-    for _ in range(refinements):
-        mu = mu + inverse @ (rs - Ss @ mu)
+    if S.shape[0] <= SCHUR_INVERSE_MAX_ROWS:
+        # (Ŝ + δI)⁻¹ = L⁻ᵀ L⁻¹ once (LAPACK's potri): each refinement is two
+        # matrix–vector products instead of two triangular solves.
+        L = jnp.linalg.cholesky(Ss + jnp.diag(shift))
+        Linv = jax.scipy.linalg.solve_triangular(L, jnp.eye(S.shape[0], dtype=S.dtype), lower=True)
+        inverse = Linv.T @ Linv
+        mu = inverse @ rs
+        for _ in range(refinements):
+            mu = mu + inverse @ (rs - Ss @ mu)
+    else:
+        factor = jax.scipy.linalg.cho_factor(Ss + jnp.diag(shift))
+        mu = jax.scipy.linalg.cho_solve(factor, rs)
+        for _ in range(refinements):
+            mu = mu + jax.scipy.linalg.cho_solve(factor, rs - Ss @ mu)
     return MiF - MiCt @ (scale * mu)
 
 
