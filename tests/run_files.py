@@ -33,7 +33,10 @@ starts a process with XLA_FLAGS of its own must keep these (test_sweep does).
 
 Files that compile the same programs share a process (`TOGETHER`): the joint
 coordinates' two files build the same joint models, structures and DCA programs
-(measured cold: 129 s as two processes, 105 s as one).
+(measured cold: 129 s as two processes, 105 s as one). So do the twelve short
+files (each under ~15 s): every process pays Python's and JAX's start-up and its
+own first compilations of the common models (measured: 99 s as twelve processes in
+a fresh-clone `make test`, 61 s as one, alone on the machine).
 
 Usage: `python tests/run_files.py [-j N] [FILE ...] [-- PYTEST ARGS]`; with no FILE,
 every `tests/test_*.py`. Prints one line per file as it finishes and, for a file that
@@ -66,6 +69,7 @@ LONGEST_FIRST = (
     "test_optimize.py",
     "test_step_projection.py",
     "test_plot.py",
+    "test_dca_kernel.py",  # with the other short files (TOGETHER)
     "test_sweep.py",
     "test_compliant_stepping.py",
     "test_sweep_distributed.py",
@@ -79,7 +83,23 @@ LONGEST_FIRST = (
 )
 
 
-TOGETHER = (("test_joint_coordinates.py", "test_joint_runs.py"),)
+TOGETHER = (
+    ("test_joint_coordinates.py", "test_joint_runs.py"),
+    (
+        "test_dca_kernel.py",
+        "test_singularity.py",
+        "test_progress.py",
+        "test_assembly.py",
+        "test_natural.py",
+        "test_solvability.py",
+        "test_qr.py",
+        "test_models.py",
+        "test_cli.py",
+        "test_config.py",
+        "test_batch.py",
+        "test_data.py",
+    ),
+)
 """Files run in one process, in this order (the group takes its first file's place)."""
 
 
