@@ -14,6 +14,7 @@ from ._base import (
     specialise as specialise,
 )
 from ._kernels import (
+    SCHUR_INVERSE_MAX_ROWS as SCHUR_INVERSE_MAX_ROWS,
     SCHUR_REGULARISATION as SCHUR_REGULARISATION,
     mass_solver as mass_solver,
     minimum_norm_multipliers as minimum_norm_multipliers,
@@ -25,6 +26,7 @@ from ._kernels import (
 )
 from .augmented_lagrangian import AugmentedLagrangian as AugmentedLagrangian
 from .block import (
+    ENTRY_CHUNK as ENTRY_CHUNK,
     PIVOT_RTOL as PIVOT_RTOL,
     BlockSolution as BlockSolution,
     BlockSparse as BlockSparse,
