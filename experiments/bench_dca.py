@@ -11,7 +11,10 @@ Two families of spatial mechanisms:
   angles of the tree, N cut joints, each loop redundant three times (p = 3N).
 
 For each N, one forward-dynamics evaluation q̈(q, q̇) at the initial state, timed
-inside one compiled loop (no Python dispatch counted):
+inside one compiled loop (no Python dispatch counted), per call of a loop of k
+evaluations (`*_us`) and, for the DCA and the absolute path, as the marginal cost of
+one more evaluation (`*_marginal_us`: see `bench_scaling.py`; a program's first touch
+of its temporary memory is paid once per call, not per evaluation):
 
 - `dca`: `rx.dca_dynamics` — the preliminary passes (forward kinematics by pointer
   jumping, velocities by autodiff), the body terms in twists, the DCA's main pass
@@ -44,7 +47,7 @@ import time
 
 import jax
 import jax.numpy as jnp
-from bench_scaling import _loop, _per_call, slope  # as the block solver's benchmark
+from bench_scaling import _loop, _marginal, _per_call, slope  # as the block solver's benchmark
 
 import redundax as rx
 from redundax import models
@@ -85,6 +88,7 @@ def time_family(family: str, n: int, dense_max: int) -> dict:
     calls = 100 if n <= 16 else 10 if n <= 256 else 3
     dca = lambda q, qd: rx.dca_dynamics(jm, structure, q, qd, 0.0).qdd  # noqa: E731
     row["dca_us"], row["dca_compile_s"] = _time(dca, jstate.q, jstate.qd, calls)
+    row["dca_marginal_us"] = 1e6 * _marginal(dca, calls, jstate.q, jstate.qd)
     reference = jax.jit(dca)(jstate.q, jstate.qd)
     if n <= dense_max:
 
@@ -103,6 +107,7 @@ def time_family(family: str, n: int, dense_max: int) -> dict:
         return block_solve(pattern, t.R, t.B, t.mass_blocks, t.F, t.gamma).qdd
 
     row["absolute_us"], row["absolute_compile_s"] = _time(absolute, state.q, state.qd, calls)
+    row["absolute_marginal_us"] = 1e6 * _marginal(absolute, calls, state.q, state.qd)
     print(
         f"  {family:9s} N={n:5d} dca {row['dca_us']:11.1f} µs"
         + (f"  dense {row['dense_us']:11.1f} µs" if "dense_us" in row else "")
@@ -190,7 +195,16 @@ def main() -> None:
     for family in FAMILIES:
         results["families"][family] = [time_family(family, n, args.dense_max) for n in sizes]
     results["slopes_from_64"] = {
-        family: {key: slope(rows, key, 64) for key in ("dca_us", "dense_us", "absolute_us")}
+        family: {
+            key: slope(rows, key, 64)
+            for key in (
+                "dca_us",
+                "dense_us",
+                "absolute_us",
+                "dca_marginal_us",
+                "absolute_marginal_us",
+            )
+        }
         for family, rows in results["families"].items()
     }
     results["batched_a02_N16"] = batched(16, (1, 16, 256))
