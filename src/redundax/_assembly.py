@@ -44,26 +44,34 @@ def _scatter_rows(n_rows: int, groups, values) -> Float[Array, " rows"]:
     return out
 
 
-def _scatter_jacobian(model: Model, n_rows: int, groups, jacobians) -> Float[Array, "rows nq"]:
+def _in_row_order(n_rows: int, rows: list, values: list):
+    """The groups' `values` (one entry per row, groups' rows concatenated) put in row
+    order by one gather: the groups partition the rows, so where each row sits in
+    the concatenation is a scatter of one integer per row, instead of scattering
+    every number of every row (XLA:CPU scatters element by element: 2.3 ms of a
+    3.6 ms assembly for 24,588 coordinates)."""
+    rows = [r.reshape(-1) for r in rows]
+    assert sum(r.shape[0] for r in rows) == n_rows  # the groups partition the rows
+    position = jnp.zeros(n_rows, dtype=int).at[jnp.concatenate(rows)].set(jnp.arange(n_rows))
+    return jnp.concatenate(values)[position]
+
+
+def _dense_jacobian(model: Model, n_rows: int, groups, jacobians) -> Float[Array, "rows nq"]:
     """The dense rows of the groups' local Jacobians J (k, size, nbp, dof), in row
     order. Each body block goes to its columns by comparing the body's index with
-    every body (a select XLA fuses into one loop, which `vmap` vectorises), and the
-    groups' rows are put in order by one gather: XLA:CPU scatters element by
-    element, and a scatter into zeros was most of the assembly of a small
-    mechanism under `vmap` (mobile robot, batch 256)."""
+    every body (a select XLA fuses into one loop, which `vmap` vectorises) instead
+    of a scatter into zeros, which was most of the assembly of a small mechanism
+    under `vmap` (mobile robot, batch 256)."""
     nb, dof = model.bodies.count, model.bodies.dof
     if not groups:
         return jnp.zeros((n_rows, nb * dof))
-    dense, rows = [], []
+    dense = []
     for group, J in zip(groups, jacobians, strict=True):
         k, size = J.shape[:2]
         mine = group.bodies[:, :, None] == jnp.arange(nb)[None, None, :]  # ground: none
         blocks = jnp.sum(jnp.where(mine[:, None, :, :, None], J[:, :, :, None, :], 0.0), axis=2)
         dense.append(blocks.reshape(k * size, nb * dof))
-        rows.append(group.rows.reshape(-1))
-    assert sum(r.shape[0] for r in rows) == n_rows  # the groups partition the rows
-    position = jnp.zeros(n_rows, dtype=int).at[jnp.concatenate(rows)].set(jnp.arange(n_rows))
-    return jnp.concatenate(dense)[position]
+    return _in_row_order(n_rows, [g.rows for g in groups], dense)
 
 
 def position_residual(model: Model, q: Float[Array, " nq"], t: Scalar = 0.0) -> Float[Array, " m"]:
@@ -104,7 +112,7 @@ def holonomic_jacobian(
         jax.vmap(jax.jacfwd(_residual, argnums=1), in_axes=(0, 0, None))(g, Q[g.bodies], t)
         for g in model.holonomic
     ]
-    return _scatter_jacobian(model, model.n_holonomic, model.holonomic, jacs)
+    return _dense_jacobian(model, model.n_holonomic, model.holonomic, jacs)
 
 
 def pfaffian_matrix(model: Model, q: Float[Array, " nq"]) -> Float[Array, "h nq"]:
@@ -116,7 +124,7 @@ def pfaffian_matrix(model: Model, q: Float[Array, " nq"]) -> Float[Array, "h nq"
         )
         for g in model.pfaffian
     ]
-    return _scatter_jacobian(model, model.n_pfaffian, model.pfaffian, jacs)
+    return _dense_jacobian(model, model.n_pfaffian, model.pfaffian, jacs)
 
 
 def constraint_matrix(
@@ -447,18 +455,11 @@ def constraint_rows(
     nc = model.n_constraints
     if not parts:
         return jnp.zeros((0, P, dof)), jnp.zeros((0, P), dtype=int)
-    # The groups' rows, concatenated, then put in row order by one gather: the
-    # groups partition the rows, so where each row sits in the concatenation is a
-    # scatter of one integer per row, instead of scattering P × dof numbers per
-    # row (XLA:CPU scatters element by element: 2.3 ms of a 3.6 ms assembly for
-    # 24,588 coordinates).
     Rs, Bs, rows = [], [], []
     for offset, g, J in parts:
         k, size, nbp = J.shape[0], J.shape[1], J.shape[2]
         Rs.append(jnp.pad(J, ((0, 0), (0, 0), (0, P - nbp), (0, 0))).reshape(k * size, P, dof))
         bodies = jnp.pad(g.bodies, ((0, 0), (0, P - nbp)), constant_values=nb)
         Bs.append(jnp.broadcast_to(bodies[:, None, :], (k, size, P)).reshape(k * size, P))
-        rows.append((g.rows + offset).reshape(-1))
-    assert sum(r.shape[0] for r in rows) == nc  # the groups partition the rows
-    position = jnp.zeros(nc, dtype=int).at[jnp.concatenate(rows)].set(jnp.arange(nc))
-    return jnp.concatenate(Rs)[position], jnp.concatenate(Bs)[position]
+        rows.append(g.rows + offset)
+    return _in_row_order(nc, rows, Rs), _in_row_order(nc, rows, Bs)

@@ -169,20 +169,20 @@ def schur_acceleration(
     Ss = scale[:, None] * S * scale[None, :]
     shift = jnp.where(d > 0.0, SCHUR_REGULARISATION, 1.0)
     rs = scale * r
+    shifted = Ss + jnp.diag(shift)
     if S.shape[0] <= SCHUR_INVERSE_MAX_ROWS:
-        # (Ŝ + δI)⁻¹ = L⁻ᵀ L⁻¹ once (LAPACK's potri): each refinement is two
-        # matrix–vector products instead of two triangular solves.
-        L = jnp.linalg.cholesky(Ss + jnp.diag(shift))
+        # (Ŝ + δI)⁻¹ = L⁻ᵀ L⁻¹ once (LAPACK's potri): each application is a
+        # matrix–vector product instead of two triangular solves.
+        L = jnp.linalg.cholesky(shifted)
         Linv = jax.scipy.linalg.solve_triangular(L, jnp.eye(S.shape[0], dtype=S.dtype), lower=True)
         inverse = Linv.T @ Linv
-        mu = inverse @ rs
-        for _ in range(refinements):
-            mu = mu + inverse @ (rs - Ss @ mu)
+        apply = lambda v: inverse @ v  # noqa: E731
     else:
-        factor = jax.scipy.linalg.cho_factor(Ss + jnp.diag(shift))
-        mu = jax.scipy.linalg.cho_solve(factor, rs)
-        for _ in range(refinements):
-            mu = mu + jax.scipy.linalg.cho_solve(factor, rs - Ss @ mu)
+        factor = jax.scipy.linalg.cho_factor(shifted)
+        apply = lambda v: jax.scipy.linalg.cho_solve(factor, v)  # noqa: E731
+    mu = apply(rs)
+    for _ in range(refinements):
+        mu = mu + apply(rs - Ss @ mu)
     return MiF - MiCt @ (scale * mu)
 
 
