@@ -114,6 +114,38 @@ def test_a_corrected_state_is_on_the_manifold_to_round_off(bricard):
         np.testing.assert_allclose(same[1], s.qd, rtol=0, atol=1e-8)
 
 
+def test_an_elimination_is_projected_with_its_kept_rows(bricard):
+    """With an `Elimination` the corrections are solved with its kept rows alone
+    (path "rows": one Cholesky of a full-rank Schur complement); off the manifold by
+    1e-6, both put the state on the manifold to round-off and agree to 1e-10 (the
+    same least M-norm correction to first order: the dropped row is a combination
+    of the kept ones; they differ by how the O(δ²) inconsistency of that row is
+    treated). Where the kept holonomic rows cannot span Φ_q, the all-rows path is
+    kept."""
+    model, structure, _, reference = bricard
+    s = reference.state(20)
+    dq, dqd = 1e-6 * jax.random.normal(jax.random.PRNGKey(5), (2, s.q.shape[0]))
+    elimination = rx.eliminate(model, s.q, s.t)
+    rows = rx.StepProjection(iterations=2).prepare(elimination, structure)
+    assert rows.path == "rows" and np.array_equal(rows.rows, elimination.keep)
+    schur = rx.StepProjection(iterations=2, path="schur")
+    out = {}
+    for projection in (rows, schur):
+        args = (model, structure, elimination, projection)
+        q, qd = eqx.filter_jit(projection.project_state)(args, s.t, (s.q + dq, s.qd + dqd))
+        assert float(jnp.max(jnp.abs(rx.position_residual(model, q, s.t)))) < TOL_PROJECTED
+        vel = rx.velocity_residual(model, q, qd, s.t)
+        assert float(jnp.max(jnp.abs(vel))) < TOL_PROJECTED * 10
+        out[projection.path] = q, qd
+    np.testing.assert_allclose(out["rows"][0], out["schur"][0], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(out["rows"][1], out["schur"][1], rtol=0, atol=1e-9)
+    # Keeping a dependent set of holonomic rows short of Φ_q's rank: not "rows".
+    short = rx.Elimination(keep=elimination.keep[1:], n_rows=elimination.n_rows)
+    assert rx.StepProjection().prepare(short, structure).path != "rows"
+    with pytest.raises(ValueError, match="'rows'"):
+        rx.StepProjection(path="rows")
+
+
 def test_dense_and_block_paths_give_the_same_motion_with_pfaffian_rows():
     """The mobile robot (wheels rolling without slip: Pfaffian rows, which a
     position correction leaves out) projected by the dense null-space path and by

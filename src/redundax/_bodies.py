@@ -60,6 +60,13 @@ class AbstractBodies(eqx.Module):
         raise NotImplementedError
 
     @abc.abstractmethod
+    def inverse_mass_blocks(self) -> Float[Array, "nb dof dof"]:
+        """The inverses of [`mass_blocks`][], in closed form: element-wise
+        operations on the body parameters (no factorisation, so nothing that
+        `jax.vmap` turns into a loop over variants)."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
     def ground_coordinates(self) -> Float[Array, " dof"]:
         """Coordinates of the ground frame (the global frame)."""
         raise NotImplementedError
@@ -137,6 +144,14 @@ class PlanarBodies(AbstractBodies):
         """Per-body mass matrices diag(m, m, J)."""
         return jnp.einsum(
             "bk,kl->bkl", jnp.stack([self.mass, self.mass, self.inertia], 1), jnp.eye(3)
+        )
+
+    def inverse_mass_blocks(self) -> Float[Array, "nb 3 3"]:
+        """diag(1/m, 1/m, 1/J)."""
+        return jnp.einsum(
+            "bk,kl->bkl",
+            1.0 / jnp.stack([self.mass, self.mass, self.inertia], 1),
+            jnp.eye(3),
         )
 
     def ground_coordinates(self) -> Float[Array, " 3"]:
@@ -238,6 +253,32 @@ class SpatialBodies(AbstractBodies):
             axis=1,
         )
         return jnp.einsum("bkl,xy->bkxly", E, jnp.eye(3)).reshape(-1, DOF, DOF)
+
+    def inverse_mass_blocks(self) -> Float[Array, "nb 12 12"]:
+        """M⁻¹ = E⁻¹ ⊗ I₃ with E = [[m, m cᵀ], [m c, m c cᵀ + S]] of
+        [`mass_blocks`][]: the Schur complement of m in E is S, so
+        E⁻¹ = [[1/m + cᵀ S⁻¹ c, −cᵀ S⁻¹], [−S⁻¹ c, S⁻¹]], and S⁻¹ is the
+        adjugate of the 3 × 3 S over its determinant (as a function of any
+        inertia tensor, symmetric or not, so that its derivative is that of the
+        inverse)."""
+        m, c, I_c = self.mass, self.com, self.inertia
+        S = 0.5 * jnp.trace(I_c, axis1=1, axis2=2)[:, None, None] * jnp.eye(3)[None] - I_c
+        # Rows of adj(S): cross products of its columns.
+        s0, s1, s2 = S[:, :, 0], S[:, :, 1], S[:, :, 2]
+        adjugate = jnp.stack([jnp.cross(s1, s2), jnp.cross(s2, s0), jnp.cross(s0, s1)], axis=1)
+        det = jnp.einsum("bk,bk->b", s0, adjugate[:, 0])
+        S_inv = adjugate / det[:, None, None]
+        Sc = jnp.einsum("bkl,bl->bk", S_inv, c)
+        cS = jnp.einsum("bk,bkl->bl", c, S_inv)
+        corner = 1.0 / m + jnp.einsum("bk,bk->b", c, Sc)
+        E_inv = jnp.concatenate(
+            [
+                jnp.concatenate([corner[:, None, None], -cS[:, None, :]], axis=2),
+                jnp.concatenate([-Sc[:, :, None], S_inv], axis=2),
+            ],
+            axis=1,
+        )
+        return jnp.einsum("bkl,xy->bkxly", E_inv, jnp.eye(3)).reshape(-1, DOF, DOF)
 
     def ground_coordinates(self) -> Float[Array, " 12"]:
         """Coordinates of the ground frame (the global frame): r = 0, X = I."""

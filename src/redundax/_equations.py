@@ -31,6 +31,8 @@ class Terms(eqx.Module):
     velocity_error: Float[Array, " nc"]
     block: int = eqx.field(static=True, default=0)
     """Size of the diagonal blocks of M (coordinates per body; 0: treat M as dense)."""
+    mass_inverse: Float[Array, "nb block block"] | None = None
+    """M⁻¹ block by block (the bodies' closed form), or None: factorised from M."""
 
 
 def dynamics_terms(
@@ -56,6 +58,7 @@ def _dynamics_terms(model: Model, q, qd, t) -> Terms:
         F=generalized_forces(model, q, qd, t),
         velocity_error=C @ qd + b,
         block=model.bodies.dof,
+        mass_inverse=model.bodies.inverse_mass_blocks(),
     )
 
 
@@ -73,6 +76,8 @@ class LocalTerms(eqx.Module):
     phi: Float[Array, " m"]
     F: Float[Array, " nq"]
     velocity_error: Float[Array, " nc"]
+    mass_inverse: Float[Array, "nb dof dof"] | None = None
+    """The inverses of `mass_blocks` (the bodies' closed form), or None."""
 
 
 def local_terms(
@@ -97,6 +102,7 @@ def _local_terms(model: Model, q, qd, t) -> LocalTerms:
         phi=position_residual(model, q, t),
         F=generalized_forces(model, q, qd, t),
         velocity_error=jnp.einsum("rjk,rjk->r", R, QD[B]) + b,
+        mass_inverse=model.bodies.inverse_mass_blocks(),
     )
 
 

@@ -25,10 +25,16 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, Int
 
+from ._assembly import (
+    constraint_matrix,
+    mass_matrix,
+    position_residual,
+    velocity_bias,
+)
 from ._drift_control import AbstractDriftControl, Baumgarte
-from ._equations import LocalTerms, dynamics_terms, local_terms
+from ._equations import LocalTerms, local_terms
 from ._types import Scalar
 from ._validation import host_values
 from ._wrapped_solver import AbstractDelegatingSolver
@@ -40,6 +46,17 @@ def _rows(terms, m: int):
     if isinstance(terms, LocalTerms):
         return dataclasses.replace(terms, R=terms.R.at[m:].set(0.0))
     return dataclasses.replace(terms, C=terms.C.at[m:].set(0.0))
+
+
+def _spans_holonomic(keep, structure) -> bool:
+    """Whether the kept rows among the holonomic ones span Φ_q's rows (host-side;
+    False when it cannot be told): they are independent, so their count must be
+    the rank of Φ_q."""
+    known = host_values(keep, structure.rank_holonomic)
+    if known is None or np.ndim(known[1]):
+        return False
+    kept, rank = known
+    return int(np.sum(np.asarray(kept) < structure.m)) == int(rank)
 
 
 class AbstractStepEnd(eqx.Module):
@@ -85,15 +102,26 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
     baumgarte: Baumgarte | None = Baumgarte(1.0, 1.0)
     path: str | None = eqx.field(static=True, default=None)
     """How the corrections are solved: "block" (the block-sparse factorisation),
-    "schur" (all-rows Schur complement), "qr" (pivoted QR at the structure's rank);
-    None: chosen by `prepare` from the method and structure `simulate` runs with
-    (the method's own path when it has one, else the structure's verdict)."""
+    "schur" (all-rows Schur complement), "qr" (pivoted QR at the structure's rank),
+    "rows" (the Schur complement of the independent rows `rows`, as an
+    [`Elimination`][redundax.Elimination] solves q̈); None: chosen by `prepare`
+    from the method and structure `simulate` runs with (the method's own path when
+    it has one, else the structure's verdict)."""
+
+    rows: Int[Array, " r"] | None = None
+    """The rows the "rows" path solves with (an [`Elimination`][redundax.Elimination]'s
+    kept rows, set by `prepare`)."""
 
     def __check_init__(self):
-        if self.path not in (None, "block", "schur", "qr"):
+        if self.path not in (None, "block", "schur", "qr", "rows"):
             raise ValueError(
-                f"StepProjection field 'path': expected None, 'block', 'schur' or 'qr', "
-                f"got {self.path!r}"
+                f"StepProjection field 'path': expected None, 'block', 'schur', 'qr' or "
+                f"'rows', got {self.path!r}"
+            )
+        if (self.path == "rows") != (self.rows is not None):
+            raise ValueError(
+                "StepProjection fields 'path' and 'rows': path 'rows' needs the rows "
+                "(and only it takes them)"
             )
         if not isinstance(self.iterations, int) or self.iterations < 0:
             raise ValueError(
@@ -107,10 +135,12 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
     def prepare(self, method, structure) -> "StepProjection":
         if self.path is not None:
             return self
-        from .methods import AbstractNullSpaceMethod, BlockSparse
+        from .methods import AbstractNullSpaceMethod, BlockSparse, Elimination
 
         if isinstance(method, BlockSparse) or getattr(method, "block", False):
             return dataclasses.replace(self, path="block")
+        if isinstance(method, Elimination) and _spans_holonomic(method.keep, structure):
+            return dataclasses.replace(self, path="rows", rows=method.keep)
         if isinstance(method, AbstractNullSpaceMethod) and method.schur is not None:
             return dataclasses.replace(self, path="schur" if method.schur else "qr")
         known = host_values(structure.schur)
@@ -119,8 +149,15 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
         return dataclasses.replace(self, path="schur" if bool(known[0]) else "qr")
 
     def _correction(self, model, structure, q, qd, t, holonomic: bool):
-        """Δ of least M-norm with Φ_q Δ = Φ (`holonomic`) or C Δ = C q̇ + b."""
-        from .methods._kernels import null_space_acceleration, schur_acceleration
+        """Δ of least M-norm with Φ_q Δ = Φ (`holonomic`) or C Δ = C q̇ + b.
+
+        Only what the correction needs is assembled: C and Φ, or C and b (not Γ
+        nor the forces of [`redundax.dynamics_terms`][])."""
+        from .methods._kernels import (
+            null_space_acceleration,
+            schur_acceleration,
+            schur_solve,
+        )
 
         m, nc = model.n_holonomic, model.n_constraints
         if self.path == "block":
@@ -133,22 +170,38 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
                 target = terms.velocity_error
             unforced = dataclasses.replace(terms, F=jnp.zeros_like(terms.F))
             return BlockSparse().solve(unforced, target, structure).qdd
-        terms = dynamics_terms(model, q, qd, t)
-        zero = jnp.zeros_like(terms.F)
+        C = constraint_matrix(model, q, t)
+        M, block = mass_matrix(model), model.bodies.dof
+        inverse = model.bodies.inverse_mass_blocks()
+        zero = jnp.zeros_like(q)
         if holonomic:
-            C, target, rank = terms.C[:m], terms.phi, structure.rank_holonomic
+            target = position_residual(model, q, t)
         else:
-            C, target, rank = terms.C, terms.velocity_error, structure.rank
+            target = C @ qd + velocity_bias(model, q, t)
+        if self.path == "rows":
+            # The eliminated rows' C and target are zeroed and their μ held at zero;
+            # the kept rows have full row rank: one Cholesky, no regularisation.
+            active = jnp.zeros(nc, bool).at[self.rows].set(True)
+            if holonomic:
+                active = active & (jnp.arange(nc) < m)
+                target = jnp.concatenate([target, jnp.zeros(nc - m)])
+            # With F = 0 the solve's "q̈" is M⁻¹ Cᵀ (C M⁻¹ Cᵀ)⁻¹ target = Δ.
+            delta, _ = schur_solve(C, M, zero, target, block, inverse, active)
+            return delta
+        if holonomic:
+            C, rank = C[:m], structure.rank_holonomic
+        else:
+            rank = structure.rank
 
         def by_schur():
-            return schur_acceleration(C, terms.M, zero, target, terms.block)
+            return schur_acceleration(C, M, zero, target, block, mass_inverse=inverse)
 
         def by_qr():
-            return null_space_acceleration(C, terms.M, zero, target, structure.rtol, rank)
+            return null_space_acceleration(C, M, zero, target, structure.rtol, rank)
 
-        if self.path == "schur" and terms.block:
+        if self.path == "schur":
             return by_schur()
-        if self.path == "qr" or not terms.block:
+        if self.path == "qr":
             return by_qr()
         return jax.lax.cond(structure.schur, by_schur, by_qr)
 

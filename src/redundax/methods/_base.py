@@ -97,7 +97,9 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
             return BlockSparse().solve(terms, gamma, structure).qdd
 
         def by_schur():
-            return schur_acceleration(terms.C, terms.M, terms.F, gamma, terms.block)
+            return schur_acceleration(
+                terms.C, terms.M, terms.F, gamma, terms.block, mass_inverse=terms.mass_inverse
+            )
 
         def by_qr():
             return null_space_acceleration(

@@ -228,17 +228,19 @@ def block_solve(
     F: Float[Array, " nq"],
     gamma: Float[Array, " nc"],
     rtol: float = PIVOT_RTOL,
+    mass_inverse: Float[Array, "nb dof dof"] | None = None,
 ) -> BlockSolution:
     """(q̈, μ, active rows) of M q̈ + Cᵀ μ = F, C q̈ = Γ by the block factorisation
     (module docstring), C given row by row in local form (`R`, `B`: see
-    [`redundax.constraint_rows`][]) and M by its body blocks. Compiled once per
+    [`redundax.constraint_rows`][]) and M by its body blocks (and their inverses
+    `mass_inverse` when known, e.g. `LocalTerms.mass_inverse`). Compiled once per
     pattern (a called-eagerly solve is one program, not thousands of small ones)."""
     plan = _plan(pattern)
     n, size = plan.rows.shape
     nc, dof, nb = pattern.n_rows, pattern.dof, pattern.n_bodies
     dtype = R.dtype
     # M⁻¹ per body, a zero block for the ground and unused slots (index nb).
-    Minv = jax.vmap(_spd_inverse)(mass_blocks)
+    Minv = jax.vmap(_spd_inverse)(mass_blocks) if mass_inverse is None else mass_inverse
     Minv = jnp.concatenate([Minv, jnp.zeros((1, dof, dof), dtype)])
     MiF = jnp.einsum("bkl,bl->bk", Minv[:nb], F.reshape(nb, dof))
     if n == 0:  # no constraints
@@ -370,7 +372,9 @@ class BlockSparse(AbstractRedundancyMethod):
             R, B = _rows_of_dense(pattern, terms.C)
             nb, dof = pattern.n_bodies, pattern.dof
             blocks = terms.M.reshape(nb, dof, nb, dof)[np.arange(nb), :, np.arange(nb), :]
-        return block_solve(pattern, R, B, blocks, terms.F, gamma, self.pivot_rtol)
+        return block_solve(
+            pattern, R, B, blocks, terms.F, gamma, self.pivot_rtol, terms.mass_inverse
+        )
 
     def acceleration(self, terms, gamma, structure):
         return self.solve(terms, gamma, structure).qdd

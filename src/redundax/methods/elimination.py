@@ -32,7 +32,9 @@ class Elimination(AbstractRedundancyMethod):
         # M q̈ + C_sᵀ μ = F, C_s q̈ = Γ_s by the Schur complement (Cholesky of
         # C_s M⁻¹ C_sᵀ, M⁻¹ block by block).
         idx = self.keep
-        qdd, mu = schur_solve(terms.C[idx], terms.M, terms.F, gamma[idx], terms.block)
+        qdd, mu = schur_solve(
+            terms.C[idx], terms.M, terms.F, gamma[idx], terms.block, terms.mass_inverse
+        )
         return qdd, jnp.zeros(self.n_rows).at[idx].set(mu)
 
     def acceleration(self, terms, gamma, structure):
