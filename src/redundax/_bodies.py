@@ -185,6 +185,23 @@ DOF = 12
 RIGID_ROWS = 6
 
 
+def _blocks_2x2(a, b, c, d):
+    """Per body, the 4 × 4 matrix [[a, b], [c, d]] from (nb,), (nb, 3), (nb, 3),
+    (nb, 3, 3) parts."""
+    return jnp.concatenate(
+        [
+            jnp.concatenate([a[:, None, None], b[:, None, :]], axis=2),
+            jnp.concatenate([c[:, :, None], d], axis=2),
+        ],
+        axis=1,
+    )
+
+
+def _kron_i3(E):
+    """E ⊗ I₃ per body: (nb, 4, 4) → (nb, 12, 12)."""
+    return jnp.einsum("bkl,xy->bkxly", E, jnp.eye(3)).reshape(-1, DOF, DOF)
+
+
 class SpatialBodies(AbstractBodies):
     """Spatial rigid bodies in natural coordinates q_i = [r_i, u_i, v_i, w_i] (12 each).
 
@@ -241,18 +258,15 @@ class SpatialBodies(AbstractBodies):
         # Split r̄ = c + ρ with ∫ ρ dm = 0: J̄ = m c cᵀ + S, S = ∫ ρ ρᵀ dm.
         # The central inertia is I_c = ∫ (ρᵀρ I − ρ ρᵀ) dm = tr(S) I − S, whose trace
         # is 2 tr(S); hence S = ½ tr(I_c) I − I_c.
-        m, c, I_c = self.mass, self.com, self.inertia
-        S = 0.5 * jnp.trace(I_c, axis1=1, axis2=2)[:, None, None] * jnp.eye(3)[None] - I_c
+        m, c, S = self.mass, self.com, self._second_moment()
         J_bar = m[:, None, None] * c[:, :, None] * c[:, None, :] + S
         mc = m[:, None] * c
-        E = jnp.concatenate(
-            [
-                jnp.concatenate([m[:, None, None], mc[:, None, :]], axis=2),
-                jnp.concatenate([mc[:, :, None], J_bar], axis=2),
-            ],
-            axis=1,
-        )
-        return jnp.einsum("bkl,xy->bkxly", E, jnp.eye(3)).reshape(-1, DOF, DOF)
+        return _kron_i3(_blocks_2x2(m, mc, mc, J_bar))
+
+    def _second_moment(self) -> Float[Array, "nb 3 3"]:
+        """S = ∫ ρ ρᵀ dm = ½ tr(I_c) I − I_c (see [`mass_blocks`][])."""
+        I_c = self.inertia
+        return 0.5 * jnp.trace(I_c, axis1=1, axis2=2)[:, None, None] * jnp.eye(3)[None] - I_c
 
     def inverse_mass_blocks(self) -> Float[Array, "nb 12 12"]:
         """M⁻¹ = E⁻¹ ⊗ I₃ with E = [[m, m cᵀ], [m c, m c cᵀ + S]] of
@@ -261,8 +275,7 @@ class SpatialBodies(AbstractBodies):
         adjugate of the 3 × 3 S over its determinant (as a function of any
         inertia tensor, symmetric or not, so that its derivative is that of the
         inverse)."""
-        m, c, I_c = self.mass, self.com, self.inertia
-        S = 0.5 * jnp.trace(I_c, axis1=1, axis2=2)[:, None, None] * jnp.eye(3)[None] - I_c
+        m, c, S = self.mass, self.com, self._second_moment()
         # Rows of adj(S): cross products of its columns.
         s0, s1, s2 = S[:, :, 0], S[:, :, 1], S[:, :, 2]
         adjugate = jnp.stack([jnp.cross(s1, s2), jnp.cross(s2, s0), jnp.cross(s0, s1)], axis=1)
@@ -271,14 +284,7 @@ class SpatialBodies(AbstractBodies):
         Sc = jnp.einsum("bkl,bl->bk", S_inv, c)
         cS = jnp.einsum("bk,bkl->bl", c, S_inv)
         corner = 1.0 / m + jnp.einsum("bk,bk->b", c, Sc)
-        E_inv = jnp.concatenate(
-            [
-                jnp.concatenate([corner[:, None, None], -cS[:, None, :]], axis=2),
-                jnp.concatenate([-Sc[:, :, None], S_inv], axis=2),
-            ],
-            axis=1,
-        )
-        return jnp.einsum("bkl,xy->bkxly", E_inv, jnp.eye(3)).reshape(-1, DOF, DOF)
+        return _kron_i3(_blocks_2x2(corner, -cS, -Sc, S_inv))
 
     def ground_coordinates(self) -> Float[Array, " 12"]:
         """Coordinates of the ground frame (the global frame): r = 0, X = I."""
