@@ -132,6 +132,12 @@ def _environment() -> dict[str, str]:
     # cache (CPU tuning flags taken for missing features; jax-ml/jax#38445) and
     # loads it all the same: only fatal C++ messages, as `redundax` itself does.
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    # One OpenBLAS thread per process: jaxlib's LAPACK calls (Cholesky, QR, SVD) go
+    # to SciPy's OpenBLAS, whose threads spin while they wait for a core; with two
+    # processes on two cores they wait for each other. Measured on the 2-core machine,
+    # test_block's ten-loop partitioning test twice at once: 173 s each with
+    # OpenBLAS's default threads, 27 s each with one (alone: 20 s either way).
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     flags = env.get("XLA_FLAGS", "")
     if "xla_backend_optimization_level" not in flags:  # a level set by hand stays
         env["XLA_FLAGS"] = f"{flags} {XLA_OPTIMIZATION}".strip()
