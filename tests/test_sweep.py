@@ -162,7 +162,11 @@ def test_batched_simulations_equal_single_ones(robot):
         np.testing.assert_allclose(
             batched["max_constraint_violation"][k], violation, atol=TOL_SWEEP_SIMULATION
         )
-        assert int(batched["steps"][k]) == int(trajectory.num_steps)
+        # The same steps, but for one that round-off accepts in one program and
+        # rejects in the other (the batch is compiled under vmap and shard_map:
+        # measured equal with XLA:CPU's MLIR fusion emitters, and 9 against 10
+        # steps for one of these three variants with the older ones `make test` uses).
+        assert abs(int(batched["steps"][k]) - int(trajectory.num_steps)) <= 1
 
 
 RESUME_SWEEP = """\

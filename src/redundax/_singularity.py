@@ -45,6 +45,12 @@ largest σ_r/σ_1 of the run (A02's parallelogram: 0.25 away from the flat poses
 CAPACITY = 128
 """Passages and rank changes a run records (later ones are counted, not stored)."""
 
+TIE = 1e-12
+"""A smaller σ_r/σ_1 replaces the run's minimum only when smaller by more than this
+fraction (round-off of the SVD): where the ratio is constant (a pendulum, a rigid
+rotation) `t_min` is the first step end that reaches it, not whichever one round-off
+made the smallest (which changes with the compiled program)."""
+
 
 class SingularityLog(eqx.Module):
     """The singular configurations one integration met, step by step.
@@ -53,7 +59,7 @@ class SingularityLog(eqx.Module):
     - `t_last`, `ratio_last` (2,): the last two step ends and their σ_r/σ_1.
     - `max_ratio`: the largest σ_r/σ_1 so far (the decision state's included).
     - `min_ratio`, `t_min`: the smallest σ_r/σ_1 over the step ends (or refined
-      passages), and when.
+      passages), and when (the first time, within round-off: [`TIE`][]).
     - `rank`: the numerical rank of C at the last step end.
     - `passage_t`, `passage_ratio`, `passage_window` (K,), (K,), (K, 2): every
       passage: its refined instant and σ_r/σ_1 there, and the integrator's step
@@ -121,7 +127,7 @@ class SingularityLog(eqx.Module):
         changed = rank != self.rank
         j = jnp.where(changed, self.rank_changes, self.rank_t.shape[0])
         lowest = jnp.where(passage, jnp.minimum(depth, ratio), ratio)
-        new_min = lowest < self.min_ratio
+        new_min = lowest < self.min_ratio * (1.0 - TIE)
         return SingularityLog(
             regular_rank=r,
             rtol=self.rtol,
