@@ -76,6 +76,20 @@ def test_same_pivots_as_lapack(m, n):
     )
 
 
+def test_tie_takes_the_first_of_columns_equal_to_round_off():
+    """Columns equal in norm but for round-off (1 + 1e-13): without `tie` the
+    larger is the pivot (LAPACK's geqp3 picks the same), with `tie` = 1e-9 the
+    first; a real difference (1e-6) is not a tie."""
+    rng = np.random.default_rng(5)
+    Q, _ = np.linalg.qr(rng.standard_normal((6, 3)))
+    for bump, tied in ((1e-13, True), (1e-6, False)):
+        A = Q * np.asarray([1.0, 1.0 + bump, 0.5])  # orthogonal columns, norms given
+        largest = int(scipy.linalg.qr(A, pivoting=True)[2][0])
+        assert largest == 1
+        assert int(_qr(jnp.asarray(A)).perm[0]) == largest
+        assert int(_qr(jnp.asarray(A), tie=1e-9).perm[0]) == (0 if tied else 1)
+
+
 def test_zero_matrix_has_rank_zero():
     qr = _qr(jnp.zeros((8, 5)))
     assert int(qr.rank) == 0

@@ -442,6 +442,22 @@ def test_bricard_uniqueness_tests_agree_and_nothing_is_unique(bricard, bricard_s
         assert np.min(np.abs(left_null[joint_rows])) > 1e-3
 
 
+def test_elimination_among_symmetric_rows_takes_the_lowest_numbered(bricard):
+    """At Bricard's square configuration every joint row carries the same share of
+    the self-stress (the last left singular vector of C, by NumPy's SVD here): the
+    automatic elimination drops the lowest-numbered of them, and the same row from a
+    configuration moved by round-off (1e-15), which reorders the tied shares."""
+    model, s = bricard
+    joint_rows = [r for p in model.pairs for r in p.rows]
+    C = np.asarray(rx.constraint_matrix(model, s.q, s.t))
+    stress = np.abs(np.linalg.svd(C)[0][:, -1])
+    share = stress / stress[joint_rows].max()
+    tied = [r for r in joint_rows if share[r] > 1 - 1e-9]
+    assert len(tied) >= 6
+    for q in (s.q, s.q + 1e-15 * np.random.default_rng(0).standard_normal(s.q.shape)):
+        assert rx.eliminate(model, q, s.t).eliminated == (min(tied),)
+
+
 @pytest.fixture(scope="module")
 def bricard_methods(bricard, bricard_runs):
     """The first 2.5 s by each method of handling the redundant row."""

@@ -49,6 +49,7 @@ def pivoted_qr(
     rtol: float | None = None,
     rank: Int[ArrayLike, ""] | None = None,
     compute_q: bool = True,
+    tie: float = 0.0,
 ) -> PivotedQR:
     """Rank-revealing Householder QR with column pivoting.
 
@@ -65,6 +66,11 @@ def pivoted_qr(
       the best rank-`rank` factorisation in the pivoted order. Off the constraint
       manifold dependent rows become independent by round-off-sized amounts; a
       fixed rank keeps everything built on the factorisation continuous there.
+    - `tie`: columns whose remaining squared norm is within the factor (1 − `tie`)
+      of the largest tie, and the first of them is the pivot. With the default 0
+      the largest wins and round-off breaks ties; a small `tie` (e.g. 1e-9) makes
+      the choice among columns that are equal by symmetry the same on every machine
+      and in every compiled program (the lowest index).
 
     **Returns:** a [`PivotedQR`][].
 
@@ -84,7 +90,7 @@ def pivoted_qr(
         below = rows >= k
         sq = jnp.sum(jnp.where(below[:, None], R, 0.0) ** 2, axis=0)
         sq = jnp.where(used, -1.0, jax.lax.stop_gradient(sq))
-        j = jnp.argmax(sq)
+        j = jnp.argmax(sq >= jnp.max(sq) * (1.0 - tie))  # the first of the largest
         used = used.at[j].set(True)
         position = position.at[j].set(k)
         x = jnp.where(below, jax.lax.dynamic_index_in_dim(R, j, axis=1, keepdims=False), 0.0)
@@ -125,11 +131,11 @@ def pivoted_qr(
 
 
 _pivoted_qr_eager = pivoted_qr
-# Jitted once per shape, tolerance and `compute_q`: called eagerly (host-side
+# Jitted once per shape, tolerance, `compute_q` and `tie`: called eagerly (host-side
 # decisions in `simulate`, `eliminate`, `prepare`) the factorisation's loop would
 # otherwise be recompiled at every call; inside a trace the jit is inlined.
 pivoted_qr = functools.wraps(_pivoted_qr_eager)(
-    jax.jit(_pivoted_qr_eager, static_argnames=("rtol", "compute_q"))
+    jax.jit(_pivoted_qr_eager, static_argnames=("rtol", "compute_q", "tie"))
 )
 _pivoted_qr_jit = pivoted_qr
 
