@@ -561,6 +561,8 @@ def _warn_if_branch_at_risk(trajectory: Trajectory, method) -> None:
     log = trajectory.singularities
     if log is None or host_values(log.passages) is None or np.ndim(log.passages):
         return  # traced or batched: the log is the record
+    if int(log.passages) == 0:
+        return
     report = singularity_report(trajectory, method)
     if report.passages and not report.branch_kept:
         times = ", ".join(f"{p.t:.4g}" for p in report.passages[:5])

@@ -266,6 +266,9 @@ def singularity_report(trajectory, method=None) -> SingularityReport | None:
     log = trajectory.singularities
     if log is None:
         return None
+    # Every leaf to the host at once: NumPy slices below, not one dispatched
+    # program per slice (~0.5 ms of a warm 30 ms Bricard run).
+    log = jax.device_get(log)
     what, kept = _action(trajectory.drift_control, method)
     n = int(log.passages)
     stored = min(n, log.passage_t.shape[0])
