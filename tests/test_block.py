@@ -3,6 +3,8 @@ al. 2001 §6 and §8) against the dense null-space method: the same q̈, the sam
 unique reactions, at consistent states of planar and spatial mechanisms, chains
 and loops; eager ≡ jit, vmap ≡ loop, and gradients against central differences."""
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -33,8 +35,29 @@ MECHANISMS = {
     "6-bar": lambda: models.six_bar(),
     "parallelogram (p = 1)": lambda: models.parallelogram(3),
     "spatial four-bar (p = 3)": lambda: planar_twin(models.four_bar()),
+    "A02 chain, 1 spatial loop": lambda: planar_twin(models.n_four_bar(1)),
     "A02 chain, 7 spatial loops": lambda: planar_twin(models.n_four_bar(7)),
 }
+
+
+def _a02_at(n: int, angle: float, rate: float) -> rx.Mechanism:
+    """IFToMM A02's chain of `n` parallelograms (`models.n_four_bar`) at crank
+    angle `angle` (from the ground line; the model starts at π/2) turning at `rate`,
+    in closed form: every crank k from (k, 0) at `angle`, every coupler k
+    horizontal between the tips of cranks k − 1 and k, translating with them."""
+    c, s = np.cos(angle), np.sin(angle)
+    tip_velocity = (-rate * s, rate * c)
+    bodies = []
+    for b in models.n_four_bar(n).bodies:
+        k = int(b.name.removeprefix("crank").removeprefix("coupler"))
+        if b.name.startswith("crank"):
+            pose = dict(position=(k + c / 2, s / 2), angle=angle, angular_velocity=rate)
+            velocity = (tip_velocity[0] / 2, tip_velocity[1] / 2)
+        else:
+            pose = dict(position=(k - 0.5 + c, s), angle=0.0, angular_velocity=0.0)
+            velocity = tip_velocity
+        bodies.append(dataclasses.replace(b, velocity=velocity, **pose))
+    return dataclasses.replace(models.n_four_bar(n), bodies=bodies)
 
 
 @eqx.filter_jit
@@ -197,27 +220,36 @@ def test_local_terms_are_the_dense_terms_row_by_row(name):
 def test_block_solver_on_a_chain_of_64_redundant_loops():
     """The spatial A02 chain with N = 64 loops (129 bodies, 1,548 coordinates,
     p = 192): the block solver, which never forms a dense matrix, gives the dense
-    all-rows Schur complement's q̈ (a second solver of the same equations)."""
-    mech = models.spatial_twin(models.n_four_bar(64))
-    model, state = mech.build(), mech.initial_state()
-    pattern = rx.block_pattern(model, rx.topology(model))
-    assert pattern.n_blocks == 64 * 3 + 1 + 129 and pattern.bandwidth <= 3
+    all-rows Schur complement's q̈ (a second solver of the same equations), at the
+    model's initial state and at a random consistent one (crank angle and rate
+    drawn, the state in closed form: [`_a02_at`][]; `build` checks it against the
+    constraints)."""
+    rng = np.random.default_rng(64)
+    mechanisms = [
+        models.spatial_twin(models.n_four_bar(64)),
+        models.spatial_twin(_a02_at(64, rng.uniform(0.3, 2.8), rng.uniform(-3.0, 3.0))),
+    ]
+    pattern = None
 
-    @jax.jit
-    def both(q, qd):
-        local = rx.local_terms(model, q, qd, state.t)
+    @eqx.filter_jit
+    def both(model, state, pattern):
+        local = rx.local_terms(model, state.q, state.qd, state.t)
         block = rx.methods.block_solve(
             pattern, local.R, local.B, local.mass_blocks, local.F, local.gamma
         )
-        dense = dynamics_terms(model, q, qd, state.t)
+        dense = dynamics_terms(model, state.q, state.qd, state.t)
         reference = rx.schur_acceleration(dense.C, dense.M, dense.F, dense.gamma, dense.block)
         return block, reference
 
-    block, reference = both(state.q, state.qd)
-    scale = float(jnp.max(jnp.abs(reference)))
-    assert scale > 1.0
-    assert float(jnp.max(jnp.abs(block.qdd - reference))) < TOL_SAME_QDD * scale
-    assert int(jnp.sum(~block.active)) == 3 * 64  # the out-of-plane rows of each loop
+    for mech in mechanisms:
+        model, state = mech.build(), mech.initial_state()
+        pattern = pattern or rx.block_pattern(model, rx.topology(model))
+        assert pattern.n_blocks == 64 * 3 + 1 + 129 and pattern.bandwidth <= 3
+        block, reference = both(model, state, pattern)
+        scale = float(jnp.max(jnp.abs(reference)))
+        assert scale > 1.0
+        assert float(jnp.max(jnp.abs(block.qdd - reference))) < TOL_SAME_QDD * scale
+        assert int(jnp.sum(~block.active)) == 3 * 64  # the out-of-plane rows of each loop
 
 
 def test_partitioning_keeps_the_branch_of_a_chain_of_ten_spatial_loops():
