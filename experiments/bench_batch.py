@@ -23,7 +23,8 @@ parts (`rx.dynamics_terms` and `rx.schur_acceleration`) inside one compiled loop
 batch 1 and 256: what batching does and does not amortise.
 
 Targets (issue 5): on the CPU, batch 256 at least 20× the throughput of batch 1; on one
-H100/H200 GPU, at least 10,000 simulations of the 10 s manoeuvre in under 60 s.
+H100/H200 GPU, at least 10,000 simulations of the 10 s manoeuvre in under 60 s. Issue 11
+asks 10× on the CPU; the JSON gives both verdicts.
 
 Run:
     .venv/bin/python experiments/bench_batch.py            # CPU, ≈ 7 min on 2 cores
@@ -41,7 +42,12 @@ import sys
 import time
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results" / "bench_batch"
-TARGETS = {"cpu_speedup_256_vs_1": 20.0, "gpu_simulations": 10_000, "gpu_wall_time_s": 60.0}
+TARGETS = {
+    "cpu_speedup_256_vs_1": 20.0,  # issue 5
+    "cpu_speedup_256_vs_1_issue_11": 10.0,
+    "gpu_simulations": 10_000,
+    "gpu_wall_time_s": 60.0,
+}
 
 
 def _arguments() -> argparse.Namespace:
@@ -194,10 +200,13 @@ def _profile(model, state, batches=(1, 16, 256), reps: int = 100) -> dict:
 
     The right-hand side is what the integrator evaluates 13 times per Dopri8 step:
     `rx.dynamics_terms` (C, b, Γ, Φ, M, F by autodiff), the Baumgarte terms and the
-    null-space q̈ (`NullSpace.acceleration`, the Schur complement for this model)."""
+    null-space q̈ (`NullSpace.acceleration`, the Schur complement for this model).
+    For comparison, the same with the block solver (`rx.local_terms` and
+    `BlockSparse.acceleration`: pure `jax.numpy`, no LAPACK call)."""
     method, stabilisation = rx.NullSpace(), rx.Baumgarte()
     structure = rx.decide(model, state.q, state.t)
     method = rx.methods.specialise(method, structure)
+    block = rx.BlockSparse()
 
     def assembly(q, qd, t):
         terms = rx.dynamics_terms(model, q, qd, t)
@@ -207,10 +216,15 @@ def _profile(model, state, batches=(1, 16, 256), reps: int = 100) -> dict:
         terms = rx.dynamics_terms(model, q, qd, t)
         return jnp.sum(method.acceleration(terms, stabilisation.gamma(terms), structure))
 
+    def block_right_hand_side(q, qd, t):
+        terms = rx.local_terms(model, q, qd, t)
+        return jnp.sum(block.acceleration(terms, stabilisation.gamma(terms), structure))
+
     out = {}
     for name, f in (
         ("dynamics_terms", assembly),
         ("right-hand side (terms, Baumgarte, null-space q̈)", right_hand_side),
+        ("right-hand side (local terms, Baumgarte, block q̈)", block_right_hand_side),
     ):
         for batch in batches:
             qs = state.q[None, :] + 1e-6 * jnp.arange(batch, dtype=float)[:, None]
@@ -243,6 +257,9 @@ def _targets(runs: list[dict], single: dict | None) -> dict:
             )
         if ARGS.device == "cpu":
             out["cpu_target_20x_met"] = bool(ratio >= TARGETS["cpu_speedup_256_vs_1"])
+            out["cpu_target_10x_met (issue 11)"] = bool(
+                ratio >= TARGETS["cpu_speedup_256_vs_1_issue_11"]
+            )
     big = [r for r in runs if r["batch"] >= TARGETS["gpu_simulations"] and not r["extrapolated"]]
     if ARGS.device == "gpu" and big:
         r = big[0]
