@@ -19,8 +19,8 @@ TIE = 1e-9
 are within this fraction of the best tie, and the lowest-numbered is dropped first.
 Rows equal by symmetry differ by round-off (Bricard along its motion: nine joint rows
 within 1e-11 of each other), and which of them won used to change with the machine
-and the compiled program; the step count of the run does not (41 to 53 Dopri8 steps
-for Bricard's 10 s at rtol 5e-6, by row)."""
+and the compiled program, and the run's cost with it (Bricard's 10 s at rtol 5e-6
+takes 41 to 53 Dopri8 steps depending on the row)."""
 
 
 class Elimination(AbstractRedundancyMethod):
