@@ -88,6 +88,8 @@ def test_tie_takes_the_first_of_columns_equal_to_round_off():
         assert largest == 1
         assert int(_qr(jnp.asarray(A)).perm[0]) == largest
         assert int(_qr(jnp.asarray(A), tie=1e-9).perm[0]) == (0 if tied else 1)
+    with pytest.raises(ValueError, match="tie must be in"):
+        rx.pivoted_qr(jnp.asarray(A), tie=1.0)
 
 
 def test_zero_matrix_has_rank_zero():

@@ -77,6 +77,8 @@ def pivoted_qr(
     Differentiable with respect to `a` while the pivot order and the rank do not
     change (they are discrete decisions taken on `stop_gradient` values).
     """
+    if not 0.0 <= tie < 1.0:
+        raise ValueError(f"pivoted_qr: tie must be in [0, 1), got {tie}")
     a = jnp.asarray(a, dtype=float)
     m, n = a.shape
     rtol = default_rtol((m, n)) if rtol is None else rtol
@@ -90,7 +92,8 @@ def pivoted_qr(
         below = rows >= k
         sq = jnp.sum(jnp.where(below[:, None], R, 0.0) ** 2, axis=0)
         sq = jnp.where(used, -1.0, jax.lax.stop_gradient(sq))
-        j = jnp.argmax(sq >= jnp.max(sq) * (1.0 - tie))  # the first of the largest
+        # The first of the largest (a NaN column first, as `argmax` of `sq` would).
+        j = jnp.argmax((sq >= jnp.max(sq) * (1.0 - tie)) | jnp.isnan(sq))
         used = used.at[j].set(True)
         position = position.at[j].set(k)
         x = jnp.where(below, jax.lax.dynamic_index_in_dim(R, j, axis=1, keepdims=False), 0.0)
