@@ -103,13 +103,15 @@ def every_type():
 
 @eqx.filter_jit
 def _assembled(model, q, qd, t):
-    # C is [holonomic_jacobian; pfaffian_matrix] and velocity_residual is C q̇ + b by
-    # construction; those are checked on one mechanism in `test_public_pieces`.
+    # C is [holonomic_jacobian; pfaffian_matrix] by construction (checked on one
+    # mechanism in `test_jit_matches_eager_and_public_pieces`); velocity_residual is
+    # computed apart from C (a JVP per pair), so it is checked against the oracle.
     return dict(
         phi=rx.position_residual(model, q, t),
         C=rx.constraint_matrix(model, q, t),
         b=rx.velocity_bias(model, q, t),
         gamma=rx.acceleration_rhs(model, q, qd, t),
+        velocity=rx.velocity_residual(model, q, qd, t),
     )
 
 
@@ -210,6 +212,7 @@ def test_every_pair_type_against_hand_oracle(every_type, state):
     np.testing.assert_allclose(a["C"], o.C, atol=TOL_EXACT)
     np.testing.assert_allclose(a["b"], o.b, atol=TOL_EXACT)
     np.testing.assert_allclose(a["gamma"], o.gamma, atol=TOL_EXACT)
+    np.testing.assert_allclose(a["velocity"], o.C @ qd + o.b, atol=TOL_EXACT)
 
 
 def test_pairs_report_their_rows(every_type):
