@@ -44,6 +44,20 @@ def _scatter_rows(n_rows: int, groups, values) -> Float[Array, " rows"]:
     return out
 
 
+def _rows_of_pairs(model: Model, Q, QD, holonomic, pfaffian) -> Float[Array, " nc"]:
+    """[holonomic rows; Pfaffian rows]: `holonomic(pair, qb, qdb)` and `pfaffian(pair,
+    qb, qdb)` (one pair's rows from its bodies' coordinates and velocities), mapped
+    over each stacked type and put in row order."""
+    hol = [jax.vmap(holonomic)(g, Q[g.bodies], QD[g.bodies]) for g in model.holonomic]
+    pf = [jax.vmap(pfaffian)(g, Q[g.bodies], QD[g.bodies]) for g in model.pfaffian]
+    return jnp.concatenate(
+        [
+            _scatter_rows(model.n_holonomic, model.holonomic, hol),
+            _scatter_rows(model.n_pfaffian, model.pfaffian, pf),
+        ]
+    )
+
+
 def _in_row_order(n_rows: int, rows: list, values: list):
     """The groups' `values` (one entry per row, groups' rows concatenated) put in row
     order by one gather: the groups partition the rows, so where each row sits in
@@ -127,14 +141,7 @@ def _velocity_residual_jvp(model: Model, q, qd, t):
         zero = jnp.zeros_like(qdb)
         return jax.jvp(lambda v: g.velocity_residual(qb, v), (zero,), (qdb,))[1]
 
-    hol = [jax.vmap(holonomic)(g, Q[g.bodies], QD[g.bodies]) for g in model.holonomic]
-    pf = [jax.vmap(pfaffian)(g, Q[g.bodies], QD[g.bodies]) for g in model.pfaffian]
-    return jnp.concatenate(
-        [
-            _scatter_rows(model.n_holonomic, model.holonomic, hol),
-            _scatter_rows(model.n_pfaffian, model.pfaffian, pf),
-        ]
-    )
+    return _rows_of_pairs(model, Q, QD, holonomic, pfaffian)
 
 
 def holonomic_jacobian(
@@ -240,14 +247,7 @@ def _acceleration_rhs(model: Model, q, qd, t):
 
         return -jax.jvp(path, (jnp.zeros(()),), (jnp.ones(()),))[1]
 
-    hol = [jax.vmap(gamma_holonomic)(g, Q[g.bodies], QD[g.bodies]) for g in model.holonomic]
-    pf = [jax.vmap(gamma_pfaffian)(g, Q[g.bodies], QD[g.bodies]) for g in model.pfaffian]
-    return jnp.concatenate(
-        [
-            _scatter_rows(model.n_holonomic, model.holonomic, hol),
-            _scatter_rows(model.n_pfaffian, model.pfaffian, pf),
-        ]
-    )
+    return _rows_of_pairs(model, Q, QD, gamma_holonomic, gamma_pfaffian)
 
 
 def mass_matrix(model: Model, q: Float[Array, " nq"] | None = None) -> Float[Array, "nq nq"]:
