@@ -143,7 +143,8 @@ def crossings(n: int, t_final: float) -> np.ndarray:
 
 def adams_b0() -> tuple[np.ndarray, np.ndarray]:
     """The published ADAMS solution (t, B0) of A02 with N = 40."""
-    data = np.loadtxt(REFERENCE, delimiter=",", comments="#", skiprows=6, ndmin=2)  # after "t,x_B0,y_B0"
+    # skiprows=6: the data start after the header "t,x_B0,y_B0"
+    data = np.loadtxt(REFERENCE, delimiter=",", comments="#", skiprows=6, ndmin=2)
     return data[:, 0], data[:, 1:3]
 
 

@@ -4,8 +4,8 @@ The 10 s manoeuvre of the mobile robot (DESIGN.md §6; Wojtyra & Frączek 2013 �
 at rtol = 1e-8, atol = 1e-10, Baumgarte stabilisation (α = β = 10 /s; the default
 before issue 14 made the projection after every step the default, timed besides):
 
-- redundax: `rx.simulate` (Diffrax's default for rtol < 1e-6, Dopri8, PID controller) with `NullSpace()` and
-  with the elimination of rows {6, 21};
+- redundax: `rx.simulate` (Diffrax's default for rtol < 1e-6, Dopri8, PID controller) with
+  `NullSpace()` and with the elimination of rows {6, 21};
 - baseline: the SAME equations written here by hand in NumPy (C, b, Φ and Γ of the
   revolute, translational, driving and knife-edge rows, the same Baumgarte terms,
   elimination of rows 6 and 21, or an SVD null-space solve), integrated by
@@ -406,7 +406,8 @@ def main():
         )
         r = results[f"redundax {name}"]
         print(
-            f"redundax {name}: compile {r['compile_time_s']:.2f} s, run {1e3 * r['run_time_median_s']:.1f} ms"
+            f"redundax {name}: compile {r['compile_time_s']:.2f} s, "
+            f"run {1e3 * r['run_time_median_s']:.1f} ms"
         )
 
     # The hand-written equations must be the library's equations: compare them at
@@ -543,7 +544,9 @@ def main():
             "atol": ATOL,
             "stabilisation": "Baumgarte(alpha=10, beta=10) (the hand-written equations); "
             "'+ StepProjection' and '(defaults)': projection after every step",
-            "redundax_solver": "Dopri8 (default at rtol < 1e-6), PIDController, n_save=201 (default)",
+            "redundax_solver": (
+                "Dopri8 (default at rtol < 1e-6), PIDController, n_save=201 (default)"
+            ),
             "scipy_solver": "solve_ivp DOP853",
             "eliminated_rows_1based": list(ELIMINATED),
             "runs": {"redundax": N_RUNS, "scipy": 5},
@@ -618,7 +621,8 @@ def main():
         b = results[f"redundax {name}"]["breakdown_s"]
         print(
             f"  {name:20s} RHS {1e3 * b['rhs_evaluations (evals × in-loop min)']:6.1f}   fixed "
-            f"{1e3 * b['fixed_cost_per_call']:6.1f}   rest {1e3 * b['rest (integrator overhead)']:6.1f} "
+            f"{1e3 * b['fixed_cost_per_call']:6.1f}   "
+            f"rest {1e3 * b['rest (integrator overhead)']:6.1f} "
             f"({b['rest_per_step_us']:.0f} µs/step)"
         )
     print(

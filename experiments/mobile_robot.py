@@ -257,7 +257,7 @@ def fig4(ts, series, path):
     for row, (key, label) in enumerate(right):
         ax = axes[row, 1]
         # Widths shrink so that identical curves stay visible on top of each other.
-        for v, lw in zip(VARIANTS, (5.0, 2.8, 1.0)):
+        for v, lw in zip(VARIANTS, (5.0, 2.8, 1.0), strict=True):
             (line,) = ax.plot(ts, series[v][key], color=COLOURS[v], lw=lw)
             if row == 0:
                 lines.append(line)
@@ -358,7 +358,7 @@ def main():
         "per_pair_max_rel_diff_vs_first_variant": {},
         "eliminated_multipliers_max_abs": {},
     }
-    for name, (traj, reac, method) in runs.items():
+    for name, (traj, reac, _method) in runs.items():
         summary["variants"][name] = {
             "eliminated_rows_1based": list(VARIANTS.get(name, ())),
             "steps": int(traj.num_steps),
@@ -432,8 +432,7 @@ def main():
                 else "rank 21 found at some states, q̈ wrong and the "
                 "minimum-norm multipliers blow up"
             )
-            + ". The figures use "
-            "NullSpace(rtol=%g)." % NULL_SPACE_RTOL
+            + f". The figures use NullSpace(rtol={NULL_SPACE_RTOL:g})."
         ),
         "states_where_pivoted_qr_default_rtol_gives_rank_21": [
             int(np.sum(ranks != 20)),
@@ -444,7 +443,9 @@ def main():
         "max_abs_qdd_error_default_vs_elimination": qdd_error,
     }
     flags = np.asarray(ref_reac.unique[0])
-    summary["solvability_flags"] = {n: bool(f) for n, f in zip(model.pair_names, flags)}
+    summary["solvability_flags"] = {
+        n: bool(f) for n, f in zip(model.pair_names, flags, strict=True)
+    }
 
     (OUT / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
