@@ -1,5 +1,8 @@
 """Natural coordinates (Kraus, Winckler & Bock 2001): bodies, mass matrix, joints."""
 
+import contextlib
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -455,3 +458,121 @@ def test_rows_are_the_labelled_reaction_components(kind):
         unit[3 * what : 3 * what + 3] = G[k]
         assert np.allclose(wrench(J[row, 0], qb[0]), unit, rtol=0.0, atol=TOL_JOINT), label
         assert np.allclose(wrench(J[row, 1], qb[1]), -unit, rtol=0.0, atol=TOL_JOINT), label
+
+
+# --- bodies whose mass lies in one plane -------------------------------------------
+
+
+def _bricard_of_laminae(thinness: float = 0.0):
+    """Bricard's linkage with every rod replaced by a lamina in the xy-plane (principal
+    moments (¼, ¼, ½): I_z = I_x + I_y, no second moment along z, so its 12 × 12 block
+    of the natural-coordinate M is singular), or by a plate whose I_z is short of
+    I_x + I_y by `thinness`."""
+    mech = rx.models.bricard()
+    plates = [dataclasses.replace(b, inertia=(0.25, 0.25, 0.5 - thinness)) for b in mech.bodies]
+    mech = dataclasses.replace(mech, bodies=plates)
+    return mech.build(), mech.initial_state()
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        rx.NullSpace(schur=True),
+        rx.BlockSparse(),
+        rx.WeightedMinimumNorm(),
+        rx.Elimination(keep=tuple(k for k in range(60) if k != 1), n_rows=60),
+    ],
+    ids=lambda m: type(m).__name__,
+)
+def test_methods_that_need_the_inverse_mass_refuse_laminae_by_name(method):
+    """A method that applies M⁻¹ is refused before it runs (it would end in
+    non-finite accelerations: Diffrax reported "maximum number of steps reached"),
+    with every singular body named, by `simulate` and by `solve_dynamics`."""
+    model, state = _bricard_of_laminae()
+    structure = rx.decide(model, state.q, state.t)
+    assert not np.any(np.asarray(structure.mass_definite))
+    for call in (
+        lambda: rx.simulate(model, state, 0.1, method=method, structure=structure),
+        lambda: rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=method),
+    ):
+        with pytest.raises(rx.ModelError) as caught:
+            call()
+        assert caught.value.problems == tuple(
+            f"body 'rod{k}': its block of the mass matrix is singular" for k in range(1, 6)
+        )
+        assert caught.value.source == "method"
+        assert f"{type(method).__name__} applies M⁻¹" in str(caught.value)
+
+
+def test_the_default_method_takes_laminae_to_the_qr_path_and_their_limit():
+    """`NullSpace()` runs a mechanism of laminae by its pivoted-QR path (the structure
+    refuses the Schur complement): its q̈ equals the augmented Lagrangian's (which
+    factors M + α CᵀC, regular here) to 1e-10, and is the limit of plates of
+    vanishing thickness (I_z short of I_x + I_y by 1e-7: within 1e-6, relative; by
+    1e-2: not, so the comparison can tell)."""
+    model, state = _bricard_of_laminae()
+    structure = rx.decide(model, state.q, state.t)
+    assert not bool(structure.schur)
+    qdd, _ = rx.solve_dynamics(model, state.q, state.qd, structure=structure)
+    scale = float(np.max(np.abs(np.asarray(qdd))))
+    assert scale > 0.5  # released at rest under gravity
+    alm, _ = rx.solve_dynamics(
+        model, state.q, state.qd, structure=structure, method=rx.AugmentedLagrangian()
+    )
+    assert float(np.max(np.abs(np.asarray(qdd - alm)))) < 1e-10 * scale
+    for thinness, close in ((1e-7, True), (1e-2, False)):
+        plate, _ = _bricard_of_laminae(thinness)
+        decided = rx.decide(plate, state.q, state.t)
+        assert np.all(np.asarray(decided.mass_definite))
+        ref, _ = rx.solve_dynamics(plate, state.q, state.qd, structure=decided)
+        error = float(np.max(np.abs(np.asarray(qdd - ref)))) / scale
+        assert (error < 1e-6) == close, (thinness, error)
+    trajectory = rx.simulate(model, state, 0.5, n_save=6)
+    assert np.all(np.isfinite(np.asarray(trajectory.q)))
+    assert float(np.max(trajectory.position_violation)) < 1e-6
+
+
+def test_slender_rods_keep_the_default_off_the_paths_through_the_inverse_mass():
+    """Bricard with rods 3 mm thick (M's condition number 1.3e6): the structure finds
+    C M⁻¹ Cᵀ ill conditioned, so `NullSpace()` takes the pivoted QR, whose q̈ equals
+    the augmented Lagrangian's and the elimination's (a Cholesky of the kept rows'
+    Schur complement, unregularised); the block solver, which drops rows by pivots in
+    the M⁻¹ metric, is not taken by default for such a mechanism."""
+    from redundax.methods import specialise
+
+    mech = rx.models.bricard(side=0.003)
+    model, state = mech.build(), mech.initial_state()
+    structure = rx.decide(model, state.q, state.t)
+    assert not bool(structure.schur)
+    assert specialise(rx.NullSpace(), structure, model).schur is False
+    solve = lambda method: np.asarray(  # noqa: E731
+        rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=method)[0]
+    )
+    qdd = solve(rx.NullSpace())
+    scale = float(np.max(np.abs(qdd)))
+    keep = tuple(k for k in range(model.n_constraints) if k != 1)
+    for other, tol in (
+        (rx.AugmentedLagrangian(), 1e-10),
+        (rx.Elimination(keep=keep, n_rows=model.n_constraints), 1e-7),
+    ):
+        assert float(np.max(np.abs(solve(other) - qdd))) < tol * scale, type(other).__name__
+
+
+def test_specialise_keeps_large_mechanisms_of_laminae_off_the_block_solver():
+    """From `BLOCK_MIN_COORDINATES` on, `NullSpace()` takes the block solver, which
+    applies each body's M⁻¹: not when one body is a lamina."""
+    from redundax.methods import specialise
+    from redundax.methods._base import BLOCK_MIN_COORDINATES
+
+    mech = rx.models.spherical_chain(13)
+    assert 13 * 12 >= BLOCK_MIN_COORDINATES
+    flat = list(mech.bodies)
+    flat[4] = dataclasses.replace(flat[4], inertia=(0.25, 0.25, 0.5))
+    for bodies, block in ((mech.bodies, True), (flat, False)):
+        model = dataclasses.replace(mech, bodies=bodies).build()
+        state = mech.initial_state()
+        structure = rx.decide(model, state.q, state.t)
+        assert specialise(rx.NullSpace(), structure, model).block is block
+        refused = pytest.raises(rx.ModelError, match="body 'rod4'")
+        with contextlib.nullcontext() if block else refused:
+            specialise(rx.NullSpace(block=True), structure, model)

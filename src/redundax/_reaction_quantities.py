@@ -277,7 +277,7 @@ def pair_reaction(
     if structure is None:
         structure = decide(model, q, t)
     guarded = method is None
-    method = specialise(NullSpace() if method is None else method, structure)
+    method = specialise(NullSpace() if method is None else method, structure, model)
     outputs = _at_state(model, q, qd, t, rows, structure, method, stabilisation)
     if guarded:
         outputs = _guard(outputs, model, structure, pair, component)
@@ -318,7 +318,7 @@ def pair_reaction_history(
     if structure is None:
         structure = trajectory.structure
     guarded = method is None
-    method = specialise(NullSpace() if method is None else method, structure)
+    method = specialise(NullSpace() if method is None else method, structure, model)
     stabilisation = as_simulated(stabilisation, trajectory)
     outputs = _along(
         model, trajectory.ts, trajectory.q, trajectory.qd, rows, structure, method, stabilisation

@@ -278,5 +278,5 @@ def reaction_history(
         structure = trajectory.structure
     stabilisation = as_simulated(stabilisation, trajectory)
     batch = chunk_size(model, trajectory.ts.shape[0], memory_budget)
-    method = specialise(method, structure)
+    method = specialise(method, structure, model)
     return _history(model, trajectory, structure, method, stabilisation, batch)

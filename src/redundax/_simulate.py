@@ -509,7 +509,7 @@ def simulate(
         solver = default_solver(rtol)
     if stepsize_controller is None:
         stepsize_controller = default_controller(model, rtol, atol)
-    method = specialise(method, structure)
+    method = specialise(method, structure, model)
     if progress is not None:
         from ._progress import in_segments  # noqa: PLC0415 - it builds on this module
 

@@ -68,6 +68,11 @@ MASS_CONDITION_LIMIT = 1e8
 """Largest condition number of M for which the Schur path is used (a point mass
 modelled with a vanishing inertia makes C M⁻¹ Cᵀ nearly singular)."""
 
+MASS_DEFINITE_RTOL = 1e-12
+"""A body's block of M is taken as singular when its smallest eigenvalue is below
+this fraction of its largest (a lamina's is zero up to round-off; a plate 1 mm thick
+and 1 m wide is at about 1e-7)."""
+
 NEARBY_STEP = 1e-4
 """Size of the step to the generic nearby configuration, relative to max(1, max|q|)."""
 
@@ -348,6 +353,11 @@ class Structure(eqx.Module):
       `rank` means the decision configuration is singular.
     - `schur`: whether the all-rows Schur complement C M⁻¹ Cᵀ is well conditioned
       apart from its p zero eigenvalues (the null-space method's fast path).
+    - `mass_definite`: per body, whether its block of M is positive definite (not
+      so for a spatial body in natural coordinates whose mass lies in one plane, a
+      lamina with I_z = I_x + I_y: the constrained motion is still well defined, but
+      no method that needs M⁻¹ can be used; [`specialise`][redundax.methods.specialise]
+      refuses them by name).
     - `unique`, `multipliers_unique`, `b_norm`: per group, the QR test at the
       decision configuration; `row_unique`, `row_b_norm`: per row.
     - `stable_unique`, `stable_row_unique`: unique at the decision configuration
@@ -373,6 +383,7 @@ class Structure(eqx.Module):
     sigma_ratio: Float[Array, ""]
     rank_nearby: Int[Array, ""]
     schur: Bool[Array, ""]
+    mass_definite: Bool[Array, " nb"]
     unique: Bool[Array, " g"]
     multipliers_unique: Bool[Array, " g"]
     b_norm: Float[Array, " g"]
@@ -503,6 +514,13 @@ def _nearby(model: Model, q, t):
     return _gauss_newton(model, q1, t, keep, mass_matrix(model, q))
 
 
+def _mass_definite(model: Model) -> Bool[Array, " nb"]:
+    """Per body, whether its block of M is positive definite (smallest eigenvalue
+    above `MASS_DEFINITE_RTOL` times the largest)."""
+    eig = jnp.linalg.eigvalsh(model.bodies.mass_blocks())
+    return eig[:, 0] > MASS_DEFINITE_RTOL * eig[:, -1]
+
+
 def _schur_conditioned(model: Model, C, rank) -> Bool[Array, ""]:
     M = mass_matrix(model)
     m_eig = jnp.linalg.eigvalsh(M)
@@ -593,6 +611,7 @@ def _decide(model, q, t, names, kinds, rows, labels, rtol, utol) -> Structure:
         sigma_ratio=sigma_ratio,
         rank_nearby=rank1,
         schur=_schur_conditioned(model, C, rank),
+        mass_definite=_mass_definite(model),
         unique=groups.unique,
         multipliers_unique=groups.multipliers_unique,
         b_norm=groups.b_norm,

@@ -325,7 +325,7 @@ def _integrate(
         structure.raise_if_singular()
     keywords = options.keywords(
         structure=structure,
-        method=specialise(options.method, structure),
+        method=specialise(options.method, structure, config.model),
         consistency_tol=config.consistency_tolerance,
         throw=False,
     )

@@ -11,6 +11,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._equations import LocalTerms, Terms, dynamics_terms, local_terms
+from .._errors import ModelError
 from .._structure import Structure
 from .._validation import host_values
 from ._kernels import null_space_acceleration, schur_acceleration
@@ -40,6 +41,13 @@ class AbstractRedundancyMethod(eqx.Module):
     partitions: ClassVar[bool] = False
     """Whether the method keeps an active set of rows (`active_rows`), which
     `simulate` records step by step ([`ActiveSetMonitor`][redundax.ActiveSetMonitor])."""
+
+    @property
+    def needs_mass_inverse(self) -> bool:
+        """Whether the method applies M⁻¹ (a Schur complement C M⁻¹ Cᵀ, mass-weighted
+        multipliers), and so cannot run where a body's block of M is singular
+        ([`specialise`][] refuses it there). Default: no."""
+        return False
 
     def terms(self, model, q, qd, t) -> Terms:
         """The terms of the equations of motion this method solves, at (q, q̇, t)
@@ -87,6 +95,12 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
     schur: eqx.AbstractVar[bool | None]
     block: eqx.AbstractVar[bool | None]
 
+    @property
+    def needs_mass_inverse(self) -> bool:
+        # The pivoted-QR path needs M only as a matrix; `schur=None` takes it at run
+        # time where the structure says the Schur complement is not usable.
+        return bool(self.block) or self.schur is True
+
     def terms(self, model, q, qd, t):
         return local_terms(model, q, qd, t) if self.block else dynamics_terms(model, q, qd, t)
 
@@ -113,23 +127,76 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
         return jax.lax.cond(structure.schur, by_schur, by_qr)
 
 
-def specialise(method: AbstractRedundancyMethod, structure: Structure) -> AbstractRedundancyMethod:
+def specialise(
+    method: AbstractRedundancyMethod, structure: Structure, model=None
+) -> AbstractRedundancyMethod:
     """`method` with its choices of path fixed from the structure: `block` by the
     mechanism's size (at least `BLOCK_MIN_COORDINATES` coordinates: the block
-    solver), then `schur` by the structure's verdict when that verdict is known on
-    the host, so that only the path taken is compiled. The numbers are those of
-    the unspecialised method (the same q̈; it takes the same Schur/QR path at run
-    time through `jax.lax.cond`)."""
-    if not isinstance(method, AbstractNullSpaceMethod):
-        return method
+    solver, where the structure finds C M⁻¹ Cᵀ well conditioned, `Structure.schur`),
+    then `schur` by the structure's verdict when that verdict is known on the host,
+    so that only the path taken is compiled.
+
+    The block solver, like the Schur path, works in the M⁻¹ metric and needs that
+    verdict: with slender or flat bodies in natural coordinates it drops rows that
+    are not dependent (Bricard's rods 3 mm thick instead of 100 mm, M's condition
+    number 1.3e6: its q̈ is wrong by a factor 5 where the pivoted-QR path's agrees
+    with the augmented Lagrangian's to 1e-12).
+
+    The numbers are those of the unspecialised method (the same q̈; it takes the
+    same Schur/QR path at run time through `jax.lax.cond`).
+
+    **Raises:** [`ModelError`][redundax.ModelError] naming the bodies (from `model`,
+    else by index) when the method needs M⁻¹ (`needs_mass_inverse`) and a body's
+    block of M is singular (`Structure.mass_definite`, when known on the host):
+    the run would otherwise end in non-finite accelerations."""
+    if isinstance(method, AbstractNullSpaceMethod):
+        method = _paths(method, structure)
+    raise_if_mass_singular(method, structure, model)
+    return method
+
+
+def raise_if_mass_singular(
+    method: AbstractRedundancyMethod, structure: Structure, model=None
+) -> None:
+    """[`ModelError`][redundax.ModelError] naming the bodies (from `model`, else by
+    index) whose block of M is singular, if `method` needs M⁻¹ and the structure's
+    `mass_definite` is known on the host (nothing is checked under a trace)."""
+    definite = _mass_definite(structure)
+    if method.needs_mass_inverse and definite is not None and not np.all(definite):
+        raise _singular_mass_error(method, np.flatnonzero(~definite), model)
+
+
+def _paths(method: "AbstractNullSpaceMethod", structure: Structure):
+    known = host_values(structure.schur)
+    schur = None if known is None or np.ndim(known[0]) else bool(known[0])
     if method.block is None:
         # A path the user fixed (`schur=True/False`) is kept.
         blocks = structure.blocks
         large = blocks is not None and blocks.n_bodies * blocks.dof >= BLOCK_MIN_COORDINATES
-        method = dataclasses.replace(method, block=large and method.schur is None)
-    if method.schur is not None or method.block:
+        method = dataclasses.replace(method, block=large and schur is True and method.schur is None)
+    if method.schur is not None or method.block or schur is None:
         return method
-    known = host_values(structure.schur)
-    if known is None or np.ndim(known[0]):
-        return method
-    return dataclasses.replace(method, schur=bool(known[0]))
+    return dataclasses.replace(method, schur=schur)
+
+
+def _mass_definite(structure: Structure) -> np.ndarray | None:
+    """`Structure.mass_definite` on the host (None where it is traced or batched)."""
+    known = host_values(structure.mass_definite)
+    if known is None or np.ndim(known[0]) != 1:
+        return None
+    return np.asarray(known[0], dtype=bool)
+
+
+def _singular_mass_error(method, bodies, model) -> ModelError:
+    names = [repr(model.bodies.names[k]) if model is not None else f"{k} (0-based)" for k in bodies]
+    problems = [f"body {name}: its block of the mass matrix is singular" for name in names]
+    return ModelError(
+        f"{type(method).__name__} applies M⁻¹, but M is singular:\n"
+        + "\n".join(f"  - {p}" for p in problems)
+        + "\nin natural coordinates a body whose mass lies in one plane (a lamina: "
+        "principal moments with I_z = I_x + I_y) has no inertia out of it. Use "
+        "rx.NullSpace() (its pivoted-QR path, which it takes for such a mechanism), or "
+        "give the bodies some thickness (I_z < I_x + I_y)",
+        problems,
+        "method",
+    )

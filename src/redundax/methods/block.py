@@ -359,6 +359,7 @@ class BlockSparse(AbstractRedundancyMethod):
 
     pivot_rtol: float = eqx.field(static=True, default=PIVOT_RTOL)
     partitions: ClassVar[bool] = True
+    needs_mass_inverse: ClassVar[bool] = True
 
     def terms(self, model, q, qd, t) -> LocalTerms:
         return local_terms(model, q, qd, t)

@@ -1,5 +1,7 @@
 """Redundant-constraint elimination: drop chosen dependent rows."""
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
@@ -35,6 +37,7 @@ class Elimination(AbstractRedundancyMethod):
     """The kept rows (an array, not a static field: choices of the same number of
     rows share one compiled program)."""
     n_rows: int = eqx.field(static=True)
+    needs_mass_inverse: ClassVar[bool] = True  # the Schur complement of the kept rows
 
     def _solve(self, terms, gamma):
         # M q̈ + C_sᵀ μ = F, C_s q̈ = Γ_s by the Schur complement (Cholesky of

@@ -20,6 +20,11 @@ class WeightedMinimumNorm(AbstractNullSpaceMethod):
     schur: bool | None = eqx.field(static=True, default=None)
     block: bool | None = eqx.field(static=True, default=None)
 
+    @property
+    def needs_mass_inverse(self) -> bool:
+        # The mass-weighted multipliers (weights=None) apply M⁻¹ whatever the path.
+        return self.weights is None or super().needs_mass_inverse
+
     def multipliers(self, terms, gamma, qdd, structure):
         C = terms.C
         if self.weights is None:

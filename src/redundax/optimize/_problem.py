@@ -87,7 +87,7 @@ class DesignProblem:
         if options.initial_projection is not None:
             q, qd = options.initial_projection(self.model, q, qd, t)
         self.structure = decide(self.model, q, t)
-        self.method = specialise(options.method, self.structure)
+        self.method = specialise(options.method, self.structure, self.model)
         self.rank = int(self.structure.rank)
         self.reference = np.ones(len(design.objective))
         self.value_and_grad = eqx.filter_jit(

@@ -137,7 +137,7 @@ class Evaluator:
         # the nominal mechanism, once, so that every variant takes the same one:
         # a per-variant choice under vmap would evaluate both.
         nominal = decide(sweep.model, sweep.state.q, sweep.state.t)
-        method = specialise(options.method, nominal)
+        method = specialise(options.method, nominal, sweep.model)
         dynamic, static = eqx.partition((sweep.model, sweep.state, method), eqx.is_array)
         # Every process holds the same nominal model: a replicated global array
         # made from each one's own copy, with no communication.
