@@ -132,9 +132,10 @@ def specialise(
 ) -> AbstractRedundancyMethod:
     """`method` with its choices of path fixed from the structure: `block` by the
     mechanism's size (at least `BLOCK_MIN_COORDINATES` coordinates: the block
-    solver, where the structure finds C M⁻¹ Cᵀ well conditioned, `Structure.schur`),
-    then `schur` by the structure's verdict when that verdict is known on the host,
-    so that only the path taken is compiled.
+    solver, where the structure finds C M⁻¹ Cᵀ well conditioned, `Structure.schur`;
+    a verdict not known on the host, traced or batched, keeps the dense paths and
+    their choice at run time), then `schur` by the structure's verdict when that
+    verdict is known on the host, so that only the path taken is compiled.
 
     The block solver, like the Schur path, works in the M⁻¹ metric and needs that
     verdict: with slender or flat bodies in natural coordinates it drops rows that
