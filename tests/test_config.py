@@ -552,6 +552,12 @@ def test_projection_after_every_step_from_the_file(tmp_path, table, expected):
     assert options.drift_control == expected
 
 
+def test_a_pivot_metric_that_is_not_understood_is_named(tmp_path):
+    text = _with_simulation(FOUR_BAR_TEXT, 'method = "block"\npivots = "euclid"')
+    with pytest.raises(ConfigError, match=r"pivots.*\"mass\" or \"coordinates\""):
+        load_config(_write(tmp_path, text))
+
+
 def test_a_projection_that_is_not_understood_is_named(tmp_path):
     path = _write(tmp_path, _with_simulation(FOUR_BAR_TEXT, 'projection = "always"'))
     with pytest.raises(ConfigError, match=r"projection.*true, false or \"steps\""):
@@ -563,6 +569,7 @@ def test_a_projection_that_is_not_understood_is_named(tmp_path):
     [
         ('method = "weighted-minimum-norm"', rx.WeightedMinimumNorm()),
         ('method = "block"\npivot_rtol = 1e-8', rx.BlockSparse(pivot_rtol=1e-8)),
+        ('method = "block"\npivots = "coordinates"', rx.BlockSparse(pivots="coordinates")),
         ('method = "augmented-lagrangian"\npenalty = 1e5', rx.AugmentedLagrangian(penalty=1e5)),
         ('stabilisation = "baumgarte"\nbaumgarte_alpha = 2\nbaumgarte_beta = 3', None),
     ],

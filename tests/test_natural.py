@@ -536,8 +536,7 @@ def test_slender_rods_keep_the_default_off_the_paths_through_the_inverse_mass():
     """Bricard with rods 3 mm thick (M's condition number 1.3e6): the structure finds
     C M⁻¹ Cᵀ ill conditioned, so `NullSpace()` takes the pivoted QR, whose q̈ equals
     the augmented Lagrangian's and the elimination's (a Cholesky of the kept rows'
-    Schur complement, unregularised); the block solver, which drops rows by pivots in
-    the M⁻¹ metric, is not taken by default for such a mechanism."""
+    Schur complement, unregularised)."""
     from redundax.methods import specialise
 
     mech = rx.models.bricard(side=0.003)
@@ -560,19 +559,96 @@ def test_slender_rods_keep_the_default_off_the_paths_through_the_inverse_mass():
 
 def test_specialise_keeps_large_mechanisms_of_laminae_off_the_block_solver():
     """From `BLOCK_MIN_COORDINATES` on, `NullSpace()` takes the block solver, which
-    applies each body's M⁻¹: not when one body is a lamina."""
+    applies each body's M⁻¹: not when one body is a lamina; with one slender rod it
+    does, choosing its rows on C Cᵀ."""
     from redundax.methods import specialise
     from redundax.methods._base import BLOCK_MIN_COORDINATES
 
     mech = rx.models.spherical_chain(13)
     assert 13 * 12 >= BLOCK_MIN_COORDINATES
-    flat = list(mech.bodies)
+    flat, slender = list(mech.bodies), list(mech.bodies)
     flat[4] = dataclasses.replace(flat[4], inertia=(0.25, 0.25, 0.5))
-    for bodies, block in ((mech.bodies, True), (flat, False)):
+    slender[4] = dataclasses.replace(slender[4], inertia=(1 / 12, 1 / 12, 1e-7))
+    for bodies, block, pivots in (
+        (mech.bodies, True, "mass"),
+        (slender, True, "coordinates"),
+        (flat, False, None),
+    ):
         model = dataclasses.replace(mech, bodies=bodies).build()
         state = mech.initial_state()
         structure = rx.decide(model, state.q, state.t)
-        assert specialise(rx.NullSpace(), structure, model).block is block
+        chosen = specialise(rx.NullSpace(), structure, model)
+        assert (chosen.block, chosen.pivots) == (block, pivots)
         refused = pytest.raises(rx.ModelError, match="body 'rod4'")
         with contextlib.nullcontext() if block else refused:
             specialise(rx.NullSpace(block=True), structure, model)
+
+
+@pytest.mark.parametrize(
+    ("label", "build"),
+    [
+        ("rods 3 mm thick", lambda: rx.models.bricard(side=0.003)),
+        ("rods 1 mm thick", lambda: rx.models.bricard(side=0.001)),
+        ("plates 1e-7 thin", lambda: _bricard_of_laminae(1e-7)),
+    ],
+)
+def test_block_solver_chooses_its_rows_on_c_ct_for_slender_and_flat_bodies(label, build):
+    """With M's condition number ≥ 1e6 the pivots of C M⁻¹ Cᵀ take independent rows
+    for dependent ones and the other way round (the control: its q̈ is wrong by more
+    than 100 %); the block solver's default then chooses the rows on C Cᵀ, the
+    metric of the structure's rank: as many rows as C's rank, and q̈ equal to the
+    augmented Lagrangian's (which factors M + α CᵀC) to 1e-10, through
+    `solve_dynamics` and `NullSpace(block=True)` alike."""
+    from redundax.methods import specialise
+
+    built = build()
+    model, state = built if isinstance(built, tuple) else (built.build(), built.initial_state())
+    structure = rx.decide(model, state.q, state.t)
+    assert np.linalg.cond(np.asarray(rx.mass_matrix(model))) > 1e6
+    assert specialise(rx.BlockSparse(), structure, model).pivots == "coordinates"
+    assert specialise(rx.NullSpace(block=True), structure, model).pivots == "coordinates"
+
+    def solve(method):
+        return np.asarray(
+            rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=method)[0]
+        )
+
+    reference = solve(rx.AugmentedLagrangian())
+    scale = float(np.max(np.abs(reference)))
+    error = lambda qdd: float(np.max(np.abs(qdd - reference))) / scale  # noqa: E731
+    assert error(solve(rx.BlockSparse(pivots="mass"))) > 1.0, label
+    for method in (
+        rx.BlockSparse(),
+        rx.BlockSparse(pivots="coordinates"),
+        rx.NullSpace(block=True),
+    ):
+        assert error(solve(method)) < 1e-10, (label, method)
+    terms = rx.dynamics_terms(model, state.q, state.qd, state.t)
+    active = rx.BlockSparse(pivots="coordinates").active_rows(terms, terms.gamma, structure)
+    assert int(np.sum(np.asarray(active))) == int(structure.rank)
+
+
+def test_block_solver_keeps_the_pivots_of_the_schur_complement_where_m_is_well_conditioned():
+    """Bricard's default rods (100 mm thick, M's condition number 1.2e3) and the 6-bar
+    (9.6e3): the block solver tests the pivots of C M⁻¹ Cᵀ, as Kraus et al."""
+    from redundax.methods import MASS_PIVOTS_MAX_CONDITION, specialise
+
+    for mech in (rx.models.bricard(), rx.models.six_bar()):
+        model, state = mech.build(), mech.initial_state()
+        structure = rx.decide(model, state.q, state.t)
+        assert np.linalg.cond(np.asarray(rx.mass_matrix(model))) < MASS_PIVOTS_MAX_CONDITION
+        assert specialise(rx.BlockSparse(), structure, model).pivots == "mass"
+
+
+def test_a_run_of_slender_rods_by_the_block_solver_follows_the_default():
+    """Bricard with rods 3 mm thick, 0.3 s: `BlockSparse()` (rows chosen on C Cᵀ) and
+    the default `NullSpace()` (pivoted QR here) end in the same state to 1e-7; with
+    the pivots of C M⁻¹ Cᵀ the run ends elsewhere (the control)."""
+    mech = rx.models.bricard(side=0.003)
+    model, state = mech.build(), mech.initial_state()
+    final = lambda method: np.asarray(  # noqa: E731
+        rx.simulate(model, state, 0.3, method=method, n_save=2, rtol=1e-9, atol=1e-11).q[-1]
+    )
+    reference = final(rx.NullSpace())
+    assert float(np.max(np.abs(final(rx.BlockSparse()) - reference))) < 1e-7
+    assert float(np.max(np.abs(final(rx.BlockSparse(pivots="mass")) - reference))) > 1e-3

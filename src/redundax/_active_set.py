@@ -150,8 +150,10 @@ def active_set_history(model: Model, trajectory, method: Any = None) -> ActiveSe
     whose threshold applies to the saved states (default `BlockSparse()`; pass the
     one simulated with). Host-side (the changes are a Python list)."""
     from .methods import BlockSparse
+    from .methods._base import block_pivots
 
-    method = BlockSparse() if method is None else method
+    # The pivot metric `simulate` fixed for the run (from the model's mass).
+    method = block_pivots(BlockSparse() if method is None else method, model)
     active = _active_along(
         model,
         trajectory.structure,

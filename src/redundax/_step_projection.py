@@ -112,6 +112,10 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
     """The rows the "rows" path solves with (an [`Elimination`][redundax.Elimination]'s
     kept rows, set by `prepare`)."""
 
+    pivots: str | None = eqx.field(static=True, default=None)
+    """The "block" path's pivot metric (see [`BlockSparse`][redundax.BlockSparse]),
+    the method's (set by `prepare`)."""
+
     def __check_init__(self):
         if self.path not in (None, "block", "schur", "qr", "rows"):
             raise ValueError(
@@ -138,7 +142,7 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
         from .methods import AbstractNullSpaceMethod, BlockSparse, Elimination
 
         if isinstance(method, BlockSparse) or getattr(method, "block", False):
-            return dataclasses.replace(self, path="block")
+            return dataclasses.replace(self, path="block", pivots=method.pivots)
         if isinstance(method, Elimination) and _spans_holonomic(method.keep, structure):
             return dataclasses.replace(self, path="rows", rows=method.keep)
         if isinstance(method, AbstractNullSpaceMethod) and method.schur is not None:
@@ -169,7 +173,7 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
             else:
                 target = terms.velocity_error
             unforced = dataclasses.replace(terms, F=jnp.zeros_like(terms.F))
-            return BlockSparse().solve(unforced, target, structure).qdd
+            return BlockSparse(pivots=self.pivots).solve(unforced, target, structure).qdd
         C = constraint_matrix(model, q, t)
         M, block = mass_matrix(model), model.bodies.dof
         inverse = model.bodies.inverse_mass_blocks()

@@ -353,6 +353,14 @@ def projection(value: Any, where: Where, problems: list[str]) -> bool | str | No
     return None
 
 
+def pivots(value: Any, where: Where, problems: list[str]) -> str | None:
+    """The block solver's pivot metric: "mass" or "coordinates"."""
+    if value in ("mass", "coordinates"):
+        return value
+    problems.append(Problem(where, f'expected "mass" or "coordinates", got {describe(value)}'))
+    return None
+
+
 def rows(value: Any, where: Where, problems: list[str]) -> tuple[int, ...] | None:
     if not isinstance(value, list) or not value:
         problems.append(

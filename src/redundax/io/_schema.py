@@ -356,7 +356,7 @@ TYPES: Final[Mapping[str, Mapping[str, Kind]]] = {
     "method": {
         "null-space": Kind(NullSpace, {}, ()),
         "weighted-minimum-norm": Kind(WeightedMinimumNorm, {}, ()),
-        "block": Kind(BlockSparse, {"pivot_rtol": checks.positive}, ()),
+        "block": Kind(BlockSparse, {"pivot_rtol": checks.positive, "pivots": checks.pivots}, ()),
         "elimination": Kind(
             EliminatedRows, {"eliminate": checks.rows}, (), names={"eliminate": "rows"}
         ),

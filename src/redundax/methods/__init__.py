@@ -27,10 +27,12 @@ from ._kernels import (
 from .augmented_lagrangian import AugmentedLagrangian as AugmentedLagrangian
 from .block import (
     ENTRY_CHUNK as ENTRY_CHUNK,
+    MASS_PIVOTS_MAX_CONDITION as MASS_PIVOTS_MAX_CONDITION,
     PIVOT_RTOL as PIVOT_RTOL,
     BlockSolution as BlockSolution,
     BlockSparse as BlockSparse,
     block_solve as block_solve,
+    mass_pivots as mass_pivots,
 )
 from .compliant import Compliant as Compliant, joint_stiffness as joint_stiffness
 from .elimination import Elimination as Elimination, eliminate as eliminate

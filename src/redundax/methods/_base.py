@@ -89,11 +89,20 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
     `None` (default), when the mechanism has at least `BLOCK_MIN_COORDINATES`
     coordinates, where it is the faster path, and `schur` is None ([`specialise`][]
     decides, from the structure). The multipliers stay the method's own (dense)
-    choice.
+    choice. `pivots`: the metric of the block solver's pivots (see
+    [`BlockSparse`][redundax.BlockSparse]; None: from M's conditioning).
     """
 
     schur: eqx.AbstractVar[bool | None]
     block: eqx.AbstractVar[bool | None]
+    pivots: eqx.AbstractVar[str | None]
+
+    def __check_init__(self):
+        if self.pivots is not None and self.pivots not in ("mass", "coordinates"):
+            raise ValueError(
+                f"{type(self).__name__} field 'pivots': expected None, 'mass' or "
+                f"'coordinates', got {self.pivots!r}"
+            )
 
     @property
     def needs_mass_inverse(self) -> bool:
@@ -108,7 +117,7 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
         if self.block or isinstance(terms, LocalTerms):
             from .block import BlockSparse
 
-            return BlockSparse().solve(terms, gamma, structure).qdd
+            return BlockSparse(pivots=self.pivots).solve(terms, gamma, structure).qdd
 
         def by_schur():
             return schur_acceleration(
@@ -132,16 +141,18 @@ def specialise(
 ) -> AbstractRedundancyMethod:
     """`method` with its choices of path fixed from the structure: `block` by the
     mechanism's size (at least `BLOCK_MIN_COORDINATES` coordinates: the block
-    solver, where the structure finds C M⁻¹ Cᵀ well conditioned, `Structure.schur`;
-    a verdict not known on the host, traced or batched, keeps the dense paths and
+    solver, where every body's block of M is regular, `Structure.mass_definite`; a
+    verdict not known on the host, traced or batched, keeps the dense paths and
     their choice at run time), then `schur` by the structure's verdict when that
     verdict is known on the host, so that only the path taken is compiled.
 
-    The block solver, like the Schur path, works in the M⁻¹ metric and needs that
-    verdict: with slender or flat bodies in natural coordinates it drops rows that
-    are not dependent (Bricard's rods 3 mm thick instead of 100 mm, M's condition
-    number 1.3e6: its q̈ is wrong by a factor 5 where the pivoted-QR path's agrees
-    with the augmented Lagrangian's to 1e-12).
+    Where the block solver is taken and its pivot metric (`pivots`) left open, it
+    is fixed from the model's mass: with slender or flat bodies (M's condition
+    number above `MASS_PIVOTS_MAX_CONDITION`), the rows are chosen on C Cᵀ, since
+    the pivots of C M⁻¹ Cᵀ take independent rows for dependent ones there
+    (Bricard's rods 3 mm thick instead of 100 mm, M's condition number 1.3e6: q̈
+    wrong by a factor 5 with the pivots of C M⁻¹ Cᵀ, exact to 2e-15 with those of
+    C Cᵀ; see [`BlockSparse`][redundax.BlockSparse]).
 
     The numbers are those of the unspecialised method (the same q̈; it takes the
     same Schur/QR path at run time through `jax.lax.cond`).
@@ -153,7 +164,23 @@ def specialise(
     if isinstance(method, AbstractNullSpaceMethod):
         method = _paths(method, structure)
     raise_if_mass_singular(method, structure, model)
-    return method
+    return block_pivots(method, model)
+
+
+def block_pivots(method: AbstractRedundancyMethod, model) -> AbstractRedundancyMethod:
+    """`method` with the block solver's pivot metric fixed from the model's mass
+    (`MASS_PIVOTS_MAX_CONDITION`), where it takes the block solver and leaves the
+    metric open; unchanged where the mass is not known on the host (the solver then
+    takes `"coordinates"`, right for every inertia)."""
+    from .block import BlockSparse, mass_pivots
+
+    uses_block = isinstance(method, BlockSparse) or (
+        isinstance(method, AbstractNullSpaceMethod) and bool(method.block)
+    )
+    if not uses_block or method.pivots is not None or model is None:
+        return method
+    pivots = mass_pivots(model.bodies.mass_blocks())
+    return method if pivots is None else dataclasses.replace(method, pivots=pivots)
 
 
 def raise_if_mass_singular(
@@ -171,10 +198,13 @@ def _paths(method: "AbstractNullSpaceMethod", structure: Structure):
     known = host_values(structure.schur)
     schur = None if known is None or np.ndim(known[0]) else bool(known[0])
     if method.block is None:
-        # A path the user fixed (`schur=True/False`) is kept.
+        # A path the user fixed (`schur=True/False`) is kept. The block solver needs
+        # every body's M⁻¹ (its pivots' metric then follows M's conditioning).
         blocks = structure.blocks
         large = blocks is not None and blocks.n_bodies * blocks.dof >= BLOCK_MIN_COORDINATES
-        method = dataclasses.replace(method, block=large and schur is True and method.schur is None)
+        definite = _mass_definite(structure)
+        regular = definite is not None and bool(np.all(definite))
+        method = dataclasses.replace(method, block=large and regular and method.schur is None)
     if method.schur is not None or method.block or schur is None:
         return method
     return dataclasses.replace(method, schur=schur)

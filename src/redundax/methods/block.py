@@ -23,8 +23,11 @@ constraint blocks, S μ = C M⁻¹ F − Γ with S = C M⁻¹ Cᵀ, q̈ = M⁻¹
    restart. A row whose pivot is less than `SOFT_DECADES` above the threshold is
    enforced softly (a compliant constraint whose compliance grows to infinity at
    the threshold), so that q̈ stays a C¹ function of the state when a row leaves
-   or joins. The rows kept are the *active set* (`BlockSolution.active`); it may
-   change from one state to the next, and `simulate` records every change
+   or joins. The pivots are those of C M⁻¹ Cᵀ itself where M is well
+   conditioned; with slender or flat bodies or very unequal masses, those of
+   C Cᵀ (a second factorisation chooses the rows: `MASS_PIVOTS_MAX_CONDITION`).
+   The rows kept are the *active set* (`BlockSolution.active`); it may change
+   from one state to the next, and `simulate` records every change
    ([`ActiveSetLog`][redundax.ActiveSetLog]).
 4. one step of iterative refinement on the residuals of the full equations, with
    the same factors: the Schur complement squares the conditioning of C M^-1/2,
@@ -46,6 +49,7 @@ from jaxtyping import Array, Bool, Float, Int
 from .._block_pattern import BlockPattern, coupling, symbolic_factorisation
 from .._equations import LocalTerms, Terms, local_terms
 from .._structure import Structure
+from .._validation import host_values
 from ._base import AbstractRedundancyMethod
 
 PIVOT_RTOL = 1e-6
@@ -60,6 +64,19 @@ of two planar parallelograms (3 s, three passages, rtol 1e-10, hard switch): at
 1e-6 the cranks stay parallel to 7.7e-6 rad; at 1e-10 the integrator stalls at
 the first passage (q̈ ~ 1/pivot). With ten spatial loops and `Projection()`,
 10 s: parallel to 1e-14 rad (`tests/test_block.py`)."""
+
+MASS_PIVOTS_MAX_CONDITION = 1e4
+"""Largest condition number of M (over every moving body's block: anisotropic
+inertia and the ratio of the bodies' masses both count) for which the partitioning
+tests its pivots on C M⁻¹ Cᵀ itself (`pivots="mass"`, as Kraus et al.). In the M⁻¹
+metric a row's independent part can look smaller than in the coordinates' by up to
+M's condition number κ, so with κ above 1 / `PIVOT_RTOL` independent rows are taken
+for dependent ones and the other way round. Measured on Bricard's linkage with
+slender rods (q̈ against the pivoted-QR path at the initial state): rods 30 / 10 / 3
+/ 1 mm thick, κ = 1.3e4 / 1.2e5 / 1.3e6 / 1.2e7: "mass" keeps 59 / 60 / 60 / 54 rows
+where C has rank 59, q̈ exact to 1e-15 / 1e-15 / wrong by a factor 4.8 / 5.4;
+"coordinates" keeps 59 rows and is exact to 2e-15 in all four. Standard models are
+below the limit (Bricard 1.2e3, the 6-bar 9.6e3, IFToMM A02's spatial chain 1.2e2)."""
 
 SOFT_DECADES = 1.0
 """Rows whose pivot lies within this many decades above the drop threshold are
@@ -94,26 +111,30 @@ def _weight(pivot, floor):
     return jnp.where(pivot > floor, s * s * (3.0 - 2.0 * s), 0.0)
 
 
-def _ldl(A, floor):
+def _ldl(A, floor, weights=None):
     """A ≈ L D Lᵀ (L unit lower triangular), unrolled over the columns, with the
     pivots of weak columns softened and those at or below `floor` dropped
     ([`_weight`][]): the inverse pivot of column j is w_j / d_j and its column of
     L is scaled alike, so a dropped column (w_j = 0) has L[:, j] = e_j, no
-    multiplier and no influence on the later columns. `floor=None`: no dropping
+    multiplier and no influence on the later columns. `weights`: the w_j given
+    (decided on another matrix; `floor` is then ignored); both None: no dropping
     (A positive definite).
 
-    **Returns:** (L, inverse pivots w / d, 0 where dropped)."""
+    **Returns:** (L, inverse pivots w / d, 0 where dropped; the weights w)."""
     n = A.shape[-1]
     index = jnp.arange(n)
     U = jnp.zeros_like(A)  # the columns v_j below the diagonal, unscaled
     dinv = jnp.zeros(n, dtype=A.dtype)
+    ws = jnp.ones(n, dtype=A.dtype) if weights is None else weights
     for j in range(n):
         v = A[:, j] - U[:, :j] @ (dinv[:j] * U[j, :j]) if j else A[:, j]
         pivot = v[j]
-        w = 1.0 if floor is None else _weight(pivot, floor[j])
+        if weights is None and floor is not None:
+            ws = ws.at[j].set(_weight(pivot, floor[j]))
+        w = ws[j]
         dinv = dinv.at[j].set(w / jnp.where(w > 0, pivot, 1.0))
         U = U.at[:, j].set(jnp.where(index > j, v, 0.0))
-    return jnp.eye(n, dtype=A.dtype) + U * dinv[None, :], dinv
+    return jnp.eye(n, dtype=A.dtype) + U * dinv[None, :], dinv, ws
 
 
 def _unit_lower_inverse(L):
@@ -127,7 +148,7 @@ def _unit_lower_inverse(L):
 
 def _spd_inverse(A):
     """A⁻¹ of a small symmetric positive definite matrix (unrolled LDLᵀ)."""
-    L, dinv = _ldl(A, None)
+    L, dinv, _ = _ldl(A, None)
     Linv = _unit_lower_inverse(L)
     return Linv.T @ (Linv * dinv[:, None])
 
@@ -138,6 +159,23 @@ def _take(a, index):
     if index.ndim == 0:
         return jax.lax.dynamic_index_in_dim(a, index, keepdims=False)
     return jnp.stack([jax.lax.dynamic_index_in_dim(a, i, keepdims=False) for i in index])
+
+
+PIVOTS = ("mass", "coordinates")
+
+
+def mass_pivots(mass_blocks) -> str | None:
+    """The partitioning's pivot metric for bodies of these blocks of M: "mass" where
+    M's condition number is at most `MASS_PIVOTS_MAX_CONDITION`, else
+    "coordinates"; None when the blocks are traced (not known on the host)."""
+    known = host_values(mass_blocks)
+    if known is None or known[0].ndim != 3:
+        return None
+    if known[0].shape[0] == 0:
+        return "mass"
+    eig = np.linalg.eigvalsh(known[0])
+    low, high = float(np.min(eig)), float(np.max(eig))
+    return "mass" if low > 0.0 and high <= MASS_PIVOTS_MAX_CONDITION * low else "coordinates"
 
 
 class _Plan(NamedTuple):
@@ -229,6 +267,7 @@ def block_solve(
     gamma: Float[Array, " nc"],
     rtol: float = PIVOT_RTOL,
     mass_inverse: Float[Array, "nb dof dof"] | None = None,
+    pivots: str = "mass",
 ) -> BlockSolution:
     """(q̈, μ, active rows) of M q̈ + Cᵀ μ = F, C q̈ = Γ by the block factorisation
     (module docstring), C given row by row in local form (`R`, `B`: see
@@ -255,26 +294,30 @@ def block_solve(
     # matrices: 70 MB for A02's chain at N = 1024, 20× slower there).
     MX = jnp.sum(Minv[XB] * X[..., None, :], axis=-1)
 
-    def entry(ik):
-        """S_ik[a, c] = Σ over common bodies of X_i[a, p] M⁻¹_b X_k[c, q]ᵀ (b = the
-        body of slot p of row a = of slot q of row c)."""
-        Bi, Bk = XB[ik[0]], XB[ik[1]]
-        common = (Bi[:, None, :, None] == Bk[None, :, None, :]) & (Bi[:, None, :, None] < nb)
-        # Two steps, not one three-operand einsum: its contraction order would
-        # materialise (size, P, dof, size, P), 12× this.
-        block = jnp.einsum("apk,cqk->acpq", MX[ik[0]], X[ik[1]])
-        return jnp.sum(jnp.where(common, block, 0.0), axis=(2, 3))
+    def entries_of(MX):
+        """The entries of C W Cᵀ (W = M⁻¹ when `MX` = M⁻¹ X, W = I when `MX` = X),
+        padded for the elimination, and the diagonal of each diagonal block."""
 
-    # The entries in chunks of ENTRY_CHUNK: the intermediates stay in cache (all at
-    # once they outgrow the CPU's last-level cache from N ≈ 512, 5× slower there).
-    S = jax.lax.map(entry, jnp.asarray(plan.pairs), batch_size=ENTRY_CHUNK)
-    # Padding rows: a unit diagonal, decoupled (their rows of X are zero).
+        def entry(ik):
+            """S_ik[a, c] = Σ over common bodies of X_i[a, p] M⁻¹_b X_k[c, q]ᵀ (b =
+            the body of slot p of row a = of slot q of row c)."""
+            Bi, Bk = XB[ik[0]], XB[ik[1]]
+            common = (Bi[:, None, :, None] == Bk[None, :, None, :]) & (Bi[:, None, :, None] < nb)
+            # Two steps, not one three-operand einsum: its contraction order would
+            # materialise (size, P, dof, size, P), 12× this.
+            block = jnp.einsum("apk,cqk->acpq", MX[ik[0]], X[ik[1]])
+            return jnp.sum(jnp.where(common, block, 0.0), axis=(2, 3))
+
+        # The entries in chunks of ENTRY_CHUNK: the intermediates stay in cache
+        # (all at once they outgrow the CPU's last-level cache from N ≈ 512, 5×
+        # slower there).
+        S = jax.lax.map(entry, jnp.asarray(plan.pairs), batch_size=ENTRY_CHUNK)
+        # Padding rows: a unit diagonal, decoupled (their rows of X are zero).
+        diag = jnp.diagonal(S[:n], axis1=1, axis2=2)
+        S = S.at[:n].add(jax.vmap(jnp.diag)(jnp.where(pad, 1.0, 0.0)))
+        return jnp.concatenate([S, jnp.zeros((1, size, size), dtype)]), jnp.where(pad, 1.0, diag)
+
     pad = jnp.asarray(~plan.valid)
-    diag = jnp.diagonal(S[:n], axis1=1, axis2=2)
-    S = S.at[:n].add(jax.vmap(jnp.diag)(jnp.where(pad, 1.0, 0.0)))
-    diag0 = jnp.where(pad, 1.0, diag)
-    entries = jnp.concatenate([S, jnp.zeros((1, size, size), dtype)])
-
     # Inside the loops, no `gather` from a large array: XLA:CPU runs a gather
     # from an operand of more than ~0.5 MB on its thread pool, and the hand-off
     # costs ~1.5 µs per gather, 15× the step's own work (measured on 2 cores; none
@@ -286,16 +329,29 @@ def block_solve(
     coupled = jnp.asarray(plan.off < plan.n_entries)[:, :, None, None]  # not padding
 
     def eliminate(E, xs):
-        step, off_k, update_k, coupled_k, floor = xs
-        L, dinv = _ldl(_take(E, step), floor)
+        step, off_k, update_k, coupled_k, floor, weights = xs
+        L, dinv, w = _ldl(_take(E, step), floor, weights)
         Linv = _unit_lower_inverse(L)
         G = jnp.einsum("wac,bc->wab", jnp.where(coupled_k, _take(E, off_k), 0.0), Linv)
         change = jnp.einsum("xac,c,ybc->xyab", G, dinv, G)
         E = E.at[update_k].add(-change)
         E = E.at[off_k].set(G * dinv[None, None, :])  # L_ik
-        return E, (Linv, dinv)
+        return E, (Linv, dinv, w)
 
-    E, (Linv, dinv) = jax.lax.scan(eliminate, entries, (steps, off, update, coupled, rtol * diag0))
+    entries, diag0 = entries_of(MX)
+    if pivots == "coordinates":
+        # The rows kept are decided on C Cᵀ (the metric of the structure's rank),
+        # and the factorisation of C M⁻¹ Cᵀ keeps exactly those, with their weights.
+        kept, diag_c = entries_of(X)
+        _, (_, _, weights) = jax.lax.scan(
+            eliminate, kept, (steps, off, update, coupled, rtol * diag_c, None)
+        )
+        floors = None
+    else:
+        weights, floors = None, rtol * diag0
+    E, (Linv, dinv, _) = jax.lax.scan(
+        eliminate, entries, (steps, off, update, coupled, floors, weights)
+    )
     keep = (dinv != 0) & jnp.asarray(plan.valid)
     lower = jnp.where(coupled, E[off], 0.0)  # (n, width, size, size): the L_ik by step
 
@@ -352,14 +408,30 @@ class BlockSparse(AbstractRedundancyMethod):
     rows), so the reactions flagged unique are the same as every method's.
 
     - `pivot_rtol`: the partitioning's pivot threshold (default `PIVOT_RTOL`).
+    - `pivots`: the metric in which the pivots are tested. `"mass"`: those of
+      C M⁻¹ Cᵀ, the matrix factorised (Kraus et al.); `"coordinates"`: those of
+      C Cᵀ, the metric of the structure's rank (a second factorisation, for the
+      rows' choice only: 1.2–1.5× the cost), right whatever the inertia; None
+      (default): `"mass"` where M's condition number is at most
+      `MASS_PIVOTS_MAX_CONDITION`, else `"coordinates"`, decided on the host from
+      the model's mass ([`specialise`][redundax.methods.specialise] fixes it before
+      a run; with the mass traced, `"coordinates"`).
 
     In `simulate` it assembles only [`LocalTerms`][redundax.LocalTerms] (no dense
     C or M: O(n) memory); given dense [`Terms`][] it reads C's blocks from them.
     """
 
     pivot_rtol: float = eqx.field(static=True, default=PIVOT_RTOL)
+    pivots: str | None = eqx.field(static=True, default=None)
     partitions: ClassVar[bool] = True
     needs_mass_inverse: ClassVar[bool] = True
+
+    def __check_init__(self):
+        if self.pivots is not None and self.pivots not in PIVOTS:
+            raise ValueError(
+                f"BlockSparse field 'pivots': expected None, 'mass' or 'coordinates', "
+                f"got {self.pivots!r}"
+            )
 
     def terms(self, model, q, qd, t) -> LocalTerms:
         return local_terms(model, q, qd, t)
@@ -373,8 +445,9 @@ class BlockSparse(AbstractRedundancyMethod):
             R, B = _rows_of_dense(pattern, terms.C)
             nb, dof = pattern.n_bodies, pattern.dof
             blocks = terms.M.reshape(nb, dof, nb, dof)[np.arange(nb), :, np.arange(nb), :]
+        pivots = self.pivots or mass_pivots(blocks) or "coordinates"
         return block_solve(
-            pattern, R, B, blocks, terms.F, gamma, self.pivot_rtol, terms.mass_inverse
+            pattern, R, B, blocks, terms.F, gamma, self.pivot_rtol, terms.mass_inverse, pivots
         )
 
     def acceleration(self, terms, gamma, structure):

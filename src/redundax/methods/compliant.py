@@ -26,12 +26,13 @@ class Compliant(AbstractNullSpaceMethod):
     stiffnesses is the finite-stiffness model that tends to this one.
 
     - `stiffness`: per row of C, or one value for every row [N/m, N m/rad].
-    - `schur`, `block`: how q̈ is computed (see [`AbstractNullSpaceMethod`][]).
+    - `schur`, `block`, `pivots`: how q̈ is computed (see [`AbstractNullSpaceMethod`][]).
     """
 
     stiffness: Float[ArrayLike, "..."] = 1.0
     schur: bool | None = eqx.field(static=True, default=None)
     block: bool | None = eqx.field(static=True, default=None)
+    pivots: str | None = eqx.field(static=True, default=None)
 
     def multipliers(self, terms, gamma, qdd, structure):
         nc = terms.C.shape[0]

@@ -9,7 +9,7 @@ from ._kernels import minimum_norm_multipliers
 class NullSpace(AbstractNullSpaceMethod):
     """Null-space formulation for q̈ (Eq. 13), minimum-norm λ (pseudoinverse).
 
-    - `schur`, `block`: how q̈ is computed (see [`AbstractNullSpaceMethod`][]).
+    - `schur`, `block`, `pivots`: how q̈ is computed (see [`AbstractNullSpaceMethod`][]).
 
     The minimum Euclidean norm mixes rows of different units (N and N m for a
     weld, for instance), so the non-unique multipliers it returns change when a
@@ -18,6 +18,7 @@ class NullSpace(AbstractNullSpaceMethod):
 
     schur: bool | None = eqx.field(static=True, default=None)
     block: bool | None = eqx.field(static=True, default=None)
+    pivots: str | None = eqx.field(static=True, default=None)
 
     def multipliers(self, terms, gamma, qdd, structure):
         f = terms.F - terms.M @ qdd

@@ -19,6 +19,7 @@ class WeightedMinimumNorm(AbstractNullSpaceMethod):
     weights: Float[Array, " nc"] | None = None
     schur: bool | None = eqx.field(static=True, default=None)
     block: bool | None = eqx.field(static=True, default=None)
+    pivots: str | None = eqx.field(static=True, default=None)
 
     @property
     def needs_mass_inverse(self) -> bool:
