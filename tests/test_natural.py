@@ -652,3 +652,35 @@ def test_a_run_of_slender_rods_by_the_block_solver_follows_the_default():
     reference = final(rx.NullSpace())
     assert float(np.max(np.abs(final(rx.BlockSparse()) - reference))) < 1e-7
     assert float(np.max(np.abs(final(rx.BlockSparse(pivots="mass")) - reference))) > 1e-3
+
+
+def test_a_forced_schur_path_is_warned_about_where_the_structure_predicts_a_bias():
+    """`NullSpace(schur=True)` on Bricard with rods 10 mm thick (ŝ = 1.7e-6): an
+    `AccuracyWarning` predicting a bias of about (δ/ŝ)⁷ = 2e-2, from `simulate` and
+    `solve_dynamics`; the bias is real (q̈ off the augmented Lagrangian's by more
+    than 1e-3, where the default agrees to 1e-10). On the 6-bar (ŝ = 9.4e-6,
+    predicted 1.6e-7) no warning, and q̈ within 1e-5 of the default's."""
+    mech = rx.models.bricard(side=0.01)
+    model, state = mech.build(), mech.initial_state()
+    structure = rx.decide(model, state.q, state.t)
+    assert 1e-6 < float(structure.schur_gap) < 3e-6
+    forced = rx.NullSpace(schur=True)
+    with pytest.warns(rx.AccuracyWarning, match=r"ŝ = 1\.7e-06.*\(δ/ŝ\)⁷ = 0\.02"):
+        qdd, _ = rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=forced)
+    with pytest.warns(rx.AccuracyWarning, match="rx.NullSpace\\(\\) takes the pivoted QR"):
+        rx.simulate(model, state, 0.01, method=forced, structure=structure, n_save=2)
+    solve = lambda method: np.asarray(  # noqa: E731
+        rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=method)[0]
+    )
+    reference = solve(rx.AugmentedLagrangian())
+    scale = float(np.max(np.abs(reference)))
+    assert float(np.max(np.abs(np.asarray(qdd) - reference))) > 1e-3 * scale
+    assert float(np.max(np.abs(solve(rx.NullSpace()) - reference))) < 1e-10 * scale
+
+    mech = rx.models.six_bar()
+    model, state = mech.build(), mech.initial_state()
+    structure = rx.decide(model, state.q, state.t)
+    qdd, _ = rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=forced)
+    default, _ = rx.solve_dynamics(model, state.q, state.qd, structure=structure)
+    scale = float(np.max(np.abs(np.asarray(default))))
+    assert float(np.max(np.abs(np.asarray(qdd - default)))) < 1e-5 * scale

@@ -60,7 +60,7 @@ from ._equations import (
     dynamics_terms as dynamics_terms,
     local_terms as local_terms,
 )
-from ._errors import ModelError as ModelError
+from ._errors import AccuracyWarning as AccuracyWarning, ModelError as ModelError
 from ._force_specs import (
     Bushing as Bushing,
     CustomForce as CustomForce,

@@ -19,3 +19,8 @@ class ModelError(ValueError):
         super().__init__(message)
         self.problems = tuple(problems) or (message,)
         self.source = source
+
+
+class AccuracyWarning(UserWarning):
+    """A path the user chose is known, from the structure, to lose accuracy on this
+    mechanism (the message says by about how much, and what to use instead)."""

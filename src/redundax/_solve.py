@@ -10,7 +10,7 @@ from ._model import Model
 from ._structure import Structure, decide
 from ._types import Scalar
 from .methods import AbstractRedundancyMethod, NullSpace
-from .methods._base import block_pivots, raise_if_mass_singular
+from .methods._base import block_pivots, raise_if_mass_singular, warn_if_schur_biased
 
 
 def solve_terms(
@@ -28,6 +28,7 @@ def solve_terms(
     if structure is None:
         structure = decide(model, q, t)
     raise_if_mass_singular(method, structure, model)
+    warn_if_schur_biased(method, structure)
     method = block_pivots(method, model)
     return _solve(model, q, qd, jnp.asarray(t, dtype=float), structure, method, stabilisation)
 

@@ -3,6 +3,7 @@ family's shared acceleration."""
 
 import abc
 import dataclasses
+import warnings
 from typing import ClassVar
 
 import equinox as eqx
@@ -11,10 +12,10 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._equations import LocalTerms, Terms, dynamics_terms, local_terms
-from .._errors import ModelError
+from .._errors import AccuracyWarning, ModelError
 from .._structure import Structure
 from .._validation import host_values
-from ._kernels import null_space_acceleration, schur_acceleration
+from ._kernels import SCHUR_REGULARISATION, null_space_acceleration, schur_acceleration
 
 BLOCK_MIN_COORDINATES = 150
 """From this many coordinates on, the null-space family computes q̈ by the block
@@ -164,7 +165,44 @@ def specialise(
     if isinstance(method, AbstractNullSpaceMethod):
         method = _paths(method, structure)
     raise_if_mass_singular(method, structure, model)
+    warn_if_schur_biased(method, structure)
     return block_pivots(method, model)
+
+
+SCHUR_BIAS_WARNING = 1e-6
+"""A forced Schur path (`schur=True`) is warned about where its predicted bias
+(δ/ŝ)⁷ exceeds this (relative to q̈)."""
+
+
+def warn_if_schur_biased(method: AbstractRedundancyMethod, structure: Structure) -> None:
+    """An [`AccuracyWarning`][redundax.AccuracyWarning] when the user forced the
+    dense Schur path (`schur=True`, no block solver) where the structure's ŝ
+    (`Structure.schur_gap`, known on the host) predicts a bias of q̈ above
+    `SCHUR_BIAS_WARNING`: about (δ/ŝ)⁷, δ = `SCHUR_REGULARISATION`, six
+    refinements. Nothing under a trace."""
+    if not isinstance(method, AbstractNullSpaceMethod) or method.schur is not True or method.block:
+        return
+    known = host_values(structure.schur_gap)
+    if known is None or np.ndim(known[0]):
+        return
+    gap = float(known[0])
+    bias = (SCHUR_REGULARISATION / gap) ** 7 if gap > 0.0 else np.inf
+    if bias <= SCHUR_BIAS_WARNING:
+        return
+    why = (
+        f"the smallest non-zero eigenvalue of C M⁻¹ Cᵀ scaled to unit diagonal is "
+        f"ŝ = {gap:.2g}, so the regularisation (δ = {SCHUR_REGULARISATION:g}) may bias "
+        f"q̈ by about (δ/ŝ)⁷ = {bias:.1g} relative"
+        if gap > 0.0
+        else "M is singular or its condition number exceeds 1e8, and C M⁻¹ Cᵀ with it"
+    )
+    warnings.warn(
+        f"{type(method).__name__}(schur=True): {why} (slender or flat bodies in natural "
+        "coordinates, or a nearly singular configuration). Leave schur=None: "
+        f"rx.{type(method).__name__}() takes the pivoted QR here",
+        AccuracyWarning,
+        stacklevel=3,
+    )
 
 
 def block_pivots(method: AbstractRedundancyMethod, model) -> AbstractRedundancyMethod:
