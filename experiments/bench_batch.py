@@ -205,8 +205,8 @@ def _profile(model, state, batches=(1, 16, 256), reps: int = 100) -> dict:
     `BlockSparse.acceleration`: pure `jax.numpy`, no LAPACK call)."""
     method, stabilisation = rx.NullSpace(), rx.Baumgarte()
     structure = rx.decide(model, state.q, state.t)
-    method = rx.methods.specialise(method, structure)
-    block = rx.BlockSparse()
+    method = rx.methods.specialise(method, structure, model)
+    block = rx.methods.specialise(rx.BlockSparse(), structure, model)  # pivots from M
 
     def assembly(q, qd, t):
         terms = rx.dynamics_terms(model, q, qd, t)

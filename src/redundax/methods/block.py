@@ -272,8 +272,11 @@ def block_solve(
     """(q̈, μ, active rows) of M q̈ + Cᵀ μ = F, C q̈ = Γ by the block factorisation
     (module docstring), C given row by row in local form (`R`, `B`: see
     [`redundax.constraint_rows`][]) and M by its body blocks (and their inverses
-    `mass_inverse` when known, e.g. `LocalTerms.mass_inverse`). Compiled once per
-    pattern (a called-eagerly solve is one program, not thousands of small ones)."""
+    `mass_inverse` when known, e.g. `LocalTerms.mass_inverse`). `pivots`: the
+    metric of the partitioning's pivots, `"mass"` (those of C M⁻¹ Cᵀ) or
+    `"coordinates"` (those of C Cᵀ, by a second factorisation; see
+    `MASS_PIVOTS_MAX_CONDITION`). Compiled once per pattern (a called-eagerly solve
+    is one program, not thousands of small ones)."""
     plan = _plan(pattern)
     n, size = plan.rows.shape
     nc, dof, nb = pattern.n_rows, pattern.dof, pattern.n_bodies
