@@ -414,8 +414,9 @@ class BlockSparse(AbstractRedundancyMethod):
     - `pivots`: the metric in which the pivots are tested. `"mass"`: those of
       C M⁻¹ Cᵀ, the matrix factorised (Kraus et al.); `"coordinates"`: those of
       C Cᵀ, the metric of the structure's rank (a second factorisation, for the
-      rows' choice only: a right-hand side costs 1.4–1.8× as much), right whatever the inertia; None
-      (default): `"mass"` where M's condition number is at most
+      rows' choice only: a right-hand side costs 1.4–1.8× as much), right
+      whatever the inertia; None (default): `"mass"` where M's condition number
+      is at most
       `MASS_PIVOTS_MAX_CONDITION`, else `"coordinates"`, decided on the host from
       the model's mass ([`specialise`][redundax.methods.specialise] fixes it before
       a run; with the mass traced, `"coordinates"`).
