@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import equinox as eqx
@@ -334,6 +335,55 @@ def test_sweep_command_success_path(tmp_path, capsys):
     data = np.load(out / "sweep.npz")
     np.testing.assert_array_equal(data["rank"], np.full(6, 8))
     assert bool(np.all(data["consistent"]))
+
+
+def test_a_variant_the_nominal_path_does_not_suit_is_flagged(tmp_path):
+    """IFToMM A02's chain of two parallelograms, one coupler's inertia swept down to
+    1e-8 kg m²: the nominal mechanism takes the Schur path (ŝ = 0.14), which is
+    wrong by a factor 5 for that variant (ŝ = 8e-8; against the augmented
+    Lagrangian) although its integration succeeds. The sweep says so per variant
+    (`path_accurate`) and in the summary (`changed["inaccurate_path"]`); the
+    nominal inertia and 1e-6 (ŝ = 8e-6, Schur within 2e-6) are not flagged."""
+    mech = models.n_four_bar(2)
+    model, state = mech.build(), mech.initial_state()
+    inertias = (1e-6, 1e-8)
+    sweep = sw.Sweep(
+        model,
+        state,
+        (sw.Parameter("bodies.coupler1.inertia", values=inertias),),
+        analyze=False,
+        simulate=True,
+        simulation=SimulationOptions(t_final=0.05, n_save=3),
+    )
+    out = sw.Evaluator(sweep)(np.concatenate([sweep.nominal()[None, :], sweep.table()]))
+    np.testing.assert_array_equal(out["path_accurate"], [True, True, False])
+    assert np.all(out["success"])
+    for inertia, bound in zip(inertias, (1e-5, None), strict=True):
+        variant = dataclasses.replace(
+            mech,
+            bodies=[
+                dataclasses.replace(b, inertia=inertia) if b.name == "coupler1" else b
+                for b in mech.bodies
+            ],
+        )
+        m, s = variant.build(), variant.initial_state()
+        structure = rx.decide(m, s.q, s.t)
+
+        def solve(method, m=m, s=s, structure=structure):
+            return np.asarray(
+                rx.solve_dynamics(m, s.q, s.qd, structure=structure, method=method)[0]
+            )
+
+        reference = solve(rx.AugmentedLagrangian())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", rx.AccuracyWarning)  # forced, on purpose
+            error = np.max(np.abs(solve(rx.NullSpace(schur=True)) - reference))
+        error /= np.max(np.abs(reference))
+        assert error < bound if bound else error > 1.0, (inertia, error)
+    summary = json.loads(
+        (sw.run_sweep(sweep, tmp_path / "out").parent / "summary.json").read_text()
+    )
+    assert summary["changed"]["inaccurate_path"] == [1]
 
 
 def test_the_default_chunk_on_a_cpu_fits_the_memory_budget():

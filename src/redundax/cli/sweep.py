@@ -306,6 +306,8 @@ def _print_summary(summary: dict[str, Any], data: dict[str, Any], path: Path) ->
         "uniqueness": "some pair's uniqueness differs",
         "singular_along": "rank C drops along the motion (a singular configuration)",
         "failed": "integration failed",
+        "inaccurate_path": "the solver's path, chosen on the nominal mechanism, is predicted "
+        "inaccurate for it (simulated alone, e.g. by `redundax simulate`, it takes the right one)",
         "inconsistent": "initial state violates the constraints",
     }
     names = data["parameter_names"].tolist()

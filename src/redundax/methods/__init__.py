@@ -11,6 +11,7 @@ mechanism's [`Structure`][].
 from ._base import (
     AbstractNullSpaceMethod as AbstractNullSpaceMethod,
     AbstractRedundancyMethod as AbstractRedundancyMethod,
+    path_accurate as path_accurate,
     specialise as specialise,
 )
 from ._kernels import (

@@ -8,8 +8,9 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from jaxtyping import Array, Bool, Float
 
 from .._equations import LocalTerms, Terms, dynamics_terms, local_terms
 from .._errors import AccuracyWarning, ModelError
@@ -172,6 +173,32 @@ def specialise(
 SCHUR_BIAS_WARNING = 1e-6
 """A forced Schur path (`schur=True`) is warned about where its predicted bias
 (δ/ŝ)⁷ exceeds this (relative to q̈)."""
+
+
+def path_accurate(method: AbstractRedundancyMethod, structure: Structure, model) -> Bool[Array, ""]:
+    """Whether the paths fixed in `method` (by [`specialise`][] on a nominal
+    mechanism, or by the user) are accurate for this mechanism, from its own
+    `structure` and mass (traceable: a sweep asks it per variant): every body's
+    block of M regular where the method applies M⁻¹; the Schur path's predicted
+    bias (δ/ŝ)⁷ at most `SCHUR_BIAS_WARNING` where it is fixed (`schur=True`); M's
+    condition number at most `MASS_PIVOTS_MAX_CONDITION` where the block solver
+    tests the pivots of C M⁻¹ Cᵀ (`pivots="mass"`). A path left to run time
+    (`schur=None`) follows the structure and is accurate."""
+    from .block import MASS_PIVOTS_MAX_CONDITION, BlockSparse
+
+    ok = jnp.asarray(True)
+    if method.needs_mass_inverse:
+        ok = ok & jnp.all(structure.mass_definite)
+    null_space = isinstance(method, AbstractNullSpaceMethod)
+    if null_space and method.schur is True and not method.block:
+        gap = structure.schur_gap
+        ok = ok & (SCHUR_REGULARISATION <= SCHUR_BIAS_WARNING ** (1 / 7) * gap)
+    block = isinstance(method, BlockSparse) or (null_space and bool(method.block))
+    if block and method.pivots == "mass":
+        eig = jnp.linalg.eigvalsh(model.bodies.mass_blocks())
+        low, high = jnp.min(eig, initial=jnp.inf), jnp.max(eig, initial=0.0)
+        ok = ok & (high <= MASS_PIVOTS_MAX_CONDITION * low)
+    return ok
 
 
 def warn_if_schur_biased(method: AbstractRedundancyMethod, structure: Structure) -> None:

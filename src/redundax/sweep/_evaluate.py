@@ -32,7 +32,7 @@ from .. import (
 )
 from .._parameters import apply_parameters
 from .._reactions import MEMORY_BUDGET
-from ..methods import specialise
+from ..methods import path_accurate, specialise
 from ._constants import AXIS, PROJECTION_STEPS, SINGULAR_RTOL
 from ._file import Sweep
 
@@ -167,12 +167,15 @@ class Evaluator:
                     row_unique=report.row_unique,
                 )
             if sweep.simulate:
+                structure = decide(model, q, t)
+                # The paths were fixed on the nominal mechanism: are they right here?
+                out["path_accurate"] = path_accurate(method, structure, model)
                 trajectory = simulate(
                     model,
                     State(t, q, qd),
                     options.t_final,
                     **options.keywords(
-                        structure=decide(model, q, t),
+                        structure=structure,
                         method=method,
                         initial_projection=None,  # projected above, if asked for
                         throw=False,
@@ -245,6 +248,10 @@ OUTPUTS = {
     "multipliers_unique": "(variants, pairs): whether each pair's multipliers are unique",
     "b_norm": "(variants, pairs): ‖B_X‖_F of the QR test",
     "row_unique": "(variants, rows): whether each reaction component is unique",
+    "path_accurate": "the solver's paths, fixed on the nominal mechanism (Schur complement or "
+    "QR, block solver and its pivot metric), are accurate for this variant "
+    "(`redundax.methods.path_accurate`): false where, e.g., a swept inertia makes C M⁻¹ Cᵀ "
+    "ill conditioned for the Schur path",
     "success": "the integration reached t_final with finite q, q̇ at every saved state",
     "steps": "integrator steps",
     "time_reached": "the last saved time with a finite state (t_final on success) [s]",

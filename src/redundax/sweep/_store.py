@@ -406,8 +406,9 @@ def run_sweep(
     return out / "sweep.npz"
 
 
-def _changes(sweep: Sweep, nominal: Mapping[str, np.ndarray], data: Mapping[str, np.ndarray]):
-    """Per-variant masks of what differs from the nominal model."""
+def _changes(sweep: Sweep, nominal: Mapping[str, Any], data: Mapping[str, np.ndarray]):
+    """Per-variant masks of what differs from the nominal model (`nominal`: its
+    row of each output, NumPy scalars for the per-variant scalars)."""
     n = data["consistent"].shape[0]
     masks = {"inconsistent": ~data["consistent"]}
     if sweep.analyze:
@@ -415,6 +416,7 @@ def _changes(sweep: Sweep, nominal: Mapping[str, np.ndarray], data: Mapping[str,
         masks["uniqueness"] = np.any(data["unique"] != nominal["unique"][None, :], axis=1)
     if sweep.simulate:
         masks["failed"] = ~data["success"]
+        masks["inaccurate_path"] = ~data["path_accurate"]
         masks["singular_along"] = data["rank_min"] < data["rank_start"]
     masks["any"] = np.any(np.stack(list(masks.values())), axis=0).reshape(n)
     return masks
