@@ -12,6 +12,7 @@ from ._base import (
     AbstractNullSpaceMethod as AbstractNullSpaceMethod,
     AbstractRedundancyMethod as AbstractRedundancyMethod,
     path_accurate as path_accurate,
+    schur_bias as schur_bias,
     specialise as specialise,
 )
 from ._kernels import (
@@ -33,6 +34,7 @@ from .block import (
     BlockSolution as BlockSolution,
     BlockSparse as BlockSparse,
     block_solve as block_solve,
+    mass_conditioned as mass_conditioned,
     mass_pivots as mass_pivots,
 )
 from .compliant import Compliant as Compliant, joint_stiffness as joint_stiffness

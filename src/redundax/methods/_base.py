@@ -170,9 +170,21 @@ def specialise(
     return block_pivots(method, model)
 
 
-SCHUR_BIAS_WARNING = 1e-6
-"""A forced Schur path (`schur=True`) is warned about where its predicted bias
-(δ/ŝ)⁷ exceeds this (relative to q̈)."""
+SCHUR_BIAS_LIMIT = 1e-6
+"""A Schur path fixed by the user (`schur=True`) or on a sweep's nominal mechanism
+is warned about, or its variant flagged, where its predicted bias of q̈ exceeds
+this (relative; see [`schur_bias`][])."""
+
+
+def schur_bias(gap):
+    """The Schur path's predicted relative bias of q̈, (δ/ŝ)⁷ (δ =
+    `SCHUR_REGULARISATION`, six refinements; inf where ŝ = 0), from ŝ =
+    `Structure.schur_gap`. Measured errors are up to ~10× this (the 6-bar: 1.6e-7
+    predicted, 1.1e-6 measured; Bricard with rods 10 mm thick: 2e-2, 3.5e-3)."""
+    gap = jnp.asarray(gap, dtype=float)
+    return jnp.where(
+        gap > 0.0, (SCHUR_REGULARISATION / jnp.where(gap > 0.0, gap, 1.0)) ** 7, jnp.inf
+    )
 
 
 def path_accurate(method: AbstractRedundancyMethod, structure: Structure, model) -> Bool[Array, ""]:
@@ -180,24 +192,21 @@ def path_accurate(method: AbstractRedundancyMethod, structure: Structure, model)
     mechanism, or by the user) are accurate for this mechanism, from its own
     `structure` and mass (traceable: a sweep asks it per variant): every body's
     block of M regular where the method applies M⁻¹; the Schur path's predicted
-    bias (δ/ŝ)⁷ at most `SCHUR_BIAS_WARNING` where it is fixed (`schur=True`); M's
+    bias at most `SCHUR_BIAS_LIMIT` where it is fixed (`schur=True`); M's
     condition number at most `MASS_PIVOTS_MAX_CONDITION` where the block solver
     tests the pivots of C M⁻¹ Cᵀ (`pivots="mass"`). A path left to run time
     (`schur=None`) follows the structure and is accurate."""
-    from .block import MASS_PIVOTS_MAX_CONDITION, BlockSparse
+    from .block import BlockSparse, mass_conditioned
 
     ok = jnp.asarray(True)
     if method.needs_mass_inverse:
         ok = ok & jnp.all(structure.mass_definite)
     null_space = isinstance(method, AbstractNullSpaceMethod)
     if null_space and method.schur is True and not method.block:
-        gap = structure.schur_gap
-        ok = ok & (SCHUR_REGULARISATION <= SCHUR_BIAS_WARNING ** (1 / 7) * gap)
+        ok = ok & (schur_bias(structure.schur_gap) <= SCHUR_BIAS_LIMIT)
     block = isinstance(method, BlockSparse) or (null_space and bool(method.block))
     if block and method.pivots == "mass":
-        eig = jnp.linalg.eigvalsh(model.bodies.mass_blocks())
-        low, high = jnp.min(eig, initial=jnp.inf), jnp.max(eig, initial=0.0)
-        ok = ok & (high <= MASS_PIVOTS_MAX_CONDITION * low)
+        ok = ok & mass_conditioned(model.bodies.mass_blocks())
     return ok
 
 
@@ -205,16 +214,15 @@ def warn_if_schur_biased(method: AbstractRedundancyMethod, structure: Structure)
     """An [`AccuracyWarning`][redundax.AccuracyWarning] when the user forced the
     dense Schur path (`schur=True`, no block solver) where the structure's ŝ
     (`Structure.schur_gap`, known on the host) predicts a bias of q̈ above
-    `SCHUR_BIAS_WARNING`: about (δ/ŝ)⁷, δ = `SCHUR_REGULARISATION`, six
-    refinements. Nothing under a trace."""
+    `SCHUR_BIAS_LIMIT` ([`schur_bias`][]). Nothing under a trace."""
     if not isinstance(method, AbstractNullSpaceMethod) or method.schur is not True or method.block:
         return
     known = host_values(structure.schur_gap)
     if known is None or np.ndim(known[0]):
         return
     gap = float(known[0])
-    bias = (SCHUR_REGULARISATION / gap) ** 7 if gap > 0.0 else np.inf
-    if bias <= SCHUR_BIAS_WARNING:
+    bias = float(schur_bias(gap))
+    if bias <= SCHUR_BIAS_LIMIT:
         return
     why = (
         f"the smallest non-zero eigenvalue of C M⁻¹ Cᵀ scaled to unit diagonal is "

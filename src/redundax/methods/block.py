@@ -164,6 +164,14 @@ def _take(a, index):
 PIVOTS = ("mass", "coordinates")
 
 
+def mass_conditioned(mass_blocks: Float[Array, "nb dof dof"]) -> Bool[Array, ""]:
+    """Whether M, given by its bodies' blocks, has a condition number of at most
+    `MASS_PIVOTS_MAX_CONDITION` (traceable)."""
+    eig = jnp.linalg.eigvalsh(jnp.asarray(mass_blocks))
+    low, high = jnp.min(eig, initial=jnp.inf), jnp.max(eig, initial=0.0)
+    return (low > 0.0) & (high <= MASS_PIVOTS_MAX_CONDITION * low)
+
+
 def mass_pivots(mass_blocks) -> str | None:
     """The partitioning's pivot metric for bodies of these blocks of M: "mass" where
     M's condition number is at most `MASS_PIVOTS_MAX_CONDITION`, else
@@ -171,11 +179,7 @@ def mass_pivots(mass_blocks) -> str | None:
     known = host_values(mass_blocks)
     if known is None or known[0].ndim != 3:
         return None
-    if known[0].shape[0] == 0:
-        return "mass"
-    eig = np.linalg.eigvalsh(known[0])
-    low, high = float(np.min(eig)), float(np.max(eig))
-    return "mass" if low > 0.0 and high <= MASS_PIVOTS_MAX_CONDITION * low else "coordinates"
+    return "mass" if bool(mass_conditioned(known[0])) else "coordinates"
 
 
 class _Plan(NamedTuple):
