@@ -44,7 +44,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from .._block_pattern import BlockPattern, coupling, symbolic_factorisation
 from .._equations import LocalTerms, Terms, local_terms
@@ -164,7 +164,7 @@ def _take(a, index):
 PIVOTS = ("mass", "coordinates")
 
 
-def mass_conditioned(mass_blocks: Float[Array, "nb dof dof"]) -> Bool[Array, ""]:
+def mass_conditioned(mass_blocks: Float[ArrayLike, "nb dof dof"]) -> Bool[Array, ""]:
     """Whether M, given by its bodies' blocks, has a condition number of at most
     `MASS_PIVOTS_MAX_CONDITION` (traceable)."""
     eig = jnp.linalg.eigvalsh(jnp.asarray(mass_blocks))
