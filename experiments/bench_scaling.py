@@ -181,6 +181,46 @@ def batched(n: int, batches) -> list[dict]:
     return out
 
 
+def simulated_second(n: int, t_final: float, dense_max: int) -> dict:
+    """Wall time of `rx.simulate` per simulated second for IFToMM A02's spatial chain
+    of `n` loops, with the library's defaults (`NullSpace()`: the block solver from
+    `BLOCK_MIN_COORDINATES` on; `StepProjection()`; the integrator of the default
+    rtol), the singularity monitor on (the default) and off, the structure decided
+    beforehand (its time, first call, reported apart); and, up to `dense_max`, the
+    dense Schur path (`NullSpace(block=False)`) for comparison. Warm calls."""
+    mech = FAMILIES["a02"](n)
+    model, state = mech.build(), mech.initial_state()
+    start = time.perf_counter()
+    structure = rx.decide(model, state.q, state.t)
+    jax.block_until_ready(structure.rank)
+    row = {"N": n, "coordinates": model.n_coordinates, "decide_s": time.perf_counter() - start}
+    runs = {"default": rx.NullSpace()}  # the block solver from 150 coordinates on
+    if n <= dense_max:
+        runs["dense"] = rx.NullSpace(block=False)
+    for name, method in runs.items():
+        for monitor in (True, False):
+
+            def run(method=method, monitor=monitor):
+                return rx.simulate(
+                    model, state, t_final, structure=structure, method=method, n_save=3,
+                    monitor_singularities=monitor,
+                )  # fmt: skip
+
+            trajectory = run()
+            jax.block_until_ready(trajectory.q)
+            best = np.inf
+            for _ in range(2):
+                start = time.perf_counter()
+                jax.block_until_ready(run().q)
+                best = min(best, time.perf_counter() - start)
+            key = f"{name}{'' if monitor else '_no_monitor'}"
+            row[f"{key}_s_per_simulated_s"] = best / t_final
+            row[f"{key}_ms_per_step"] = 1e3 * best / int(trajectory.num_steps)
+            row[f"{key}_steps"] = int(trajectory.num_steps)
+    print(row, flush=True)
+    return row
+
+
 def slope(rows, key, lo):
     pts = [(r["N"], r[key]) for r in rows if key in r and r["N"] >= lo]
     if len(pts) < 2:
@@ -216,9 +256,28 @@ def main() -> None:
     parser.add_argument("--dense-max", type=int, default=256)
     parser.add_argument("--batches", default="1,16,256,4096")
     parser.add_argument("--out", default=str(RESULTS / "cpu.json"))
+    parser.add_argument("--simulate-sizes", default="2,4,8,16,32,64")
+    parser.add_argument("--simulate-t-final", type=float, default=0.2)
+    parser.add_argument(
+        "--only-simulate",
+        action="store_true",
+        help="only the cost per simulated second (merged into the results file)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     load_before = os.getloadavg()
+    simulate_sizes = [int(s) for s in args.simulate_sizes.split(",")]
+    if args.only_simulate:
+        out = pathlib.Path(args.out)
+        record = json.loads(out.read_text())
+        rows = [simulated_second(n, args.simulate_t_final, 32) for n in simulate_sizes]
+        record["per_simulated_second_a02"] = {
+            "t_final_s": args.simulate_t_final,
+            "load_average_before_after": [load_before[0], os.getloadavg()[0]],
+            "rows": rows,
+        }
+        out.write_text(json.dumps(record, indent=2) + "\n")
+        return
     results = {}
     for family in FAMILIES:
         results[family] = [time_rhs(family, n, args.dense_max) for n in sizes]
