@@ -386,6 +386,51 @@ def test_a_variant_the_nominal_path_does_not_suit_is_flagged(tmp_path):
     assert summary["changed"]["inaccurate_path"] == [1]
 
 
+def test_an_elimination_whose_rows_do_not_span_a_variant_is_flagged(robot):
+    """The mobile robot's elimination of rows 19 and 20 (0-based), chosen on the
+    nominal robot (rank 20 of 22 rows). Turning knife edge W4's normal locks the
+    robot (rank 21): the 20 kept rows leave a constraint out, and the integration
+    still succeeds (with a violation of 5e-3 where the nominal's is round-off).
+    The variant is flagged; the nominal one is not."""
+    _, model, state = robot
+    method = rx.eliminate(model, state.q, state.t)
+    assert method.eliminated == (19, 20)
+    sweep = sw.Sweep(
+        model,
+        state,
+        (sw.Parameter("pairs.W4.normal.x", values=(0.0, 0.05)),),
+        analyze=True,
+        simulate=True,
+        simulation=SimulationOptions(t_final=0.2, n_save=3, method=method),
+    )
+    out = sw.Evaluator(sweep)(sweep.table())
+    np.testing.assert_array_equal(out["rank"], [20, 21])
+    np.testing.assert_array_equal(out["success"], [True, True])
+    np.testing.assert_array_equal(out["path_accurate"], [True, False])
+    assert out["max_constraint_violation"][1] > 1e-4 > 1e-12 > out["max_constraint_violation"][0]
+
+
+def test_path_accurate_tells_a_spanning_elimination_from_one_that_is_not():
+    """Bricard (rank 59 of 60 rows; its self-stress loads every joint row and some
+    rigid-body rows, not row 31): dropping row 1 keeps rows that span C's, dropping
+    row 31 does not (the kept rows are dependent) — eagerly and under `jit`, with
+    the independent check that the kept rows' rank is 59 or 58."""
+    from redundax._qr import pivoted_qr
+    from redundax.methods import path_accurate
+
+    mech = models.bricard()
+    model, state = mech.build(), mech.initial_state()
+    structure = rx.decide(model, state.q, state.t)
+    C = rx.constraint_matrix(model, state.q, state.t)
+    for drop, spans in ((1, True), (31, False)):
+        keep = tuple(k for k in range(60) if k != drop)
+        method = rx.Elimination(keep=keep, n_rows=60)
+        assert (int(pivoted_qr(C[np.asarray(keep)].T, 1e-8).rank) == 59) == spans
+        assert bool(path_accurate(method, structure, model)) == spans
+        jitted = eqx.filter_jit(path_accurate)(method, structure, model)
+        assert bool(jitted) == spans
+
+
 def test_the_default_chunk_on_a_cpu_fits_the_memory_budget():
     """64 simulations per CPU device, unless their saved states and matrices would
     exceed the 1 GiB budget (issue 14): IFToMM A02 with 40 loops and 401 saved

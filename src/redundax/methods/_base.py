@@ -194,9 +194,14 @@ def path_accurate(method: AbstractRedundancyMethod, structure: Structure, model)
     block of M regular where the method applies M⁻¹; the Schur path's predicted
     bias at most `SCHUR_BIAS_LIMIT` where it is fixed (`schur=True`); M's
     condition number at most `MASS_PIVOTS_MAX_CONDITION` where the block solver
-    tests the pivots of C M⁻¹ Cᵀ (`pivots="mass"`). A path left to run time
+    tests the pivots of C M⁻¹ Cᵀ (`pivots="mass"`); for an
+    [`Elimination`][redundax.Elimination], kept rows that span the rows of C (as
+    many as its rank, and the left null space N of C regular on the dropped rows:
+    σ_min(N[dropped]) above `ELIMINATION_MIN_SIGMA`; a variant of higher rank would
+    otherwise run with a constraint left out). A path left to run time
     (`schur=None`) follows the structure and is accurate."""
     from .block import BlockSparse, mass_conditioned
+    from .elimination import Elimination
 
     ok = jnp.asarray(True)
     if method.needs_mass_inverse:
@@ -207,7 +212,27 @@ def path_accurate(method: AbstractRedundancyMethod, structure: Structure, model)
     block = isinstance(method, BlockSparse) or (null_space and bool(method.block))
     if block and method.pivots == "mass":
         ok = ok & mass_conditioned(model.bodies.mass_blocks())
+    if isinstance(method, Elimination):
+        ok = ok & _rows_span(method, structure)
     return ok
+
+
+ELIMINATION_MIN_SIGMA = 1e-6
+"""Smallest singular value of the left null space's dropped rows for which an
+[`Elimination`][redundax.Elimination]'s kept rows count as spanning C's rows (the
+columns of N are orthonormal: 1 is the best, 0 a dependent set kept)."""
+
+
+def _rows_span(method, structure: Structure) -> Bool[Array, ""]:
+    nc = method.n_rows
+    dropped = jnp.ones(nc, dtype=bool).at[method.keep].set(False)
+    N = jnp.where(dropped[:, None], structure.null_space, 0.0)  # p non-zero columns
+    p = nc - structure.rank
+    if nc == 0:
+        return jnp.asarray(True)
+    sigma = jnp.linalg.svd(N, compute_uv=False)
+    regular = jnp.take(sigma, jnp.clip(p - 1, 0, nc - 1)) > ELIMINATION_MIN_SIGMA
+    return (method.keep.shape[0] == structure.rank) & ((p == 0) | regular)
 
 
 def warn_if_schur_biased(method: AbstractRedundancyMethod, structure: Structure) -> None:
