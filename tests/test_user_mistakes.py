@@ -742,3 +742,35 @@ def test_an_augmented_lagrangian_penalty_beyond_float64_is_refused(tmp_path, cap
         f"redundax: error: {path}: simulation key 'penalty': penalty must be at most 1e+11, "
         "got 1e+30"
     )
+
+
+def test_an_elimination_built_by_hand_that_leaves_a_constraint_out_is_refused():
+    """`Elimination(keep=...)` built by hand, dropping Bricard's row 32 (1-based: a
+    rigid-body row that carries no self-stress) instead of a redundant one: the kept
+    rows have rank 58 where C has 59 (checked here by an SVD of the kept rows), and
+    `simulate` and `solve_dynamics` refuse it with the row named; dropping row 2
+    (redundant) is accepted and gives the null-space method's q̈."""
+    mech = rx.models.bricard()
+    model, state = mech.build(), mech.initial_state()
+    structure = rx.decide(model, state.q, state.t)
+    C = np.asarray(rx.constraint_matrix(model, state.q, state.t))
+    wrong = rx.Elimination(keep=tuple(k for k in range(60) if k != 31), n_rows=60)
+    sigma = np.linalg.svd(C[np.asarray(wrong.keep)], compute_uv=False)
+    assert int(np.sum(sigma > 1e-8 * sigma[0])) == 58
+    expected = (
+        "rows [32] (1-based) are not all redundant: the 59 rows kept do not span the rows "
+        "of C (rank 59), so a constraint would be left out"
+    )
+    for call in (
+        lambda: rx.simulate(model, state, 0.1, method=wrong, structure=structure),
+        lambda: rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=wrong),
+    ):
+        with pytest.raises(rx.ModelError) as caught:
+            call()
+        assert caught.value.problems == (expected,)
+        assert caught.value.source == "method"
+    right = rx.Elimination(keep=tuple(k for k in range(60) if k != 1), n_rows=60)
+    qdd, _ = rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=right)
+    reference, _ = rx.solve_dynamics(model, state.q, state.qd, structure=structure)
+    scale = float(np.max(np.abs(np.asarray(reference))))
+    assert float(np.max(np.abs(np.asarray(qdd - reference)))) < 1e-8 * scale

@@ -10,7 +10,7 @@ from ._model import Model
 from ._structure import Structure, decide
 from ._types import Scalar
 from .methods import AbstractRedundancyMethod, NullSpace
-from .methods._base import block_pivots, raise_if_mass_singular, warn_if_schur_biased
+from .methods._base import checked
 
 
 def solve_terms(
@@ -27,9 +27,7 @@ def solve_terms(
     and [`reactions`][]. `structure` defaults to [`decide`][] at (q, t)."""
     if structure is None:
         structure = decide(model, q, t)
-    raise_if_mass_singular(method, structure, model)
-    warn_if_schur_biased(method, structure)
-    method = block_pivots(method, model)
+    method = checked(method, structure, model)
     return _solve(model, q, qd, jnp.asarray(t, dtype=float), structure, method, stabilisation)
 
 

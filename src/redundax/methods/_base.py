@@ -165,9 +165,49 @@ def specialise(
     the run would otherwise end in non-finite accelerations."""
     if isinstance(method, AbstractNullSpaceMethod):
         method = _paths(method, structure)
+    return checked(method, structure, model)
+
+
+def checked(method: AbstractRedundancyMethod, structure: Structure, model=None):
+    """`method` checked against the mechanism on the host (nothing under a trace)
+    and with the block solver's pivot metric fixed ([`block_pivots`][]):
+
+    **Raises:** [`ModelError`][redundax.ModelError] where the method applies M⁻¹ and
+    a body's block of M is singular (the bodies named), or where an
+    [`Elimination`][redundax.Elimination]'s kept rows do not span the rows of C
+    (the dropped rows named). **Warns:** [`AccuracyWarning`][redundax.AccuracyWarning]
+    where a forced Schur path is predicted to be biased."""
     raise_if_mass_singular(method, structure, model)
+    raise_if_rows_do_not_span(method, structure)
     warn_if_schur_biased(method, structure)
     return block_pivots(method, model)
+
+
+def raise_if_rows_do_not_span(method: AbstractRedundancyMethod, structure: Structure) -> None:
+    """[`ModelError`][redundax.ModelError] when `method` is an
+    [`Elimination`][redundax.Elimination] whose kept rows do not span the rows of C
+    at the structure's configuration (`path_accurate`'s test; an `Elimination`
+    built by hand, or by [`redundax.eliminate`][] for another mechanism)."""
+    from .elimination import Elimination
+
+    if not isinstance(method, Elimination):
+        return
+    known = host_values(structure.rank, structure.null_space)
+    if known is None or np.ndim(known[0]) or method.n_rows != known[1].shape[0]:
+        return
+    if bool(_rows_span(method, structure)):
+        return
+    rank, dropped = int(known[0]), [k + 1 for k in method.eliminated]
+    problem = (
+        f"rows {dropped} (1-based) are not all redundant: the {int(method.keep.shape[0])} "
+        f"rows kept do not span the rows of C (rank {rank}), so a constraint would be left out"
+    )
+    raise ModelError(
+        f"Elimination: {problem}. Build it with rx.eliminate(model, q), which checks the "
+        "rows or chooses them",
+        [problem],
+        "method",
+    )
 
 
 SCHUR_BIAS_LIMIT = 1e-6
