@@ -10,7 +10,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._equations import LocalTerms, Terms, dynamics_terms, local_terms
 from .._errors import AccuracyWarning, ModelError
@@ -192,10 +192,10 @@ def raise_if_rows_do_not_span(method: AbstractRedundancyMethod, structure: Struc
 
     if not isinstance(method, Elimination):
         return
-    known = host_values(structure.rank, structure.null_space)
+    known = host_values(structure.rank, structure.null_space, method.keep)
     if known is None or np.ndim(known[0]) or method.n_rows != known[1].shape[0]:
         return
-    if bool(_rows_span(method, structure)):
+    if bool(_rows_span(method, structure, np)):
         return
     rank, dropped = int(known[0]), [k + 1 for k in method.eliminated]
     problem = (
@@ -216,15 +216,15 @@ is warned about, or its variant flagged, where its predicted bias of q̈ exceeds
 this (relative; see [`schur_bias`][])."""
 
 
-def schur_bias(gap):
+def schur_bias(gap, xp=jnp):
     """The Schur path's predicted relative bias of q̈, (δ/ŝ)⁷ (δ =
     `SCHUR_REGULARISATION`, six refinements; inf where ŝ = 0), from ŝ =
     `Structure.schur_gap`. Measured errors are up to ~10× this (the 6-bar: 1.6e-7
-    predicted, 1.1e-6 measured; Bricard with rods 10 mm thick: 2e-2, 3.5e-3)."""
-    gap = jnp.asarray(gap, dtype=float)
-    return jnp.where(
-        gap > 0.0, (SCHUR_REGULARISATION / jnp.where(gap > 0.0, gap, 1.0)) ** 7, jnp.inf
-    )
+    predicted, 1.1e-6 measured; Bricard with rods 10 mm thick: 2e-2, 3.5e-3).
+    `xp`: `jax.numpy` (traceable) or `numpy` (host-side checks, which may run while
+    a caller's function is traced)."""
+    gap = xp.asarray(gap, dtype=float)
+    return xp.where(gap > 0.0, (SCHUR_REGULARISATION / xp.where(gap > 0.0, gap, 1.0)) ** 7, xp.inf)
 
 
 def path_accurate(method: AbstractRedundancyMethod, structure: Structure, model) -> Bool[Array, ""]:
@@ -263,16 +263,19 @@ ELIMINATION_MIN_SIGMA = 1e-6
 columns of N are orthonormal: 1 is the best, 0 a dependent set kept)."""
 
 
-def _rows_span(method, structure: Structure) -> Bool[Array, ""]:
+def _rows_span(method, structure: Structure, xp=jnp) -> Bool[ArrayLike, ""]:
+    """Whether an `Elimination`'s kept rows span C's rows (see [`path_accurate`][];
+    `xp` as in [`schur_bias`][])."""
     nc = method.n_rows
-    dropped = jnp.ones(nc, dtype=bool).at[method.keep].set(False)
-    N = jnp.where(dropped[:, None], structure.null_space, 0.0)  # p non-zero columns
-    p = nc - structure.rank
     if nc == 0:
-        return jnp.asarray(True)
-    sigma = jnp.linalg.svd(N, compute_uv=False)
-    regular = jnp.take(sigma, jnp.clip(p - 1, 0, nc - 1)) > ELIMINATION_MIN_SIGMA
-    return (method.keep.shape[0] == structure.rank) & ((p == 0) | regular)
+        return xp.asarray(True)
+    dropped = ~xp.isin(xp.arange(nc), xp.asarray(method.keep))
+    N = xp.where(dropped[:, None], xp.asarray(structure.null_space), 0.0)  # p columns
+    rank = xp.asarray(structure.rank)
+    p = nc - rank
+    sigma = xp.linalg.svd(N, compute_uv=False)
+    regular = xp.take(sigma, xp.clip(p - 1, 0, nc - 1)) > ELIMINATION_MIN_SIGMA
+    return (method.keep.shape[0] == rank) & ((p == 0) | regular)
 
 
 def warn_if_schur_biased(method: AbstractRedundancyMethod, structure: Structure) -> None:
@@ -286,7 +289,7 @@ def warn_if_schur_biased(method: AbstractRedundancyMethod, structure: Structure)
     if known is None or np.ndim(known[0]):
         return
     gap = float(known[0])
-    bias = float(schur_bias(gap))
+    bias = float(schur_bias(gap, np))
     if bias <= SCHUR_BIAS_LIMIT:
         return
     why = (

@@ -164,11 +164,12 @@ def _take(a, index):
 PIVOTS = ("mass", "coordinates")
 
 
-def mass_conditioned(mass_blocks: Float[ArrayLike, "nb dof dof"]) -> Bool[Array, ""]:
+def mass_conditioned(mass_blocks: Float[ArrayLike, "nb dof dof"], xp=jnp) -> Bool[ArrayLike, ""]:
     """Whether M, given by its bodies' blocks, has a condition number of at most
-    `MASS_PIVOTS_MAX_CONDITION` (traceable)."""
-    eig = jnp.linalg.eigvalsh(jnp.asarray(mass_blocks))
-    low, high = jnp.min(eig, initial=jnp.inf), jnp.max(eig, initial=0.0)
+    `MASS_PIVOTS_MAX_CONDITION`. `xp`: `jax.numpy` (traceable) or `numpy` (the
+    host-side choice, which may run while a caller's function is traced)."""
+    eig = xp.linalg.eigvalsh(xp.asarray(mass_blocks))
+    low, high = xp.min(eig, initial=xp.inf), xp.max(eig, initial=0.0)
     return (low > 0.0) & (high <= MASS_PIVOTS_MAX_CONDITION * low)
 
 
@@ -179,7 +180,7 @@ def mass_pivots(mass_blocks) -> str | None:
     known = host_values(mass_blocks)
     if known is None or known[0].ndim != 3:
         return None
-    return "mass" if bool(mass_conditioned(known[0])) else "coordinates"
+    return "mass" if bool(mass_conditioned(known[0], np)) else "coordinates"
 
 
 class _Plan(NamedTuple):
