@@ -56,12 +56,15 @@ def robot():
     return mech, mech.build(), mech.initial_state()
 
 
+def _with_body(mech, name, **fields):
+    """`mech` with body `name`'s spec fields replaced (a variant as a user writes it)."""
+    bodies = [dataclasses.replace(b, **fields) if b.name == name else b for b in mech.bodies]
+    return dataclasses.replace(mech, bodies=bodies)
+
+
 def _variant_mechanism(mech, w4_normal_x, d_point_x, platform_mass):
     """The variant written the way a user would: by editing the mechanism's spec."""
-    bodies = [
-        dataclasses.replace(b, mass=platform_mass) if b.name == "platform" else b
-        for b in mech.bodies
-    ]
+    bodies = _with_body(mech, "platform", mass=platform_mass).bodies
     pairs = []
     for p in mech.pairs:
         if p.name == "W4":
@@ -146,13 +149,7 @@ def test_batched_simulations_equal_single_ones(robot):
     for k in (0, 7, 19):
         amplitude, speed, mass = values[k]
         mech = models.mobile_robot(models.mobile_robot_steering(amplitude), speed=speed)
-        mech = dataclasses.replace(
-            mech,
-            bodies=[
-                dataclasses.replace(b, mass=mass) if b.name == "platform" else b
-                for b in mech.bodies
-            ],
-        )
+        mech = _with_body(mech, "platform", mass=mass)
         m, s = mech.build(), mech.initial_state()
         trajectory = rx.simulate(m, s, 1.0, rtol=1e-8, atol=1e-10)
         markers = np.asarray(rx.marker_positions(m, trajectory.q[-1]))
@@ -359,13 +356,7 @@ def test_a_variant_the_nominal_path_does_not_suit_is_flagged(tmp_path):
     np.testing.assert_array_equal(out["path_accurate"], [True, True, False])
     assert np.all(out["success"])
     for inertia, bound in zip(inertias, (1e-5, None), strict=True):
-        variant = dataclasses.replace(
-            mech,
-            bodies=[
-                dataclasses.replace(b, inertia=inertia) if b.name == "coupler1" else b
-                for b in mech.bodies
-            ],
-        )
+        variant = _with_body(mech, "coupler1", inertia=inertia)
         m, s = variant.build(), variant.initial_state()
         structure = rx.decide(m, s.q, s.t)
 
