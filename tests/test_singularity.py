@@ -128,3 +128,124 @@ def test_baumgarte_alone_through_a_flat_pose_warns(parallelogram):
     # Off: no log, no report.
     quiet = rx.simulate(model, s, 0.1, n_save=2, monitor_singularities=False)
     assert quiet.singularities is None and rx.singularity_report(quiet) is None
+
+
+# The block solver's monitor: the pivot sines of the block elimination of C Cᵀ.
+
+
+def _sines_by_least_squares(C, order, rtol=rx.methods.PIVOT_RTOL):
+    """The sine of the angle between each row of C and the rows kept before it in
+    `order` (kept: sine² above `rtol`), by least squares in NumPy: an independent
+    reading of `row_pivots` (which eliminates C Cᵀ block by block)."""
+    C = np.asarray(C)
+    sines, kept = np.zeros(C.shape[0]), []
+    for j in order:
+        row = C[j]
+        if kept:
+            A = C[kept].T
+            row = row - A @ np.linalg.lstsq(A, row, rcond=None)[0]
+        sines[j] = np.linalg.norm(row) / np.linalg.norm(C[j])
+        if sines[j] ** 2 > rtol:
+            kept.append(j)
+    return sines
+
+
+@pytest.fixture(scope="module")
+def spatial_parallelograms():
+    """IFToMM A02's chain of three parallelograms with spatial revolute joints
+    (natural coordinates: 84 coordinates, 92 rows of rank 83)."""
+    mech = models.spatial_twin(models.n_four_bar(3))
+    model, s = mech.build(), mech.initial_state()
+    return model, s, rx.decide(model, s.q, s.t)
+
+
+def test_pivot_sines_equal_least_squares_angles(spatial_parallelograms):
+    """`row_pivots` (block LDLᵀ of C Cᵀ) against row-by-row least squares, on A02's
+    spatial chain at its start and near its first flat pose and on Bricard's
+    linkage: the squared sines equal to 1e-13; as many sines above 1e-3 as the rank
+    of C; the redundant rows' sines below 1e-6. Under jit ≡ eager, vmap ≡ loop, and its derivative
+    along q equals central differences."""
+    model, s, structure = spatial_parallelograms
+    bricard = models.bricard().build()
+    b0 = models.bricard().initial_state()
+    exact = rx.simulate(model, s, 0.7, structure=structure, n_save=2, monitor_singularities=False)
+    cases = [
+        (model, s.q, s.t, structure),
+        (model, exact.q[-1], 0.7, structure),  # 17 ms before the flat pose
+        (bricard, b0.q, b0.t, rx.decide(bricard, b0.q, b0.t)),
+    ]
+    for mdl, q, t, st in cases:
+        pattern = st.blocks
+        R, B = rx.constraint_rows(mdl, q, t)
+        pivots = np.asarray(rx.methods.row_pivots(pattern, R, B))
+        order = [r for g in pattern.order for r in pattern.rows[g]]
+        expected = _sines_by_least_squares(rx.constraint_matrix(mdl, q, t), order)
+        # No row in the soft band (a decade above the threshold), where the block
+        # elimination enforces a row partly and least squares wholly.
+        assert not np.any((pivots > 1e-6) & (pivots < 1e-5))
+        # Equal in the squares (the pivots): the elimination of C Cᵀ resolves sines
+        # down to √round-off ≈ 1e-8, least squares down to 1e-15.
+        np.testing.assert_allclose(pivots, expected**2, rtol=0, atol=1e-13)
+        sines = np.sqrt(np.clip(pivots, 0.0, 1.0))
+        assert int(np.sum(sines > 1e-3)) == int(st.rank)
+        assert np.sort(sines)[: -int(st.rank)].max() < 1e-6
+    # jit, vmap and grad on the spatial chain.
+    pattern = structure.blocks
+
+    def sines(q):
+        return rx.methods.row_pivots(pattern, *rx.constraint_rows(model, q, 0.0))
+
+    qs = jnp.stack([s.q, exact.q[-1]])
+    batched = jax.jit(jax.vmap(sines))(qs)
+    for k in range(2):
+        np.testing.assert_allclose(batched[k], sines(qs[k]), rtol=0, atol=1e-13)
+    direction = jnp.sin(jnp.arange(s.q.shape[0]) + 1.0)
+    j = int(np.argmin(np.where(np.asarray(batched[1]) > 1e-3, np.asarray(batched[1]), 2.0)))
+    row = jax.jit(lambda q: sines(q)[j])
+    slope = jax.grad(row)(qs[1]) @ direction
+    h = 1e-6
+    central = (row(qs[1] + h * direction) - row(qs[1] - h * direction)) / (2 * h)
+    assert float(slope) == pytest.approx(float(central), rel=1e-5)
+
+
+def test_the_block_solver_monitors_its_pivots(spatial_parallelograms):
+    """A run by the block solver reads the pivot sines after every step (linear in
+    the bodies) and finds A02's flat poses as the dense σ_r/σ_1 does: the same three
+    passages in 3 s, at the exact motion's instants (10 ms, as the dense monitor),
+    between the same step ends, as deep in proportion; rank changes (sines below
+    1e-3: each of the three loops loses a row) only at a flat pose. A
+    null-space run of the same 84 coordinates keeps σ_r/σ_1 (dense); a measure is
+    also chosen by name, an unknown one refused."""
+    model, s, structure = spatial_parallelograms
+    flat = a02_flat_instants(3, 3.0)
+    reports = {}
+    for monitor in (True, "singular_values"):
+        traj = rx.simulate(
+            model,
+            s,
+            3.0,
+            structure=structure,
+            n_save=31,
+            method=rx.BlockSparse(),
+            monitor_singularities=monitor,
+        )
+        reports[monitor] = rx.singularity_report(traj, rx.BlockSparse())
+    pivots, dense = reports[True], reports["singular_values"]
+    assert pivots.measure == "pivots" and dense.measure == "singular_values"
+    for report in (pivots, dense):
+        np.testing.assert_allclose([p.t for p in report.passages], flat, rtol=0, atol=1e-2)
+    # The monitor does not touch the integration: the same steps, so the same
+    # windows; the depths in proportion (the r-th sine is 3.7-4.5 σ_r/σ_1 along
+    # this motion) or both refined to 0.
+    assert [p.window for p in pivots.passages] == [p.window for p in dense.passages]
+    for p, d in zip(pivots.passages, dense.passages, strict=True):
+        assert (p.sigma_ratio == d.sigma_ratio == 0.0) or (
+            3.0 * d.sigma_ratio < p.sigma_ratio < 6.0 * d.sigma_ratio
+        )
+    for a, b, rank in pivots.rank_changes:  # where a step end lands that close
+        assert np.min(np.abs(flat - 0.5 * (a + b))) < 1e-2 and 80 <= rank <= 83
+    assert dense.rank_changes == ()  # none at the structure's 1e-8
+    nominal = rx.simulate(model, s, 0.05, structure=structure, n_save=2)
+    assert rx.singularity_report(nominal).measure == "singular_values"
+    with pytest.raises(ValueError, match="monitor_singularities"):
+        rx.simulate(model, s, 0.05, structure=structure, monitor_singularities="svd")

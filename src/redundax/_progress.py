@@ -113,13 +113,13 @@ class _Run(eqx.Module):
 
 
 @eqx.filter_jit
-def _begin(model, saved_times, structure, method, solver, controller, drift, threshold, y0):
+def _begin(model, saved_times, structure, method, solver, controller, drift, watch, y0):
     """The run at its first saved time, before any step: what Diffrax's
     `diffeqsolve` does before its first step (the first step size, the solver's
     first state)."""
     ts = jnp.asarray(saved_times.values)
     args = (model, structure, method, drift)
-    solver, _, _ = _monitored(args, solver, ts[0], y0, threshold)
+    solver, _, _ = _monitored(args, solver, ts[0], y0, watch)
     # As `diffeqsolve` hands it to the controller and the solver: wrapped for the
     # direction of time (its first step then is Diffrax's default 0.01 s).
     term = WrapTerm(diffrax.ODETerm(_vector_field), jnp.asarray(1))
@@ -148,15 +148,13 @@ def _begin(model, saved_times, structure, method, solver, controller, drift, thr
 
 
 @eqx.filter_jit
-def _advance(
-    model, saved_times, structure, method, solver, controller, drift, threshold, run, steps
-):
+def _advance(model, saved_times, structure, method, solver, controller, drift, watch, run, steps):
     """`run` after at most `steps` more integrator steps (fewer when it reaches the
     final time): the saved times passed are interpolated from the steps made, as
     `diffrax.SaveAt(ts=...)` does."""
     ts = jnp.asarray(saved_times.values)
     args = (model, structure, method, drift)
-    solver, _, _ = _monitored(args, solver, ts[0], run.y, threshold)
+    solver, _, _ = _monitored(args, solver, ts[0], run.y, watch)
     # No saved times and no dt0 are handed to Diffrax: its checks of them would be
     # host callbacks (the start time is not a constant here).
     sol = diffrax.diffeqsolve(
@@ -202,10 +200,10 @@ def _advance(
 
 
 @eqx.filter_jit
-def _finish(model, saved_times, structure, method, drift, threshold, partitions, run, correction):
+def _finish(model, saved_times, structure, method, drift, watch, partitions, run, correction):
     """The [`Trajectory`][redundax.Trajectory] of a finished run."""
     monitored = partitions and model.n_constraints > 0
-    watched = threshold is not None and model.n_constraints > 0
+    watched = watch is not None and model.n_constraints > 0
     log, singular = _logs(run.solver_state, monitored, watched)
     return _trajectory(
         model,
@@ -235,7 +233,7 @@ def in_segments(
     drift,
     max_steps: int,
     throw: bool,
-    threshold,
+    watch,
 ):
     """The run of `simulate(progress=progress)`, segment by segment on the host;
     with `throw`, a run that stops before its final time raises `RuntimeError`."""
@@ -252,11 +250,11 @@ def in_segments(
             "rx.StepProjection() (the default) or pass progress_meter= instead"
         )
     common = (model, saved_times, structure, method)
-    run = progress.call(_begin, *common, solver, controller, drift, threshold, y0)
+    run = progress.call(_begin, *common, solver, controller, drift, watch, y0)
     t1 = saved_times.values[-1]
     while True:
         run = progress.call(
-            _advance, *common, solver, controller, drift, threshold, run, progress.steps
+            _advance, *common, solver, controller, drift, watch, run, progress.steps
         )
         steps = int(run.stats[0])
         progress.report(float(run.t), t1, steps)
@@ -269,4 +267,4 @@ def in_segments(
             f"the integration stopped at t = {float(run.t):.6g} s of {t1:g} s after "
             f"{int(run.stats[0])} steps: {diffrax.RESULTS[run.result]}"
         )
-    return progress.call(_finish, *common, drift, threshold, method.partitions, run, correction)
+    return progress.call(_finish, *common, drift, watch, method.partitions, run, correction)

@@ -22,7 +22,15 @@ from ._assembly import (
 from ._drift_control import AbstractDriftControl, Baumgarte, Projection, drift_control_of
 from ._errors import ModelError
 from ._model import Model, State
-from ._singularity import THRESHOLD, SingularityLog, SingularityMonitor, singularity_report
+from ._singularity import (
+    MEASURES,
+    THRESHOLD,
+    SingularityLog,
+    SingularityMonitor,
+    Watch,
+    observe,
+    singularity_report,
+)
 from ._step_projection import StepProjection
 from ._structure import Structure, decide
 from ._validation import host_values
@@ -30,7 +38,13 @@ from ._validation import host_values
 if TYPE_CHECKING:
     from ._progress import Progress
 from ._wrapped_solver import around
-from .methods import AbstractNullSpaceMethod, AbstractRedundancyMethod, NullSpace, specialise
+from .methods import (
+    AbstractNullSpaceMethod,
+    AbstractRedundancyMethod,
+    NullSpace,
+    specialise,
+    uses_block_solver,
+)
 
 
 class Trajectory(eqx.Module):
@@ -52,7 +66,8 @@ class Trajectory(eqx.Module):
       ([`BlockSparse`][redundax.BlockSparse]), every change of its active set, step
       by step ([`ActiveSetLog`][redundax.ActiveSetLog]; read it with
       [`active_set_history`][redundax.active_set_history]); else None.
-    - `singularities`: σ_r/σ_1 of C after every integrator step, the singular
+    - `singularities`: how far C is from losing rank after every integrator step
+      (σ_r/σ_1, or the block solver's pivot sines), the singular
       configurations passed and the rank changes
       ([`SingularityLog`][redundax.SingularityLog]; read it with
       [`singularity_report`][redundax.singularity_report]); None when the run
@@ -159,7 +174,7 @@ def _simulate(
     max_steps,
     throw,
     progress_meter,
-    singular_threshold,
+    watch,
 ):
     if saved_times is not None:
         # Save times known on the host are constants of the program: Diffrax's
@@ -168,7 +183,7 @@ def _simulate(
         ts = jnp.asarray(saved_times.values)
     term = diffrax.ODETerm(_vector_field)
     args = (model, structure, method, drift_control)
-    solver, monitored, watched = _monitored(args, solver, ts[0], (q0, qd0), singular_threshold)
+    solver, monitored, watched = _monitored(args, solver, ts[0], (q0, qd0), watch)
     logged = monitored or watched
     log = singular = None
     if not drift_control.projects:
@@ -266,21 +281,27 @@ def _trajectory(
     )
 
 
-def _monitored(args, solver, t0, y0, singular_threshold):
+def _monitored(args, solver, t0, y0, watch: Watch | None):
     """`(solver, monitored, watched)`: the run's solver, wrapped by its drift
     control and by the monitors it needs (the active set of a partitioning method;
-    the singularity monitor, outermost, unless `singular_threshold` is None), and
-    whether each monitor is on."""
+    the singularity monitor, outermost, unless `watch` is None), and whether each
+    monitor is on."""
     model, structure, method, drift_control = args
     monitored = method.partitions and model.n_constraints > 0
     solver = drift_control.wrap(solver)
     if monitored:
         solver = around(ActiveSetMonitor, solver, ActiveSetLog.start(active_rows(args, t0, y0)))
-    watched = singular_threshold is not None and model.n_constraints > 0
+    watched = watch is not None and model.n_constraints > 0
     if watched:
-        solver = around(
-            SingularityMonitor, solver, SingularityLog.start(structure, t0, singular_threshold)
+        # σ_r/σ_1 starts from the structure's (decided at the start); the pivot
+        # sines have no such value: read at the start.
+        sigma0 = (
+            None if watch.measure == "singular_values" else observe(watch.measure, args, t0, y0)
         )
+        log = SingularityLog.start(
+            structure, t0, watch.threshold, measure=watch.measure, sigma0=sigma0
+        )
+        solver = around(SingularityMonitor, solver, log)
     return solver, monitored, watched
 
 
@@ -393,7 +414,7 @@ def simulate(
     max_steps: int = 100_000,
     throw: bool = True,
     progress_meter: diffrax.AbstractProgressMeter = diffrax.NoProgressMeter(),
-    monitor_singularities: bool = True,
+    monitor_singularities: bool | str = True,
     singular_threshold: float = THRESHOLD,
     progress: "Progress | None" = None,
     stabilisation=_UNSET,
@@ -435,14 +456,18 @@ def simulate(
     - `progress_meter`: a Diffrax progress meter (e.g. `diffrax.TextProgressMeter()`),
       used when the drift control does not project (with a projection the solve
       runs save interval by save interval).
-    - `monitor_singularities`: record σ_r/σ_1 of C after every integrator step,
-      every singular configuration passed and every rank change of C
-      (`Trajectory.singularities`, read by [`singularity_report`][]): one singular
-      value decomposition of the dense C per step. A passage met with a drift
-      control that does not project after every step gives a
-      [`SingularPassageWarning`][] (the motion may have left its branch).
-    - `singular_threshold`: a local minimum of σ_r/σ_1 is a passage when below
-      this fraction of the largest σ_r/σ_1 of the run (default 0.1).
+    - `monitor_singularities`: record after every integrator step how far C is
+      from losing rank, every singular configuration passed and every rank change
+      of C (`Trajectory.singularities`, read by [`singularity_report`][]). True
+      (default): where the method uses the block solver, the r-th largest pivot
+      sine of the block elimination of C Cᵀ (`"pivots"`: linear in the number of
+      bodies, as the solver), else σ_r/σ_1 by a singular value decomposition of
+      the dense C per step (`"singular_values"`: O(n³)); either by name; False: no
+      record. A passage met with a drift control that does not project after
+      every step gives a [`SingularPassageWarning`][] (the motion may have left
+      its branch).
+    - `singular_threshold`: a local minimum of the measure is a passage when below
+      this fraction of its largest value in the run (default 0.1).
     - `progress`: a [`Progress`][] to report to on the host while the run goes
       on: the run then integrates in segments of `progress.steps` integrator
       steps, each resuming Diffrax's solver and step-size state where the last
@@ -482,6 +507,11 @@ def simulate(
             Baumgarte() if stabilisation is _UNSET else stabilisation,
             None if projection is _UNSET else projection,
         )
+    if not isinstance(monitor_singularities, bool) and monitor_singularities not in MEASURES:
+        raise ValueError(
+            f"simulate field 'monitor_singularities': expected True, False, "
+            f"'singular_values' or 'pivots', got {monitor_singularities!r}"
+        )
     if drift_control is None:
         drift_control = default_drift_control(method)
     if not isinstance(drift_control, AbstractDriftControl):
@@ -510,6 +540,8 @@ def simulate(
     if stepsize_controller is None:
         stepsize_controller = default_controller(model, rtol, atol)
     method = specialise(method, structure, model)
+    measure = singularity_measure(monitor_singularities, method)
+    watch = None if measure is None else Watch(singular_threshold, measure)
     if progress is not None:
         from ._progress import in_segments  # noqa: PLC0415 - it builds on this module
 
@@ -526,7 +558,7 @@ def simulate(
             drift_control.prepare(method, structure),
             max_steps,
             throw,
-            singular_threshold if monitor_singularities else None,
+            watch,
         )
         _warn_if_branch_at_risk(trajectory, method)
         return trajectory
@@ -546,10 +578,23 @@ def simulate(
         max_steps,
         throw,
         progress_meter,
-        singular_threshold if monitor_singularities else None,
+        watch,
     )
     _warn_if_branch_at_risk(trajectory, method)
     return trajectory
+
+
+def singularity_measure(monitor: bool | str, method) -> str | None:
+    """What `simulate(monitor_singularities=monitor)` measures with `method`
+    (specialised): True: `"pivots"` where the method uses the block solver (linear
+    in the number of bodies, as the solver), else `"singular_values"`; a measure by
+    name; False: None."""
+    if monitor is True:
+        return "pivots" if uses_block_solver(method) else "singular_values"
+    return None if monitor is False else monitor
+
+
+_MEASURE_NAMES = {"singular_values": "sigma_r/sigma_1", "pivots": "pivot sine"}
 
 
 class SingularPassageWarning(UserWarning):
@@ -569,7 +614,8 @@ def _warn_if_branch_at_risk(trajectory: Trajectory, method) -> None:
         more = "" if len(report.passages) <= 5 else f" and {len(report.passages) - 5} more"
         warnings.warn(
             f"the motion passed {len(report.passages)} singular configuration(s) "
-            f"(t = {times}{more} s; smallest sigma_r/sigma_1 {report.min_sigma_ratio:.2g}) "
+            f"(t = {times}{more} s; smallest {_MEASURE_NAMES[report.measure]} "
+            f"{report.min_sigma_ratio:.2g}) "
             f"with drift control {type(trajectory.drift_control).__name__}, which does not "
             f"keep a closed chain on its branch there: the motion may have left it. "
             f"Simulate with drift_control=rx.StepProjection() (the default)",

@@ -16,14 +16,36 @@ accepted steps only):
   order, a quadratic c²(t − t*)² + d² (exactly so where C loses rank at t*, d = 0),
   so the parabola through the three (t, (σ_r/σ_1)²) gives t* and the depth d
   without another decomposition;
-- every change of the numerical rank of C (relative tolerance `structure.rtol`)
-  from one step end to the next.
+- every change of the numerical rank of C (relative tolerance `structure.rtol`;
+  for the pivots, below) from one step end to the next.
 
 What keeps the motion on its branch through a passage is the drift control
 (`StepProjection`, the default, projects after every step); the log only says
-where the passages were and how deep. One singular value decomposition of the
-dense C per step: O(n³), as the dense methods' own solve, and nothing under
-`jax.grad` (a discrete record, `stop_gradient`).
+where the passages were and how deep. Nothing flows under `jax.grad` (a discrete
+record, `stop_gradient`).
+
+Two measures of how far C is from losing rank (`SingularityLog.measure`):
+
+- `"singular_values"`: σ_r/σ_1 of the dense C, by one singular value
+  decomposition per step, O(n³) (as the dense methods' own solve); its rank
+  changes at the structure's relative tolerance (`Structure.rtol`).
+- `"pivots"`: the block solver's own quantity (Kraus et al. §8: a monitor on the
+  pivots of the joint blocks), linear in the number of bodies. The block
+  elimination of C Cᵀ in the [`BlockPattern`][redundax.BlockPattern]'s order gives
+  each row j its relative pivot d_j / (C Cᵀ)_jj = sin² of the angle between row j
+  and the rows kept before it ([`row_pivots`][redundax.methods.block.row_pivots]).
+  The measure is the r-th largest sine (r the regular rank): redundant rows have
+  sines at round-off (≈ 1e-8 at most), and at a singular configuration the sine
+  of a row that becomes dependent falls to zero, linearly in time as σ_r does, so
+  the same passage test and refinement apply. Its rank is the number of rows kept
+  by that elimination (sine above √`PIVOT_RTOL` = 1e-3): sines cannot resolve the
+  structure's 1e-8 (the pivots are accurate to round-off, 1e-16, in their
+  squares). Measured on IFToMM A02's chain of three spatial parallelograms: the
+  r-th sine is 3.7–4.5 × σ_r/σ_1 along the motion and has its minima at the same
+  step ends; the dense SVD takes 14× the block solver's step at 64 loops.
+
+`simulate` takes "pivots" where the run's method uses the block solver and
+"singular_values" elsewhere (`monitor_singularities`).
 """
 
 import dataclasses
@@ -35,8 +57,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from ._assembly import constraint_matrix
+from ._assembly import constraint_matrix, constraint_rows
 from ._wrapped_solver import AbstractMonitor
+from .methods.block import PIVOT_RTOL, row_pivots
 
 THRESHOLD = 0.1
 """A local minimum of σ_r/σ_1 is a passage when it is below this fraction of the
@@ -52,9 +75,20 @@ rotation) `t_min` is the first step end that reaches it, not whichever one round
 made the smallest (which changes with the compiled program)."""
 
 
+MEASURES = ("singular_values", "pivots")
+"""What the monitor measures (module docstring)."""
+
+PIVOT_SINE_RTOL = float(np.sqrt(PIVOT_RTOL))
+"""A row counts towards the `"pivots"` measure's rank when its sine is above this
+(the rows the coordinates' block elimination keeps)."""
+
+
 class SingularityLog(eqx.Module):
     """The singular configurations one integration met, step by step.
 
+    - `measure`: `"singular_values"` (σ_r/σ_1 of C) or `"pivots"` (the r-th
+      largest pivot sine of the block elimination of C Cᵀ); module docstring. The
+      fields named "ratio" hold that measure.
     - `regular_rank`: r, the rank of C the run was decided with.
     - `t_last`, `ratio_last` (2,): the last two step ends and their σ_r/σ_1.
     - `max_ratio`: the largest σ_r/σ_1 so far (the decision state's included).
@@ -84,16 +118,37 @@ class SingularityLog(eqx.Module):
     rank_t: Float[Array, "K 2"]
     rank_value: Int[Array, " K"]
     rank_changes: Int[Array, ""]
+    measure: str = eqx.field(static=True, default="singular_values")
 
     @classmethod
-    def start(cls, structure, t0, threshold: float = THRESHOLD, capacity: int = CAPACITY):
-        """An empty log of a run decided as `structure` that starts at `t0`."""
+    def start(
+        cls,
+        structure,
+        t0,
+        threshold: float = THRESHOLD,
+        capacity: int = CAPACITY,
+        measure: str = "singular_values",
+        sigma0: Float[Array, " k"] | None = None,
+    ):
+        """An empty log of a run decided as `structure` that starts at `t0`. The
+        largest ratio so far starts from the structure's σ_r/σ_1, or, given
+        `sigma0` (the measure's values at the start, descending), from those."""
+        if measure not in MEASURES:
+            raise ValueError(
+                f"SingularityLog field 'measure': expected one of {MEASURES}, got {measure!r}"
+            )
         nan = jnp.full(capacity, jnp.nan)
         t0 = jnp.asarray(t0, dtype=float)
-        ratio = jnp.asarray(structure.sigma_ratio, dtype=float)
+        rank = jnp.asarray(structure.rank)
+        if sigma0 is None:
+            ratio = jnp.asarray(structure.sigma_ratio, dtype=float)
+        else:
+            ratio = _ratio(jnp.asarray(sigma0, dtype=float), rank)
+        rtol = structure.rtol if measure == "singular_values" else PIVOT_SINE_RTOL
         return cls(
-            regular_rank=jnp.asarray(structure.rank),
-            rtol=jnp.asarray(structure.rtol, dtype=float),
+            measure=measure,
+            regular_rank=rank,
+            rtol=jnp.asarray(rtol, dtype=float),
             threshold=jnp.asarray(threshold, dtype=float),
             t_last=jnp.stack([t0, t0]),
             ratio_last=jnp.full(2, jnp.inf),
@@ -114,10 +169,8 @@ class SingularityLog(eqx.Module):
         """The log after a step [t0, t1] whose end has singular values `sigma`
         (descending)."""
         r = self.regular_rank
-        s1 = sigma[0]
-        ratio = jnp.where(s1 > 0, jnp.take(sigma, jnp.maximum(r - 1, 0)) / s1, 0.0)
-        ratio = jnp.where(r > 0, ratio, 1.0)
-        rank = jnp.sum(sigma > self.rtol * s1).astype(self.rank.dtype)
+        ratio = _ratio(sigma, r)
+        rank = jnp.sum(sigma > self.rtol * sigma[0]).astype(self.rank.dtype)
         # A passage: the previous step end is a local minimum, deep enough.
         (ta, tb), (ra, rb) = self.t_last, self.ratio_last
         minimum = (rb <= ra) & (rb < ratio) & jnp.isfinite(ra)
@@ -129,6 +182,7 @@ class SingularityLog(eqx.Module):
         lowest = jnp.where(passage, jnp.minimum(depth, ratio), ratio)
         new_min = lowest < self.min_ratio * (1.0 - TIE)
         return SingularityLog(
+            measure=self.measure,
             regular_rank=r,
             rtol=self.rtol,
             threshold=self.threshold,
@@ -146,6 +200,13 @@ class SingularityLog(eqx.Module):
             rank_value=self.rank_value.at[j].set(rank, mode="drop"),
             rank_changes=self.rank_changes + changed.astype(jnp.int32),
         )
+
+
+def _ratio(sigma, r):
+    """σ_r/σ_1 of descending values `sigma` (1 where r = 0, 0 where σ_1 = 0)."""
+    s1 = sigma[0]
+    ratio = jnp.where(s1 > 0, jnp.take(sigma, jnp.maximum(r - 1, 0)) / s1, 0.0)
+    return jnp.where(r > 0, ratio, 1.0)
 
 
 def _vertex(t0, t1, t2, r0, r1, r2):
@@ -174,17 +235,45 @@ def step_sigma(args, t, y) -> Float[Array, " k"]:
     return jnp.linalg.svd(constraint_matrix(model, y[0], t), compute_uv=False)
 
 
+@eqx.filter_jit
+def step_pivot_sines(args, t, y) -> Float[Array, " nc"]:
+    """The sines of C's rows against the rows kept before them in the block
+    elimination of C Cᵀ at (t, y), descending (module docstring): a record, linear
+    in the number of bodies."""
+    args, t, y = jax.tree.map(
+        lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, (args, t, y)
+    )
+    model, structure = args[0], args[1]
+    R, B = constraint_rows(model, y[0], t)
+    sines = jnp.sqrt(jnp.clip(row_pivots(structure.blocks, R, B), 0.0, 1.0))
+    return -jnp.sort(-sines)
+
+
+def observe(measure: str, args, t, y) -> Float[Array, " k"]:
+    """The values `measure` reads at (t, y), descending."""
+    return step_pivot_sines(args, t, y) if measure == "pivots" else step_sigma(args, t, y)
+
+
+@dataclasses.dataclass(frozen=True)
+class Watch:
+    """What `simulate` monitors: the passage `threshold` and the `measure`."""
+
+    threshold: float
+    measure: str
+
+
 class SingularityMonitor(AbstractMonitor):
-    """A Diffrax solver that steps like `solver` and records σ_r/σ_1 of C after
-    every step in a [`SingularityLog`][] (the second half of its solver state).
-    `log`: the log to continue (a run integrated save interval by save interval
-    continues one log)."""
+    """A Diffrax solver that steps like `solver` and records, after every step, how
+    far C is from losing rank (σ_r/σ_1 or the pivot sines: `log.measure`) in a
+    [`SingularityLog`][] (the second half of its solver state). `log`: the log to
+    continue (a run integrated save interval by save interval continues one
+    log)."""
 
     solver: diffrax.AbstractSolver
     log: SingularityLog
 
     def observe(self, args, t, y):
-        return step_sigma(args, t, y)
+        return observe(self.log.measure, args, t, y)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,7 +304,8 @@ class SingularityReport:
     """What a run's [`SingularityLog`][] says, on the host.
 
     - `passages`: the [`SingularPassage`][]s, in time order.
-    - `min_sigma_ratio`, `t_min`: the smallest σ_r/σ_1 met, and when.
+    - `min_sigma_ratio`, `t_min`: the smallest σ_r/σ_1 met (of the `measure`:
+      the r-th pivot sine where it is `"pivots"`), and when.
     - `rank_changes`: `(t_before, t_after, rank)` per change of the numerical rank
       of C between two step ends.
     - `unrecorded`: passages and rank changes seen beyond the log's capacity.
@@ -228,11 +318,13 @@ class SingularityReport:
     rank_changes: tuple[tuple[float, float, int], ...]
     unrecorded: int
     branch_kept: bool
+    measure: str = "singular_values"
 
     def as_dict(self) -> dict:
         """The report in the JSON of `redundax simulate`."""
         return {
             "singular_passages": [p.as_dict() for p in self.passages],
+            "singularity_measure": self.measure,
             "min_sigma_ratio": self.min_sigma_ratio,
             "rank_changes": [
                 {"t_before": a, "t_after": b, "rank": r} for a, b, r in self.rank_changes
@@ -293,4 +385,5 @@ def singularity_report(trajectory, method=None) -> SingularityReport | None:
         rank_changes=changes,
         unrecorded=(n - stored) + (m - logged),
         branch_kept=kept,
+        measure=log.measure,
     )

@@ -72,7 +72,12 @@ def _singular(model, trajectory: JointTrajectory) -> dict[str, Any]:
     """The singular configurations the motion passed, from its saved absolute
     states (σ_r/σ_1 of C, refined between saves): reported, as in absolute runs."""
     if model.n_constraints == 0:
-        return {"singular_passages": [], "min_sigma_ratio": None, "rank_changes": []}
+        return {
+            "singular_passages": [],
+            "singularity_measure": None,
+            "min_sigma_ratio": None,
+            "rank_changes": [],
+        }
     absolute = trajectory.absolute
     gap = np.asarray(rank_history(model, absolute).relative_gap())
     ts = np.asarray(trajectory.ts)
@@ -85,6 +90,7 @@ def _singular(model, trajectory: JointTrajectory) -> dict[str, Any]:
         p["window"] = [float(ts[max(k - 1, 0)]), float(ts[min(k, ts.size - 1)])]
     return {
         "singular_passages": passages,
+        "singularity_measure": "singular_values",
         "min_sigma_ratio": float(np.min(gap)),
         "rank_changes": [],
     }

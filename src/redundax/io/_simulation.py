@@ -88,6 +88,7 @@ class SimulationOptions:
             set(overrides)
             - set(keywords)
             - {"structure", "throw", "progress_meter", "consistency_tol", "ts"}
+            - {"monitor_singularities"}
         )
         if unknown:
             raise TypeError(f"SimulationOptions.keywords: unknown {', '.join(sorted(unknown))}")

@@ -14,6 +14,7 @@ from ._base import (
     path_accurate as path_accurate,
     schur_bias as schur_bias,
     specialise as specialise,
+    uses_block_solver as uses_block_solver,
 )
 from ._kernels import (
     SCHUR_INVERSE_MAX_ROWS as SCHUR_INVERSE_MAX_ROWS,
@@ -36,6 +37,7 @@ from .block import (
     block_solve as block_solve,
     mass_conditioned as mass_conditioned,
     mass_pivots as mass_pivots,
+    row_pivots as row_pivots,
 )
 from .compliant import Compliant as Compliant, joint_stiffness as joint_stiffness
 from .elimination import Elimination as Elimination, eliminate as eliminate

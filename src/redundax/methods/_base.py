@@ -240,7 +240,7 @@ def path_accurate(method: AbstractRedundancyMethod, structure: Structure, model)
     σ_min(N[dropped]) above `ELIMINATION_MIN_SIGMA`; a variant of higher rank would
     otherwise run with a constraint left out). A path left to run time
     (`schur=None`) follows the structure and is accurate."""
-    from .block import BlockSparse, mass_conditioned
+    from .block import mass_conditioned
     from .elimination import Elimination
 
     ok = jnp.asarray(True)
@@ -249,8 +249,7 @@ def path_accurate(method: AbstractRedundancyMethod, structure: Structure, model)
     null_space = isinstance(method, AbstractNullSpaceMethod)
     if null_space and method.schur is True and not method.block:
         ok = ok & (schur_bias(structure.schur_gap) <= SCHUR_BIAS_LIMIT)
-    block = isinstance(method, BlockSparse) or (null_space and bool(method.block))
-    if block and method.pivots == "mass":
+    if uses_block_solver(method) and method.pivots == "mass":
         ok = ok & mass_conditioned(model.bodies.mass_blocks())
     if isinstance(method, Elimination):
         ok = ok & _rows_span(method, structure)
@@ -308,17 +307,25 @@ def warn_if_schur_biased(method: AbstractRedundancyMethod, structure: Structure)
     )
 
 
+def uses_block_solver(method: AbstractRedundancyMethod) -> bool:
+    """Whether `method` computes q̈ by the block solver
+    ([`BlockSparse`][redundax.BlockSparse], or a method of the null-space family
+    with `block=True`; `block=None` is decided by [`specialise`][])."""
+    from .block import BlockSparse
+
+    return isinstance(method, BlockSparse) or (
+        isinstance(method, AbstractNullSpaceMethod) and bool(method.block)
+    )
+
+
 def block_pivots(method: AbstractRedundancyMethod, model) -> AbstractRedundancyMethod:
     """`method` with the block solver's pivot metric fixed from the model's mass
     (`MASS_PIVOTS_MAX_CONDITION`), where it takes the block solver and leaves the
     metric open; unchanged where the mass is not known on the host (the solver then
     takes `"coordinates"`, right for every inertia)."""
-    from .block import BlockSparse, mass_pivots
+    from .block import mass_pivots
 
-    uses_block = isinstance(method, BlockSparse) or (
-        isinstance(method, AbstractNullSpaceMethod) and bool(method.block)
-    )
-    if not uses_block or method.pivots is not None or model is None:
+    if not uses_block_solver(method) or method.pivots is not None or model is None:
         return method
     pivots = mass_pivots(model.bodies.mass_blocks())
     return method if pivots is None else dataclasses.replace(method, pivots=pivots)

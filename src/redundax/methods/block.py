@@ -120,21 +120,24 @@ def _ldl(A, floor, weights=None):
     (decided on another matrix; `floor` is then ignored); both None: no dropping
     (A positive definite).
 
-    **Returns:** (L, inverse pivots w / d, 0 where dropped; the weights w)."""
+    **Returns:** (L, inverse pivots w / d, 0 where dropped; the weights w; the
+    pivots d)."""
     n = A.shape[-1]
     index = jnp.arange(n)
     U = jnp.zeros_like(A)  # the columns v_j below the diagonal, unscaled
     dinv = jnp.zeros(n, dtype=A.dtype)
+    pivots = jnp.zeros(n, dtype=A.dtype)
     ws = jnp.ones(n, dtype=A.dtype) if weights is None else weights
     for j in range(n):
         v = A[:, j] - U[:, :j] @ (dinv[:j] * U[j, :j]) if j else A[:, j]
         pivot = v[j]
+        pivots = pivots.at[j].set(pivot)
         if weights is None and floor is not None:
             ws = ws.at[j].set(_weight(pivot, floor[j]))
         w = ws[j]
         dinv = dinv.at[j].set(w / jnp.where(w > 0, pivot, 1.0))
         U = U.at[:, j].set(jnp.where(index > j, v, 0.0))
-    return jnp.eye(n, dtype=A.dtype) + U * dinv[None, :], dinv, ws
+    return jnp.eye(n, dtype=A.dtype) + U * dinv[None, :], dinv, ws, pivots
 
 
 def _unit_lower_inverse(L):
@@ -148,7 +151,7 @@ def _unit_lower_inverse(L):
 
 def _spd_inverse(A):
     """A⁻¹ of a small symmetric positive definite matrix (unrolled LDLᵀ)."""
-    L, dinv, _ = _ldl(A, None)
+    L, dinv, _, _ = _ldl(A, None)
     Linv = _unit_lower_inverse(L)
     return Linv.T @ (Linv * dinv[:, None])
 
@@ -262,6 +265,93 @@ def _rows_of_dense(pattern: BlockPattern, C):
     return C3[np.arange(nc)[:, None], B], jnp.asarray(B)
 
 
+def _padded_rows(plan: _Plan, nb: int, R, B):
+    """The blocks of C by step, padded: X (n, size, P, dof) and their bodies XB
+    (n, size, P; the ground and unused slots: `nb`)."""
+    Rx = jnp.concatenate([R, jnp.zeros((1, *R.shape[1:]), R.dtype)])
+    Bx = jnp.concatenate([B, jnp.full((1, B.shape[1]), nb, dtype=B.dtype)])
+    return Rx[plan.rows], Bx[plan.rows]
+
+
+def _gram(plan: _Plan, nb: int, X, XB, WX):
+    """The entries of C W Cᵀ (W = M⁻¹ when `WX` = M⁻¹ X, W = I when `WX` = X),
+    padded for the elimination, and the diagonal of each diagonal block."""
+    n, size = plan.rows.shape
+    pad = jnp.asarray(~plan.valid)
+
+    def entry(ik):
+        """S_ik[a, c] = Σ over common bodies of X_i[a, p] W_b X_k[c, q]ᵀ (b = the
+        body of slot p of row a = of slot q of row c)."""
+        Bi, Bk = XB[ik[0]], XB[ik[1]]
+        common = (Bi[:, None, :, None] == Bk[None, :, None, :]) & (Bi[:, None, :, None] < nb)
+        # Two steps, not one three-operand einsum: its contraction order would
+        # materialise (size, P, dof, size, P), 12× this.
+        block = jnp.einsum("apk,cqk->acpq", WX[ik[0]], X[ik[1]])
+        return jnp.sum(jnp.where(common, block, 0.0), axis=(2, 3))
+
+    # The entries in chunks of ENTRY_CHUNK: the intermediates stay in cache (all at
+    # once they outgrow the CPU's last-level cache from N ≈ 512, 5× slower there).
+    S = jax.lax.map(entry, jnp.asarray(plan.pairs), batch_size=ENTRY_CHUNK)
+    # Padding rows: a unit diagonal, decoupled (their rows of X are zero).
+    diag = jnp.diagonal(S[:n], axis1=1, axis2=2)
+    S = S.at[:n].add(jax.vmap(jnp.diag)(jnp.where(pad, 1.0, 0.0)))
+    return jnp.concatenate([S, jnp.zeros((1, size, size), X.dtype)]), jnp.where(pad, 1.0, diag)
+
+
+def _factor(plan: _Plan, entries, floors=None, weights=None):
+    """The block LDLᵀ factorisation of the padded `entries` in the plan's order,
+    one `lax.scan` step per supernode, each diagonal block by [`_ldl`][] with the
+    step's `floors` or `weights` (n, size; see there).
+
+    **Returns:** (the entries with the L_ik in place of the off-diagonal blocks;
+    per step L_kk⁻¹, the inverse pivots, the weights and the pivots)."""
+    n = plan.rows.shape[0]
+    # Inside the loop, no `gather` from a large array: XLA:CPU runs a gather from
+    # an operand of more than ~0.5 MB on its thread pool, and the hand-off costs
+    # ~1.5 µs per gather, 15× the step's own work (measured on 2 cores; none when
+    # pinned to one). What a step reads other than the carry comes in through the
+    # scan's `xs` (a contiguous slice per step), and the carry is read block by
+    # block with dynamic slices ([`_take`][]).
+    coupled = jnp.asarray(plan.off < plan.n_entries)[:, :, None, None]  # not padding
+
+    def eliminate(E, xs):
+        step, off_k, update_k, coupled_k, floor, weights = xs
+        L, dinv, w, pivots = _ldl(_take(E, step), floor, weights)
+        Linv = _unit_lower_inverse(L)
+        G = jnp.einsum("wac,bc->wab", jnp.where(coupled_k, _take(E, off_k), 0.0), Linv)
+        change = jnp.einsum("xac,c,ybc->xyab", G, dinv, G)
+        E = E.at[update_k].add(-change)
+        E = E.at[off_k].set(G * dinv[None, None, :])  # L_ik
+        return E, (Linv, dinv, w, pivots)
+
+    xs = (jnp.arange(n), jnp.asarray(plan.off), jnp.asarray(plan.update), coupled)
+    return jax.lax.scan(eliminate, entries, (*xs, floors, weights))
+
+
+@eqx.filter_jit
+def row_pivots(
+    pattern: BlockPattern,
+    R: Float[Array, "nc P dof"],
+    B: Int[Array, "nc P"],
+    rtol: float = PIVOT_RTOL,
+) -> Float[Array, " nc"]:
+    """Each row's relative pivot in the block elimination of C Cᵀ (the partitioning
+    in the coordinates' metric, rows at or below `rtol` dropped): d_j / (C Cᵀ)_jj,
+    the squared sine of the angle between row j of C and the rows kept before it in
+    the pattern's order (0: a combination of them; 1: orthogonal to them). A row's
+    own pivot is taken before it is dropped. Linear in the number of blocks, as
+    [`block_solve`][]; C given row by row in local form (`R`, `B`)."""
+    plan = _plan(pattern)
+    nc = pattern.n_rows
+    if plan.rows.shape[0] == 0:
+        return jnp.zeros(0, R.dtype)
+    X, XB = _padded_rows(plan, pattern.n_bodies, R, B)
+    entries, diag = _gram(plan, pattern.n_bodies, X, XB, X)
+    _, (_, _, _, pivots) = _factor(plan, entries, rtol * diag)
+    relative = pivots / diag
+    return jnp.zeros(nc + 1, R.dtype).at[plan.rows].set(relative)[:nc]
+
+
 @eqx.filter_jit
 def block_solve(
     pattern: BlockPattern,
@@ -293,75 +383,25 @@ def block_solve(
     if n == 0:  # no constraints
         return BlockSolution(MiF.reshape(-1), jnp.zeros(0, dtype), jnp.zeros(0, bool))
     MiF = jnp.concatenate([MiF, jnp.zeros((1, dof), dtype)])
-    # Blocks of C by step, padded: X (n, size, P, dof), their bodies (n, size, P).
-    Rx = jnp.concatenate([R, jnp.zeros((1, *R.shape[1:]), dtype)])
-    Bx = jnp.concatenate([B, jnp.full((1, B.shape[1]), nb, dtype=B.dtype)])
-    X, XB = Rx[plan.rows], Bx[plan.rows]
+    X, XB = _padded_rows(plan, nb, R, B)
     # M⁻¹ X row slot by row slot, as a product and a sum that XLA fuses with the
     # gather of M⁻¹: as an einsum, M⁻¹[XB] is first copied out (n × size × P
     # matrices: 70 MB for A02's chain at N = 1024, 20× slower there).
     MX = jnp.sum(Minv[XB] * X[..., None, :], axis=-1)
-
-    def entries_of(MX):
-        """The entries of C W Cᵀ (W = M⁻¹ when `MX` = M⁻¹ X, W = I when `MX` = X),
-        padded for the elimination, and the diagonal of each diagonal block."""
-
-        def entry(ik):
-            """S_ik[a, c] = Σ over common bodies of X_i[a, p] M⁻¹_b X_k[c, q]ᵀ (b =
-            the body of slot p of row a = of slot q of row c)."""
-            Bi, Bk = XB[ik[0]], XB[ik[1]]
-            common = (Bi[:, None, :, None] == Bk[None, :, None, :]) & (Bi[:, None, :, None] < nb)
-            # Two steps, not one three-operand einsum: its contraction order would
-            # materialise (size, P, dof, size, P), 12× this.
-            block = jnp.einsum("apk,cqk->acpq", MX[ik[0]], X[ik[1]])
-            return jnp.sum(jnp.where(common, block, 0.0), axis=(2, 3))
-
-        # The entries in chunks of ENTRY_CHUNK: the intermediates stay in cache
-        # (all at once they outgrow the CPU's last-level cache from N ≈ 512, 5×
-        # slower there).
-        S = jax.lax.map(entry, jnp.asarray(plan.pairs), batch_size=ENTRY_CHUNK)
-        # Padding rows: a unit diagonal, decoupled (their rows of X are zero).
-        diag = jnp.diagonal(S[:n], axis1=1, axis2=2)
-        S = S.at[:n].add(jax.vmap(jnp.diag)(jnp.where(pad, 1.0, 0.0)))
-        return jnp.concatenate([S, jnp.zeros((1, size, size), dtype)]), jnp.where(pad, 1.0, diag)
-
-    pad = jnp.asarray(~plan.valid)
-    # Inside the loops, no `gather` from a large array: XLA:CPU runs a gather
-    # from an operand of more than ~0.5 MB on its thread pool, and the hand-off
-    # costs ~1.5 µs per gather, 15× the step's own work (measured on 2 cores; none
-    # when pinned to one). What a step reads other than the carry comes in
-    # through the scan's `xs` (a contiguous slice per step), and the carry is
-    # read block by block with dynamic slices ([`_take`][]).
-    steps = jnp.arange(n)
-    later, off, update = jnp.asarray(plan.later), jnp.asarray(plan.off), jnp.asarray(plan.update)
-    coupled = jnp.asarray(plan.off < plan.n_entries)[:, :, None, None]  # not padding
-
-    def eliminate(E, xs):
-        step, off_k, update_k, coupled_k, floor, weights = xs
-        L, dinv, w = _ldl(_take(E, step), floor, weights)
-        Linv = _unit_lower_inverse(L)
-        G = jnp.einsum("wac,bc->wab", jnp.where(coupled_k, _take(E, off_k), 0.0), Linv)
-        change = jnp.einsum("xac,c,ybc->xyab", G, dinv, G)
-        E = E.at[update_k].add(-change)
-        E = E.at[off_k].set(G * dinv[None, None, :])  # L_ik
-        return E, (Linv, dinv, w)
-
-    entries, diag0 = entries_of(MX)
+    entries, diag0 = _gram(plan, nb, X, XB, MX)
     if pivots == "coordinates":
         # The rows kept are decided on C Cᵀ (the metric of the structure's rank),
         # and the factorisation of C M⁻¹ Cᵀ keeps exactly those, with their weights.
-        kept, diag_c = entries_of(X)
-        _, (_, _, weights) = jax.lax.scan(
-            eliminate, kept, (steps, off, update, coupled, rtol * diag_c, None)
-        )
+        kept, diag_c = _gram(plan, nb, X, XB, X)
+        _, (_, _, weights, _) = _factor(plan, kept, rtol * diag_c)
         floors = None
     else:
         weights, floors = None, rtol * diag0
-    E, (Linv, dinv, _) = jax.lax.scan(
-        eliminate, entries, (steps, off, update, coupled, floors, weights)
-    )
+    E, (Linv, dinv, _, _) = _factor(plan, entries, floors, weights)
     keep = (dinv != 0) & jnp.asarray(plan.valid)
-    lower = jnp.where(coupled, E[off], 0.0)  # (n, width, size, size): the L_ik by step
+    steps, later = jnp.arange(n), jnp.asarray(plan.later)
+    coupled = jnp.asarray(plan.off < plan.n_entries)[:, :, None, None]
+    lower = jnp.where(coupled, E[plan.off], 0.0)  # (n, width, size, size): the L_ik by step
 
     def forward(y, xs):
         step, Linv_k, lower_k, later_k = xs
