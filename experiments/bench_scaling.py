@@ -185,7 +185,8 @@ def simulated_second(n: int, t_final: float, dense_max: int) -> dict:
     """Wall time of `rx.simulate` per simulated second for IFToMM A02's spatial chain
     of `n` loops, with the library's defaults (`NullSpace()`: the block solver from
     `BLOCK_MIN_COORDINATES` on; `StepProjection()`; the integrator of the default
-    rtol), the singularity monitor on (the default) and off, the structure decided
+    rtol), the singularity monitor on (the default: the pivot sines with the block
+    solver), by a dense SVD, and off, the structure decided
     beforehand (its time, first call, reported apart); and, up to `dense_max`, the
     dense Schur path (`NullSpace(block=False)`) for comparison. Warm calls."""
     mech = FAMILIES["a02"](n)
@@ -198,7 +199,10 @@ def simulated_second(n: int, t_final: float, dense_max: int) -> dict:
     if n <= dense_max:
         runs["dense"] = rx.NullSpace(block=False)
     for name, method in runs.items():
-        for monitor in (True, False):
+        # The default monitor reads the block solver's pivots where it runs, else
+        # σ_r/σ_1 by a dense SVD; the block runs are also timed with the SVD's.
+        monitors = (True, "singular_values", False) if name == "default" else (True, False)
+        for monitor in monitors:
 
             def run(method=method, monitor=monitor):
                 return rx.simulate(
@@ -213,7 +217,10 @@ def simulated_second(n: int, t_final: float, dense_max: int) -> dict:
                 start = time.perf_counter()
                 jax.block_until_ready(run().q)
                 best = min(best, time.perf_counter() - start)
-            key = f"{name}{'' if monitor else '_no_monitor'}"
+            suffix = {True: "", "singular_values": "_svd_monitor", False: "_no_monitor"}
+            key = name + suffix[monitor]
+            if trajectory.singularities is not None:
+                row[f"{key}_measure"] = trajectory.singularities.measure
             row[f"{key}_s_per_simulated_s"] = best / t_final
             row[f"{key}_ms_per_step"] = 1e3 * best / int(trajectory.num_steps)
             row[f"{key}_steps"] = int(trajectory.num_steps)

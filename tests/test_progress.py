@@ -14,6 +14,7 @@ import redundax as rx
 from redundax import models
 from redundax._progress import _advance, _begin
 from redundax._simulate import _Times
+from redundax._singularity import Watch
 from redundax.methods import specialise
 
 # A pendulum driven by a torque that switches on smoothly between 0.3 and 0.6 s:
@@ -91,7 +92,7 @@ def test_the_segment_program_has_no_host_callback(pendulum):
         diffrax.Tsit5(),
         rx.default_controller(model, 1e-8, 1e-10),
         drift,
-        0.1,
+        Watch(0.1, "singular_values"),
     )
     run = _begin(*stages, (state.q, state.qd))
     text = _advance.lower(*stages, run, 4).as_text()
