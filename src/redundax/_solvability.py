@@ -288,7 +288,7 @@ def analyze_solvability(
 @eqx.filter_jit
 def _analyze(model, q, t, names, kinds, rows, labels, rtol, utol) -> SolvabilityReport:
     C, _, rank, groups, (row_unique, row_b) = verdicts_at(model, q, t, rows, rtol, utol)
-    rank_h, rank_p = ranks_of_blocks(C, model.n_holonomic, rtol)
+    rank_h, rank_p = ranks_of_blocks(C, model.n_holonomic, rtol, rank)
     return SolvabilityReport(
         n=model.n_coordinates,
         m=model.n_holonomic,

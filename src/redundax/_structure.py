@@ -48,7 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from ._assembly import constraint_matrix, mass_matrix, position_residual
+from ._assembly import constraint_matrix, position_residual
 from ._block_pattern import BlockPattern, block_pattern
 from ._model import Model
 from ._qr import DECISION_RTOL as DECISION_RTOL, default_rtol, pivoted_qr
@@ -484,15 +484,22 @@ def _regular_direction(n: int) -> np.ndarray:
     return np.random.default_rng(0).normal(size=n)
 
 
-def _gauss_newton(model: Model, q, t, keep, M):
+def _mass_solve(blocks: Float[Array, "nb dof dof"], X: Float[Array, "nq k"]):
+    """M⁻¹ X body by body (M is block diagonal: its bodies' `blocks`)."""
+    nb, dof = blocks.shape[0], blocks.shape[1]
+    return jnp.linalg.solve(blocks, X.reshape(nb, dof, -1)).reshape(nb * dof, -1)
+
+
+def _gauss_newton(model: Model, q, t, keep):
     """q brought back onto Φ_k(q, t) = 0 for the rows with `keep` = 1 (mass-weighted
     least-norm steps; rank decided at each step with `DECISION_RTOL`)."""
     m = model.n_holonomic
+    blocks = model.bodies.mass_blocks()
 
     def step(_, q):
         A = constraint_matrix(model, q, t)[:m] * keep[:, None]
         residual = position_residual(model, q, t) * keep
-        MiAt = jnp.linalg.solve(M, A.T)
+        MiAt = _mass_solve(blocks, A.T)
         S = A @ MiAt
         w, U = jnp.linalg.eigh(0.5 * (S + S.T))
         big = w > DECISION_RTOL * jnp.maximum(w[-1], 1e-300)
@@ -518,7 +525,7 @@ def _nearby(model: Model, q, t):
     v = Vt.T @ jnp.where(null, direction, 0.0)
     v = v / jnp.maximum(jnp.linalg.norm(v), 1e-300)
     q1 = q + NEARBY_STEP * jnp.maximum(1.0, jnp.max(jnp.abs(q))) * v
-    return _gauss_newton(model, q1, t, keep, mass_matrix(model, q))
+    return _gauss_newton(model, q1, t, keep)
 
 
 def _mass_definite(model: Model) -> Bool[Array, " nb"]:
@@ -532,13 +539,14 @@ def _schur_gap(model: Model, C, rank) -> Float[Array, ""]:
     """ŝ, the smallest non-zero eigenvalue of the Jacobi-scaled C M⁻¹ Cᵀ (inf with
     no non-zero one; 0 where M is singular or its condition number exceeds
     `MASS_CONDITION_LIMIT`)."""
-    M = mass_matrix(model)
-    m_eig = jnp.linalg.eigvalsh(M)
-    ok = (m_eig[0] > 0.0) & (m_eig[-1] <= MASS_CONDITION_LIMIT * m_eig[0])
+    blocks = model.bodies.mass_blocks()
+    m_eig = jnp.linalg.eigvalsh(blocks)  # M's are its blocks' (M is block diagonal)
+    low, high = jnp.min(m_eig, initial=jnp.inf), jnp.max(m_eig, initial=0.0)
+    ok = (low > 0.0) & (high <= MASS_CONDITION_LIMIT * low)
     nc = C.shape[0]
     if nc == 0:
         return jnp.where(ok, jnp.inf, 0.0)
-    S = C @ jnp.linalg.solve(M, C.T)
+    S = C @ _mass_solve(blocks, C.T)
     d = jnp.diag(S)
     scale = jnp.where(d > 0.0, 1.0 / jnp.sqrt(jnp.where(d > 0.0, d, 1.0)), 1.0)
     eig = jnp.linalg.eigvalsh(scale[:, None] * S * scale[None, :])
@@ -558,9 +566,14 @@ def _independent(model: Model, C, rank, rtol) -> Bool[Array, " nc"]:
     return jnp.zeros(nc, dtype=bool).at[qr.perm].set(jnp.arange(nc) < rank)
 
 
-def ranks_of_blocks(C, m, rtol):
-    """`(rank Φ_q, rank Ψ)`: the ranks of the holonomic rows `C[:m]` and the rest."""
+def ranks_of_blocks(C, m, rtol, rank=None):
+    """`(rank Φ_q, rank Ψ)`: the ranks of the holonomic rows `C[:m]` and the rest.
+    `rank`: that of the whole C at `rtol`, when known: it is one of the two where
+    the other block is empty (no factorisation is repeated)."""
     zero = jnp.asarray(0, dtype=jnp.int32)
+    if rank is not None and m in (0, C.shape[0]):
+        rank = jnp.asarray(rank, dtype=jnp.int32)
+        return (rank, zero) if m else (zero, rank)
     rank_h = pivoted_qr(C[:m], rtol, compute_q=False).rank if m else zero
     rank_p = pivoted_qr(C[m:], rtol, compute_q=False).rank if C.shape[0] > m else zero
     return rank_h, rank_p
@@ -589,7 +602,7 @@ def _decide(model, q, t, names, kinds, rows, labels, rtol, utol) -> Structure:
         lambda x: jax.lax.stop_gradient(x) if eqx.is_inexact_array(x) else x, model
     )
     C, N, rank, groups, (row_unique, row_b) = verdicts_at(model, q, t, rows, rtol, utol)
-    rank_h, rank_p = ranks_of_blocks(C, model.n_holonomic, rtol)
+    rank_h, rank_p = ranks_of_blocks(C, model.n_holonomic, rtol, rank)
     s = jnp.linalg.svd(C, compute_uv=False) if C.shape[0] else jnp.ones(1)
     sigma_ratio = jnp.take(s, jnp.clip(rank - 1, 0, s.shape[0] - 1)) / jnp.maximum(s[0], 1e-300)
     # The generic configuration next to q: its rank (regularity) and its verdicts,
