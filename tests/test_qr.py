@@ -76,6 +76,41 @@ def test_same_pivots_as_lapack(m, n):
     )
 
 
+@pytest.mark.parametrize("m,n,k", [(300, 280, 270), (280, 300, 280)])
+def test_large_matrices_factorised_loop_by_loop(m, n, k):
+    """More steps than `QR_CHUNK` (each further loop works on the trailing rows of R
+    and columns of Q only): the factorisation's properties as above, the pivots and
+    |R_kk| of LAPACK's geqp3 on a generic full-rank matrix, the rank of a deficient
+    one, and a derivative (forward mode) equal to central differences."""
+    assert min(m, n) > rx.QR_CHUNK
+    rng = np.random.default_rng(m + n + k)
+    A = low_rank(rng, m, n, k) if k < min(m, n) else rng.standard_normal((m, n))
+    qr = _qr(jnp.asarray(A))
+    Q, R, perm = (np.asarray(x) for x in (qr.q, qr.r, qr.perm))
+    scale = np.linalg.norm(A, 2)
+    assert int(qr.rank) == np.linalg.matrix_rank(A) == k
+    np.testing.assert_allclose(A[:, perm], Q @ R, atol=TOL_EXACT * scale)
+    np.testing.assert_allclose(Q.T @ Q, np.eye(m), atol=TOL_EXACT)
+    assert np.max(np.abs(np.tril(R[:, :k], -1))) <= TOL_EXACT * scale
+    if k < m:
+        assert np.max(np.abs(Q[:, k:].T @ A)) <= TOL_EXACT * scale
+    if k == min(m, n):  # generic: no ties, LAPACK's choices
+        _, R_ref, perm_ref = scipy.linalg.qr(A, pivoting=True)
+        assert perm[:k].tolist() == perm_ref[:k].tolist()
+        np.testing.assert_allclose(np.abs(np.diag(R)[:k]), np.abs(np.diag(R_ref)[:k]), rtol=1e-9)
+    # d/ds of Σ |R_kk| along a direction of A, forward mode, against central differences.
+    direction = rng.standard_normal((m, n))
+
+    def diagonal_sum(s):
+        r = rx.pivoted_qr(jnp.asarray(A) + s * direction, compute_q=False).r
+        return jnp.sum(jnp.abs(jnp.diagonal(r)[:k]))
+
+    _, slope = jax.jvp(jax.jit(diagonal_sum), (0.0,), (1.0,))
+    h = 1e-6
+    central = (diagonal_sum(h) - diagonal_sum(-h)) / (2 * h)
+    assert float(slope) == pytest.approx(float(central), rel=1e-6)
+
+
 def test_tie_takes_the_first_of_columns_equal_to_round_off():
     """Columns equal in norm but for round-off (1 + 1e-13): without `tie` the
     larger is the pivot (LAPACK's geqp3 picks the same), with `tie` = 1e-9 the

@@ -78,7 +78,7 @@ from ._motion import (
     SmoothSteps as SmoothSteps,
 )
 from ._progress import Progress as Progress
-from ._qr import PivotedQR as PivotedQR, pivoted_qr as pivoted_qr
+from ._qr import QR_CHUNK as QR_CHUNK, PivotedQR as PivotedQR, pivoted_qr as pivoted_qr
 from ._rank_history import (
     RankHistory as RankHistory,
     check_regular as check_regular,
