@@ -76,6 +76,24 @@ def test_rank_changes_are_logged_with_their_step():
     assert int(log.passages) == 1 and float(log.passage_ratio[0]) == 0.0
 
 
+def test_a_measure_read_at_the_start_starts_the_rank_and_the_largest_ratio():
+    """The pivot sines of a row that is independent at the structure's 1e-8 but
+    below the sines' 1e-3 (a nearly singular start): the log starts from the
+    measure's own rank (1, not the structure's 2) and ratio, so constant values
+    log no rank change; from the structure, the first step would log one."""
+    sines = jnp.asarray([1.0, 2e-4, 0.0])
+    ts = jnp.linspace(0.0, 1.0, 5)
+    log = SingularityLog.start(_Decided(), ts[0], measure="pivots", sigma0=sines)
+    assert int(log.rank) == 1 and float(log.max_ratio) == pytest.approx(2e-4)
+    for t0, t1 in zip(ts[:-1], ts[1:], strict=True):
+        log = log.record(t0, t1, sines)
+    assert int(log.rank_changes) == 0 and int(log.passages) == 0
+    from_structure = SingularityLog.start(_Decided(), ts[0], measure="pivots")
+    assert int(from_structure.record(ts[0], ts[1], sines).rank_changes) == 1
+    with pytest.raises(ValueError, match="measure"):
+        SingularityLog.start(_Decided(), ts[0], measure="svd")
+
+
 def test_the_log_under_jit_and_vmap():
     """`record` is pure jax.numpy: jit ≡ eager, and vmap over passage instants ≡ a
     loop."""

@@ -131,7 +131,7 @@ class SingularityLog(eqx.Module):
         sigma0: Float[Array, " k"] | None = None,
     ):
         """An empty log of a run decided as `structure` that starts at `t0`. The
-        largest ratio so far starts from the structure's σ_r/σ_1, or, given
+        largest ratio so far and the rank start from the structure's, or, given
         `sigma0` (the measure's values at the start, descending), from those."""
         if measure not in MEASURES:
             raise ValueError(
@@ -140,11 +140,13 @@ class SingularityLog(eqx.Module):
         nan = jnp.full(capacity, jnp.nan)
         t0 = jnp.asarray(t0, dtype=float)
         rank = jnp.asarray(structure.rank)
-        if sigma0 is None:
-            ratio = jnp.asarray(structure.sigma_ratio, dtype=float)
-        else:
-            ratio = _ratio(jnp.asarray(sigma0, dtype=float), rank)
         rtol = structure.rtol if measure == "singular_values" else PIVOT_SINE_RTOL
+        if sigma0 is None:
+            ratio, rank0 = jnp.asarray(structure.sigma_ratio, dtype=float), rank
+        else:  # the measure's own rank at the start: the first change is a real one
+            sigma0 = jnp.asarray(sigma0, dtype=float)
+            ratio = _ratio(sigma0, rank)
+            rank0 = jnp.sum(sigma0 > rtol * sigma0[0]).astype(rank.dtype)
         return cls(
             measure=measure,
             regular_rank=rank,
@@ -155,7 +157,7 @@ class SingularityLog(eqx.Module):
             max_ratio=ratio,
             min_ratio=jnp.asarray(jnp.inf),
             t_min=t0,
-            rank=jnp.asarray(structure.rank),
+            rank=rank0,
             passage_t=nan,
             passage_ratio=nan,
             passage_window=jnp.full((capacity, 2), jnp.nan),
