@@ -44,7 +44,7 @@ QR_CHUNK = 256
 equal length. Reflection k changes only rows k: of R and columns k: of Q, so each
 further loop works on the trailing rows and columns alone (static slices): with
 four loops, 5/8 of the memory traffic of full-size steps (`rx.decide` on IFToMM
-A02's spatial chain of 64 loops, C of 1,739 × 1,548: 15.5 → 11.2 s warm; see
+A02's spatial chain of 64 loops, C of 1,739 × 1,548: 15.0 → 10.2 s warm; see
 `experiments/README.md`). Smaller matrices take one loop, as before."""
 
 QR_LOOPS = 4
