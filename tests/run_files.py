@@ -111,6 +111,7 @@ TOGETHER = (
         "test_config.py",
         "test_batch.py",
         "test_data.py",
+        "test_api_mistakes.py",
     ),
 )
 """Files run in one process, in this order (the group takes its first file's place)."""

@@ -29,6 +29,7 @@ from ._assembly import constraint_matrix, mass_matrix, position_residual, veloci
 from ._model import Model
 from ._qr import DECISION_RTOL, pivoted_qr
 from ._types import Scalar
+from ._validation import given_numbers
 
 
 class AbstractDriftControl(eqx.Module):
@@ -142,6 +143,20 @@ class Projection(AbstractDriftControl):
     iterations: int = eqx.field(static=True, default=4)
     baumgarte: Baumgarte | None = Baumgarte()
     tolerance: float | None = None
+
+    def __check_init__(self):
+        if isinstance(self.iterations, bool) or not (
+            isinstance(self.iterations, int) and self.iterations >= 1
+        ):
+            raise ValueError(
+                f"Projection field 'iterations': expected an integer ≥ 1, got {self.iterations!r}"
+            )
+        tol = None if self.tolerance is None else given_numbers(self.tolerance)
+        if tol is not None and not (tol.ndim == 0 and tol > 0.0):
+            raise ValueError(
+                f"Projection field 'tolerance': expected None or a number > 0 [m, rad, m/s], "
+                f"got {self.tolerance!r}"
+            )
 
     def _correction(self, residual, step):
         """`step` (a function of nothing) where the residual is above the tolerance."""

@@ -12,10 +12,12 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from ._drift_control import AS_SIMULATED, as_simulated
+from ._errors import ModelError
 from ._model import Model
 from ._solve import solve_terms
 from ._structure import Structure, decide, membership
 from ._types import Scalar
+from ._validation import check_vector
 from .joints import RigidBodyConstraint
 from .methods import AbstractRedundancyMethod, NullSpace, specialise
 
@@ -62,23 +64,37 @@ class Reactions(eqx.Module):
     total: Float[Array, " nq"]
     qdd: Float[Array, " nq"]
 
-    def pair(self, name: str) -> tuple[Float[Array, "nb ws"], Bool[Array, ""]]:
-        """`(wrench, unique)` of the pair called `name`."""
-        k = self.names.index(name)
+    def _pair_index(self, name: str) -> tuple:
+        """The index of pair `name` along the pair axis, after the leading (time or
+        batch) axes of a history ([`reaction_history`][]) or a `vmap`ped result."""
+        try:
+            k = self.names.index(name)
+        except ValueError:
+            raise KeyError(
+                f"no pair named {name!r}; known pairs: {', '.join(self.names)}"
+            ) from None
+        return (slice(None),) * (self.unique.ndim - 1) + (k,)
+
+    def pair(self, name: str) -> tuple[Float[Array, "*b nb ws"], Bool[Array, "*b"]]:
+        """`(wrench, unique)` of the pair called `name` (with the leading time or
+        batch axes of a history or a batch). Raises `KeyError` naming the known
+        pairs."""
+        k = self._pair_index(name)
         return self.wrench[k], self.unique[k]
 
     def at_joint(
         self, name: str
-    ) -> tuple[Float[Array, "nb dim"], Float[Array, "nb ..."], Bool[Array, ""]]:
-        """`(force, moment about the joint point, unique)` of pair `name` on each body."""
-        k = self.names.index(name)
-        return self.wrench[k, :, : self.dim], self.joint_moment[k], self.unique[k]
+    ) -> tuple[Float[Array, "..."], Float[Array, "..."], Bool[Array, "..."]]:
+        """`(force, moment about the joint point, unique)` of pair `name` on each body
+        (with the leading axes of a history or a batch)."""
+        k = self._pair_index(name)
+        return self.wrench[k][..., : self.dim], self.joint_moment[k], self.unique[k]
 
     def components(self, name: str) -> dict[str, tuple[Float[Array, "..."], Bool[Array, "..."]]]:
         """`{label: (value, unique)}` for each reaction component of pair `name`:
         value −λ_k, the force along / moment about the named joint axis acting on
         the pair's first body (see the pair classes for the frames)."""
-        k = self.names.index(name)
+        k = self._pair_index(name)[-1]
         return {
             label: (-self.multipliers[..., r], self.component_unique[..., r])
             for label, r in zip(self.labels[k], self.rows[k], strict=True)
@@ -153,6 +169,8 @@ def reactions(
         wrench_D, unique_D = r.pair("D")
         ```
     """
+    check_vector(q, model.n_coordinates, "q", "reactions")
+    check_vector(qd, model.n_coordinates, "qd", "reactions")
     if structure is None:
         structure = decide(model, q, t)
     return _reactions(model, q, qd, jnp.asarray(t, dtype=float), structure, method, stabilisation)
@@ -246,7 +264,11 @@ def _history(model, trajectory, structure, method, stabilisation, batch: int):
             model, q, qd, t, structure=structure, method=method, stabilisation=stabilisation
         )
 
-    return jax.lax.map(one, (trajectory.q, trajectory.qd, trajectory.ts), batch_size=batch)
+    # `lax.map` in batches reshapes every output, and cannot reshape an empty one
+    # (a mechanism without pairs has no wrenches): state by state then.
+    empty = not model.pairs or model.n_constraints == 0
+    states = (trajectory.q, trajectory.qd, trajectory.ts)
+    return jax.lax.map(one, states, batch_size=None if empty else batch)
 
 
 def reaction_history(
@@ -274,6 +296,13 @@ def reaction_history(
 
     **Raises:** `MemoryError` naming the budget when one state does not fit in it.
     """
+    if np.shape(trajectory.q)[-1:] != (model.n_coordinates,):
+        raise ModelError(
+            f"reaction_history: the trajectory's states have {np.shape(trajectory.q)[-1]} "
+            f"coordinates, the model {model.n_coordinates}: pass the model it was "
+            "simulated with",
+            source="reaction_history",
+        )
     if structure is None:
         structure = trajectory.structure
     stabilisation = as_simulated(stabilisation, trajectory)

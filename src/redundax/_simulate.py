@@ -33,7 +33,7 @@ from ._singularity import (
 )
 from ._step_projection import StepProjection
 from ._structure import Structure, decide
-from ._validation import host_values
+from ._validation import check_vector, host_values
 
 if TYPE_CHECKING:
     from ._progress import Progress
@@ -507,6 +507,7 @@ def simulate(
             Baumgarte() if stabilisation is _UNSET else stabilisation,
             None if projection is _UNSET else projection,
         )
+    _check_arguments(model, state0, t1, n_save, ts, max_steps, rtol, atol, method)
     if not isinstance(monitor_singularities, bool) and monitor_singularities not in MEASURES:
         raise ValueError(
             f"simulate field 'monitor_singularities': expected True, False, "
@@ -582,6 +583,62 @@ def simulate(
     )
     _warn_if_branch_at_risk(trajectory, method)
     return trajectory
+
+
+def _check_arguments(model: Model, state0: State, t1, n_save, ts, max_steps, rtol, atol, method):
+    """`simulate`'s arguments that would otherwise fail deep inside Diffrax or give
+    a wrong trajectory without an error: each refused with the field's name. Values
+    that are traced (under `jax.jit`, `jax.vmap`, `jax.grad`) are the caller's to
+    check; shapes are checked always."""
+
+    def refuse(message: str):
+        raise ModelError(f"simulate: {message}", source="simulate")
+
+    if not isinstance(method, AbstractRedundancyMethod):
+        refuse(
+            f"method: expected a redundancy method such as rx.NullSpace() (an instance), "
+            f"got {method!r}"
+        )
+    check_vector(state0.q, model.n_coordinates, "state0.q", "simulate")
+    check_vector(state0.qd, model.n_coordinates, "state0.qd", "simulate")
+    if ts is None and (isinstance(n_save, bool) or not isinstance(n_save, int) or n_save < 2):
+        refuse(f"n_save: expected an integer of at least 2 (t0 and t1), got {n_save!r}")
+    if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
+        refuse(f"max_steps: expected a positive integer, got {max_steps!r}")
+    tolerances = host_values(rtol, atol)
+    if tolerances is not None:
+        r, a = (float(x) for x in tolerances)
+        if not (np.isfinite(r) and np.isfinite(a) and r >= 0.0 and a >= 0.0 and r + a > 0.0):
+            refuse(f"rtol, atol: expected finite, non-negative and not both zero, got {r}, {a}")
+    times = host_values(state0.t, t1)
+    if times is None:
+        return
+    t0, t1 = (float(x) for x in times)
+    for name, value in (("state0.t", t0), ("t1", t1)):
+        if not np.isfinite(value):
+            refuse(f"{name} is {value}; expected a finite time [s]")
+    if ts is None:
+        return
+    if np.ndim(ts) != 1 or np.shape(ts)[0] < 1:
+        refuse(f"ts: expected a non-empty vector of save times, got shape {np.shape(ts)}")
+    saved = host_values(ts)
+    if saved is None:
+        return
+    saved = np.asarray(saved[0], dtype=float)
+    direction = 1.0 if t1 >= t0 else -1.0
+    scale = 1e-12 * max(1.0, abs(t0), abs(t1))
+    if not np.all(np.isfinite(saved)):
+        refuse("ts holds a NaN or an infinity")
+    if np.any(direction * np.diff(saved) < 0.0):
+        order = "increasing" if direction > 0 else "decreasing"
+        refuse(f"ts must run from t0 to t1 without turning back ({order})")
+    if abs(saved[0] - t0) > scale:
+        refuse(
+            f"ts[0] = {saved[0]} differs from the initial state's time state0.t = {t0}: the "
+            f"trajectory's first saved state is state0"
+        )
+    if abs(saved[-1] - t1) > scale:
+        refuse(f"ts[-1] = {saved[-1]} differs from t1 = {t1}: the run ends at t1")
 
 
 def singularity_measure(monitor: bool | str, method) -> str | None:

@@ -14,13 +14,16 @@ are offered:
 λ_X itself is unique iff N_X = 0 (equivalently: f_X unique and C_X of full row rank).
 """
 
+import warnings
 from collections.abc import Mapping, Sequence
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
+from ._assembly import CONSISTENCY_TOL, position_residual
 from ._model import Model
 from ._qr import default_rtol
 from ._structure import (
@@ -34,6 +37,7 @@ from ._structure import (
     verdicts_at,
 )
 from ._types import Scalar
+from ._validation import check_vector, host_values
 
 
 class Solvability(eqx.Module):
@@ -154,7 +158,15 @@ class SolvabilityReport(eqx.Module):
         return self.n - self.rank
 
     def verdict(self, name: str) -> bool:
-        """Whether the reaction of group `name` is unique (unbatched reports)."""
+        """Whether the reaction of group `name` is unique (unbatched reports).
+        Raises `KeyError` naming the known groups."""
+        if name not in self.names:
+            raise KeyError(f"no pair or group named {name!r}; known: {', '.join(self.names)}")
+        if self.unique.ndim != 1:
+            raise ValueError(
+                f"verdict({name!r}): a batched report (unique of shape "
+                f"{tuple(self.unique.shape)}); index report.unique[..., k] instead"
+            )
         return bool(self.unique[self.names.index(name)])
 
     def to_dict(self) -> dict:
@@ -281,8 +293,41 @@ def analyze_solvability(
         report.verdict("B")        # False for the mobile robot
         ```
     """
+    check_vector(q, model.n_coordinates, "q", "analyze_solvability")
+    _warn_if_unassembled(model, q, t)
     names, kinds, rows, labels = groups_of(model, groups)
     return _analyze(model, q, t, names, kinds, rows, labels, rtol, utol)
+
+
+def _warn_if_unassembled(model: Model, q, t) -> None:
+    """A `RuntimeWarning` naming the pairs whose position residual exceeds
+    `CONSISTENCY_TOL` at a concrete (q, t): the rank and the verdicts are those of
+    the mechanism only on its constraint manifold (off it, dependent rows are
+    independent by about the residual, and redundancy disappears)."""
+    known = host_values(q, t)
+    if known is None or model.n_holonomic == 0:
+        return
+    phi = np.abs(np.asarray(_position_residual(model, *known)))
+    worst = [
+        (float(np.max(phi[list(rows)])), name)
+        for name, rows in zip(model.pair_names, (p.rows for p in model.pairs), strict=True)
+        if any(k < model.n_holonomic for k in rows)
+        and np.max(phi[[k for k in rows if k < model.n_holonomic]]) > CONSISTENCY_TOL
+    ]
+    if not worst and not np.max(phi) > CONSISTENCY_TOL:
+        return
+    listed = ", ".join(f"{name!r} ({value:.3g})" for value, name in sorted(worst, reverse=True))
+    warnings.warn(
+        f"analyze_solvability: q is not an assembled configuration (largest |Φ| "
+        f"{np.max(phi):.3g} > {CONSISTENCY_TOL:g}{'; pairs ' + listed if listed else ''}): "
+        "the rank and the verdicts hold on the constraint manifold only; project q "
+        "onto the constraints first",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+_position_residual = eqx.filter_jit(position_residual)
 
 
 @eqx.filter_jit

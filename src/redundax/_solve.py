@@ -9,6 +9,7 @@ from ._equations import Terms, dynamics_terms, stabilised_gamma
 from ._model import Model
 from ._structure import Structure, decide
 from ._types import Scalar
+from ._validation import check_vector
 from .methods import AbstractRedundancyMethod, NullSpace
 from .methods._base import checked
 
@@ -63,6 +64,8 @@ def solve_dynamics(
 
     **Returns:** `(qdd, lam)`, shapes `(nq,)` and `(m + h,)`.
     """
+    check_vector(q, model.n_coordinates, "q", "solve_dynamics")
+    check_vector(qd, model.n_coordinates, "qd", "solve_dynamics")
     _, qdd, lam = solve_terms(
         model, q, qd, t, structure=structure, method=method, stabilisation=stabilisation
     )

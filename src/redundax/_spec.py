@@ -415,14 +415,26 @@ class _Context:
         self.lookup = {n: k for k, n in enumerate(names)}
         self.lookup[GROUND] = len(names)
 
+    def known(self, *names) -> bool:
+        """Whether every one of `names` is a body of the mechanism or the ground
+        (an unknown name is reported once, by [`body`][])."""
+        return all(isinstance(n, str) and n in self.lookup for n in names)
+
     def index(self, spec, fields):
-        out = []
+        out, given = [], []
         for f in fields:
             value = getattr(spec, f)
             for body in (value,) if isinstance(value, str) else tuple(value):
+                given.append(body)
                 out.append(self.body(f"pair {spec.name!r} field {f!r}", body))
-        if len(out) == 2 and out[0] == out[1] and fields == ("body_i", "body_j"):
+        checkable = bool(given) and self.known(*given)  # unknown names: reported above
+        if checkable and len(out) == 2 and out[0] == out[1] and fields == ("body_i", "body_j"):
             self.p.add(f"pair {spec.name!r}: body_i and body_j are the same body {spec.body_i!r}")
+        elif checkable and all(b == GROUND for b in given):
+            self.p.add(
+                f"pair {spec.name!r}: attached to the ground alone ({', '.join(fields)} = "
+                f"{GROUND!r}), which does not move: it would constrain nothing"
+            )
         return jnp.asarray(out, dtype=jnp.int32)
 
     __call__ = index
@@ -430,7 +442,7 @@ class _Context:
     def pair_bodies(self, spec, k: int):
         """Indices of `body_i`, `body_j` of force element `k` (not the same body)."""
         out = [self.body(f"force {k} field {f!r}", getattr(spec, f)) for f in ("body_i", "body_j")]
-        if out[0] == out[1]:
+        if out[0] == out[1] and self.known(spec.body_i, spec.body_j):
             self.p.add(f"force {k}: body_i and body_j are the same body {spec.body_i!r}")
         return jnp.asarray(out, dtype=jnp.int32)
 
@@ -667,6 +679,12 @@ class Mechanism:
             return p.vector((0.0,) * length if value is None else value, length, where)
 
         torque_len = 1 if dim == 2 else 3
+        for k, ld in enumerate(self.loads):
+            body = getattr(ld, "body", None)
+            if body == GROUND:
+                p.add(f"load {k} field 'body': the ground does not move; a load on it does nothing")
+            if getattr(ld, "force", None) is None and getattr(ld, "torque", None) is None:
+                p.add(f"load {k} (body {body!r}): neither force nor torque given")
         loads = Loads(
             bodies=jnp.asarray(
                 [ctx.body(f"load {k} field 'body'", ld.body) for k, ld in enumerate(self.loads)],

@@ -50,9 +50,11 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from ._assembly import constraint_matrix, position_residual
 from ._block_pattern import BlockPattern, block_pattern
+from ._errors import ModelError
 from ._model import Model
 from ._qr import DECISION_RTOL as DECISION_RTOL, default_rtol, pivoted_qr
 from ._types import Scalar
+from ._validation import check_vector
 
 UNIQUENESS_RTOL = 1e-8
 """B_X counts as zero when ‖B_X‖_F ≤ utol · ‖C_X‖_F (B_X is C_Xᵀ times orthonormal
@@ -425,6 +427,30 @@ class Structure(eqx.Module):
                 f"no pair named {name!r}; known pairs: {', '.join(self.names)}"
             ) from None
 
+    def check_model(self, model: Model, field: str = "structure") -> None:
+        """Raise a `ModelError` naming `field` unless this structure was decided for
+        `model`: the same coordinates, rows and pairs. A structure of another
+        mechanism would otherwise give its verdicts to the wrong pairs. Static:
+        works under a trace."""
+        pairs = self.names[: self.n_pairs]
+        theirs = (self.n, self.m, self.h, pairs, self.rows[: self.n_pairs])
+        ours = (
+            model.n_coordinates,
+            model.n_holonomic,
+            model.n_pfaffian,
+            model.pair_names,
+            tuple(p.rows for p in model.pairs),
+        )
+        if theirs != ours:
+            raise ModelError(
+                f"{field}: decided for another mechanism ({self.n} coordinates, "
+                f"{self.m} + {self.h} rows, pairs {', '.join(pairs)}) than the model "
+                f"({model.n_coordinates} coordinates, {model.n_holonomic} + "
+                f"{model.n_pfaffian} rows, pairs {', '.join(model.pair_names)}); pass "
+                f"rx.decide(model, q, t) of this model",
+                source=field,
+            )
+
     def singular(self) -> bool:
         """Whether the decision configuration is singular (host-side)."""
         return int(self.rank_nearby) > int(self.rank)
@@ -690,6 +716,7 @@ def decide(
         history = rx.reaction_history(model, traj, structure=structure)
         ```
     """
+    check_vector(q, model.n_coordinates, "q", "decide")
     names, kinds, rows, labels = groups_of(model, groups)
     q = jnp.asarray(q, dtype=float)
     return _decide(model, q, jnp.asarray(t, dtype=float), names, kinds, rows, labels, rtol, utol)

@@ -107,9 +107,22 @@ def four_bar(
     A = (crank * math.cos(crank_angle), crank * math.sin(crank_angle))
     D = (ground, 0.0)
     # B: intersection of circles |B − A| = coupler and |B − D| = rocker (upper branch).
+    lengths = {"ground": ground, "crank": crank, "coupler": coupler, "rocker": rocker}
+    for name, value in lengths.items():
+        if not (math.isfinite(value) and value > 0.0):
+            raise ValueError(f"four_bar: {name} must be a positive length [m], got {value!r}")
     ax, ay = A
     dx, dy = D[0] - ax, D[1] - ay
     dist = math.hypot(dx, dy)
+    # A closes the loop only where |coupler − rocker| ≤ |D − A| ≤ coupler + rocker.
+    if not abs(coupler - rocker) < dist < coupler + rocker:
+        raise ValueError(
+            f"four_bar: the linkage cannot be assembled at crank_angle = {crank_angle:g} rad: "
+            f"the crank pin A is {dist:.6g} m from the rocker pivot D, and a coupler of "
+            f"{coupler:g} m with a rocker of {rocker:g} m reaches only from "
+            f"{abs(coupler - rocker):.6g} to {coupler + rocker:.6g} m (strictly between: at "
+            "either end the pose is singular)"
+        )
     along = (coupler**2 - rocker**2 + dist**2) / (2 * dist)
     h = math.sqrt(max(coupler**2 - along**2, 0.0))
     B = (ax + along * dx / dist - h * dy / dist, ay + along * dy / dist + h * dx / dist)
@@ -138,6 +151,7 @@ def parallelogram(
     pinned to the ground at x = k · spacing and to one coupler. `n_cranks = 2` is
     the ordinary (p = 0) parallelogram; each extra crank adds one redundant
     constraint. Uniform slender links, 1 kg/m."""
+    _count("parallelogram", "n_cranks", n_cranks, 2)
     c, s = math.cos(crank_angle), math.sin(crank_angle)
     length = (n_cranks - 1) * spacing
     w = angular_velocity
@@ -177,6 +191,12 @@ def parallelogram(
             )
         )
     return Mechanism(bodies, pairs, gravity=(0.0, -gravity))
+
+
+def _count(function: str, name: str, value, least: int) -> None:
+    """Refuse a count (of cranks, loops, rods) that is not an integer ≥ `least`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{function}: {name} must be an integer ≥ {least}, got {value!r}")
 
 
 def _link(name: str, start, end, density: float = 1.0) -> Body:
@@ -291,6 +311,7 @@ def n_four_bar(n: int = 1, speed: float = 1.0, gravity: float = 9.81) -> Mechani
     B0 of crank 0 starts at (0, 1) with velocity (`speed`, 0). p = 0 at regular
     configurations; the rank of C drops when the cranks lie along the ground line.
     """
+    _count("n_four_bar", "n", n, 1)
     w = -speed  # crank angular velocity for a tip moving at +speed in x from vertical
     bodies, pairs = [], []
     for k in range(n + 1):
@@ -442,6 +463,7 @@ def spherical_chain(n: int = 8, length: float = 1.0, mass: float = 1.0, g: float
     free end of the last rod."""
     from ._spatial_spec import SpatialBody, Spherical
 
+    _count("spherical_chain", "n", n, 1)
     bodies, pairs = [], []
     top = (0.0, 0.0, 0.0)
     transverse = mass * length**2 / 12.0

@@ -176,7 +176,18 @@ def checked(method: AbstractRedundancyMethod, structure: Structure, model=None):
     a body's block of M is singular (the bodies named), or where an
     [`Elimination`][redundax.Elimination]'s kept rows do not span the rows of C
     (the dropped rows named). **Warns:** [`AccuracyWarning`][redundax.AccuracyWarning]
-    where a forced Schur path is predicted to be biased."""
+    where a forced Schur path is predicted to be biased. Also refuses (from any
+    context: it is static) a structure decided for another mechanism than `model`
+    ([`Structure.check_model`][redundax.Structure.check_model])."""
+    if model is not None:
+        structure.check_model(model)
+        weights = getattr(method, "weights", None)  # WeightedMinimumNorm's, one per row
+        if weights is not None and np.shape(weights) != (model.n_constraints,):
+            raise ModelError(
+                f"{type(method).__name__} field 'weights': shape {np.shape(weights)}, but C "
+                f"has {model.n_constraints} rows",
+                source=type(method).__name__,
+            )
     raise_if_mass_singular(method, structure, model)
     raise_if_rows_do_not_span(method, structure)
     warn_if_schur_biased(method, structure)

@@ -481,6 +481,15 @@ class BlockSparse(AbstractRedundancyMethod):
                 f"BlockSparse field 'pivots': expected None, 'mass' or 'coordinates', "
                 f"got {self.pivots!r}"
             )
+        # A relative pivot is the squared sine of a row's angle to the rows before
+        # it, in [0, 1]: 0 would keep the round-off of dependent rows, 1 drop all.
+        if isinstance(self.pivot_rtol, bool) or not (
+            isinstance(self.pivot_rtol, (int, float)) and 0.0 < self.pivot_rtol < 1.0
+        ):
+            raise ValueError(
+                f"BlockSparse field 'pivot_rtol': expected a number in (0, 1) (default "
+                f"{PIVOT_RTOL:g}), got {self.pivot_rtol!r}"
+            )
 
     def terms(self, model, q, qd, t) -> LocalTerms:
         return local_terms(model, q, qd, t)

@@ -13,6 +13,7 @@ from .._model import Model
 from .._qr import DECISION_RTOL, pivoted_qr
 from .._structure import decide
 from .._types import Scalar
+from .._validation import given_numbers
 from ._base import AbstractRedundancyMethod
 from ._kernels import schur_solve
 
@@ -38,6 +39,19 @@ class Elimination(AbstractRedundancyMethod):
     rows share one compiled program)."""
     n_rows: int = eqx.field(static=True)
     needs_mass_inverse: ClassVar[bool] = True  # the Schur complement of the kept rows
+
+    def __check_init__(self):
+        keep = given_numbers(self.keep)
+        if keep is None:
+            return
+        if keep.ndim != 1 or np.any((keep < 0) | (keep >= self.n_rows)):
+            raise ValueError(
+                f"Elimination field 'keep': expected 0-based rows in 0..{self.n_rows - 1} "
+                f"(n_rows = {self.n_rows}), got {keep.astype(int).tolist()}"
+            )
+        if np.unique(keep).size != keep.size:
+            repeated = keep.astype(int).tolist()
+            raise ValueError(f"Elimination field 'keep': rows repeated in {repeated}")
 
     def _solve(self, terms, gamma):
         # M q̈ + C_sᵀ μ = F, C_s q̈ = Γ_s by the Schur complement (Cholesky of
@@ -107,6 +121,14 @@ def eliminate(
     **Raises:** `ValueError` if a row is out of range, or if dropping the rows
     would lower the rank of C (the message names the rows that are not redundant).
     """
+    if rows is not None:
+        if isinstance(rows, (int, np.integer)) or not all(
+            isinstance(r, (int, np.integer)) and not isinstance(r, bool) for r in rows
+        ):
+            raise _error(f"rows: expected a tuple of 1-based row numbers, got {rows!r}")
+        repeated = sorted({int(r) for r in rows if list(rows).count(r) > 1})
+        if repeated:
+            raise _error(f"rows {repeated} given more than once")
     structure = decide(model, q, t, rtol=DECISION_RTOL if rtol is None else rtol)
     rtol = structure.rtol
     C = np.asarray(constraint_matrix(model, jnp.asarray(q, dtype=float), t))

@@ -3,8 +3,10 @@
 from typing import ClassVar
 
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import ArrayLike, Float
 
+from .._validation import given_numbers
 from ._base import AbstractRedundancyMethod
 
 
@@ -29,6 +31,23 @@ class Penalty(AbstractRedundancyMethod):
     stiffness: Float[ArrayLike, "..."] = 1e8
     omega: float = 10.0
     xi: float = 1.0
+
+    def __check_init__(self):
+        """Refuse (given as numbers, not traced) a stiffness that is not positive
+        (infinite is allowed: an exact row) and a negative or non-finite ω or ξ."""
+        alpha = given_numbers(self.stiffness)
+        if alpha is not None and (alpha.ndim > 1 or not np.all(alpha > 0.0)):
+            raise ValueError(
+                "Penalty field 'stiffness': expected a positive number, or one per row of "
+                f"C (inf: an exact row), got {np.array2string(alpha, threshold=12)}"
+            )
+        for name in ("omega", "xi"):
+            x = given_numbers(getattr(self, name))
+            if x is not None and not (x.ndim == 0 and np.isfinite(x) and x >= 0.0):
+                raise ValueError(
+                    f"Penalty field {name!r}: expected a finite number ≥ 0, got "
+                    f"{getattr(self, name)!r}"
+                )
 
     def _solve(self, terms):
         C, M, F = terms.C, terms.M, terms.F

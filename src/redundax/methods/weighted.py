@@ -2,8 +2,10 @@
 
 import equinox as eqx
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
+from .._validation import given_numbers
 from ._base import AbstractNullSpaceMethod
 from ._kernels import minimum_norm_multipliers
 
@@ -20,6 +22,14 @@ class WeightedMinimumNorm(AbstractNullSpaceMethod):
     schur: bool | None = eqx.field(static=True, default=None)
     block: bool | None = eqx.field(static=True, default=None)
     pivots: str | None = eqx.field(static=True, default=None)
+
+    def __check_init__(self):
+        w = None if self.weights is None else given_numbers(self.weights)
+        if w is not None and (w.ndim != 1 or not np.all(np.isfinite(w) & (w > 0.0))):
+            raise ValueError(
+                "WeightedMinimumNorm field 'weights': expected one positive, finite "
+                f"weight per row of C, got {np.array2string(w, threshold=12)}"
+            )
 
     @property
     def needs_mass_inverse(self) -> bool:
