@@ -269,3 +269,14 @@ def test_pairs_and_loads_on_the_ground_alone_are_refused():
     assert any("pair 'W': attached to the ground alone" in p for p in problems)
     assert any("load 0 field 'body': the ground does not move" in p for p in problems)
     assert any("load 1 (body 'cart'): neither force nor torque given" in p for p in problems)
+
+
+def test_build_validates_the_initial_poses_once_each():
+    """`build()` validates everything, the bodies' initial poses too, and a field
+    read by two checks is one problem."""
+    planar = _problems(rx.Mechanism([rx.Body("b", 1.0, 0.1, (0.0, 0.5, 0.0))], []))
+    assert planar == ("body 'b' field 'position': expected a vector of length 2, got shape (3,)",)
+    bad_rotation = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 2.0))
+    body = rx.SpatialBody("b", 1.0, (0.1, 0.1, 0.1), position=(0.0, 0.5), rotation=bad_rotation)
+    spatial = _problems(rx.Mechanism([body], [], gravity=(0.0, 0.0, -9.81)))
+    assert len(spatial) == 2 and "'position'" in spatial[0] and "'rotation'" in spatial[1]

@@ -51,7 +51,10 @@ class _Problems:
         self.items: list[str] = []
 
     def add(self, message: str) -> None:
-        self.items.append(message)
+        # A field read by two checks (a spatial body's pose: its natural coordinates
+        # and its initial state) is reported once.
+        if message not in self.items:
+            self.items.append(message)
 
     def vector(self, value, length: int, where: str):
         try:
@@ -599,6 +602,7 @@ class Mechanism:
         p = _Problems()
         self._check_bodies(p)
         p.raise_if_any("mechanism")
+        self._initial_vectors(p)
         dim = self.dim
         bodies, poses = self._bodies(p)
         names = list(bodies.names)
@@ -776,6 +780,14 @@ class Mechanism:
     def initial_state(self) -> State:
         """The initial state from the bodies' poses and velocities, at t = 0."""
         p = _Problems()
+        q, qd = self._initial_vectors(p)
+        p.raise_if_any("initial state")
+        return State(0.0, jnp.concatenate(q), jnp.concatenate(qd))
+
+    def _initial_vectors(self, p: _Problems) -> tuple[list, list]:
+        """Each body's coordinates and velocities (lists of arrays), every invalid
+        pose or velocity reported to `p` (by `build` too, so that it validates
+        everything)."""
         q, qd = [], []
         for b in self.bodies:
             where = f"body {b.name!r} field"
@@ -796,5 +808,4 @@ class Mechanism:
             q.append(p.scalar(b.angle, f"{where} 'angle'")[None])
             qd.append(p.vector(b.velocity, 2, f"{where} 'velocity'"))
             qd.append(p.scalar(b.angular_velocity, f"{where} 'angular_velocity'")[None])
-        p.raise_if_any("initial state")
-        return State(0.0, jnp.concatenate(q), jnp.concatenate(qd))
+        return q, qd
