@@ -112,7 +112,10 @@ def test_no_command_prints_help_and_fails(capsys):
     [
         (["frobnicate", "x.toml"], "invalid choice: 'frobnicate'"),
         (["analyze"], "the following arguments are required: CONFIG"),
-        (["analyze", "x.toml", "--rtol", "-1"], "expected a positive number, got '-1'"),
+        (
+            ["analyze", "x.toml", "--rtol", "-1"],
+            "expected a number between 0 and 1 (exclusive), got '-1'",
+        ),
     ],
 )
 def test_usage_errors(capsys, argv, message):
@@ -168,3 +171,105 @@ def test_toml_syntax_error(capsys, tmp_path):
     assert status == 2
     assert err.startswith(f"redundax: error: {path}: TOML syntax error:")
     assert "line 2" in err
+
+
+def _turned_robot(tmp_path: Path, project: bool) -> Path:
+    """The mobile robot with its left wheel turned by 0.05 rad (its pair D and its
+    knife edge W1 no longer fit), projected first when `project`."""
+    text = MOBILE_ROBOT.read_text(encoding="utf-8")
+    old = "position = [1.2000000000000002, 0.0]    # [24a, 0]\n"
+    assert text.count(old) == 1 and text.count("\natol = 1e-10\n") == 1
+    text = text.replace(old, old + "angle = 0.05\n")
+    if project:
+        text = text.replace("\natol = 1e-10\n", '\natol = 1e-10\ninitial = "project"\n')
+    path = tmp_path / ("turned_projected.toml" if project else "turned.toml")
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_analyze_projects_the_initial_state_when_the_config_says_so(capsys, tmp_path):
+    """`initial = "project"`: analyze reads the state simulate starts from, the
+    projected one (rank 20, p = 2, the paper's verdicts), not the raw one (rank 21,
+    p = 1), and reports the projection's correction."""
+    path = _turned_robot(tmp_path, project=True)
+    status, out, err = _run(capsys, "analyze", str(path), "--json")
+    assert status == 0, err
+    result = json.loads(out)
+    _check_mobile_robot_json(result)
+    assert result["initial"] == "project"
+    dq, dqd = result["initial_correction"]
+    assert 0.04 < dq < 0.06 and dqd > 0.0  # the wheel turned back by about 0.05 rad
+    status, out, err = _run(capsys, "analyze", str(path))
+    assert status == 0, err
+    first = out.splitlines()[0]
+    assert 'projected onto the constraints ([simulation] initial = "project"' in first
+    assert "rank C = 20" in out and "degree of redundancy p = 2" in out
+    # Without initial = "project" the inconsistent state is refused, as before.
+    status, out, err = _run(capsys, "analyze", str(_turned_robot(tmp_path, project=False)))
+    assert status == 2 and out == ""
+    assert "inconsistent initial configuration: pair 'D'" in err and "pair 'W1'" in err
+    # A consistent file is analysed as written, with no correction.
+    status, out, err = _run(capsys, "analyze", str(FOUR_BAR), "--json")
+    assert status == 0, err
+    result = json.loads(out)
+    assert result["initial"] == "refuse" and result["initial_correction"] == [0.0, 0.0]
+
+
+def test_analyze_refuses_a_state_the_projection_cannot_assemble(capsys, tmp_path):
+    """The four-bar with its ground pivots 3 m apart and `initial = "project"`: as
+    simulate, exit 2 naming the file and "could not be projected"."""
+    text = FOUR_BAR.read_text(encoding="utf-8")
+    for old, new in (
+        ("point_j = [1.0, 0.0]            # D", "point_j = [3.0, 0.0]"),
+        ("t_final = 2.0", 't_final = 2.0\ninitial = "project"'),
+    ):
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "apart.toml"
+    path.write_text(text, encoding="utf-8")
+    status, out, err = _run(capsys, "analyze", str(path), "--json")
+    assert status == 2 and out == ""
+    assert err.startswith(
+        f"redundax: error: {path}: the initial state could not be projected onto the constraints"
+    )
+    assert "pair 'D': position residual" in err
+
+
+@pytest.mark.parametrize("rtol", ["2", "1", "0", "-0.5", "nan"])
+def test_analyze_rtol_outside_the_unit_interval_is_refused(capsys, rtol):
+    status, out, err = _run(capsys, "analyze", str(FOUR_BAR), "--rtol", rtol)
+    assert status == 2 and out == ""
+    assert err.splitlines()[-1].startswith(
+        f"redundax analyze: error: argument --rtol: expected a number between 0 and 1 "
+        f"(exclusive), got {rtol!r}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["plot", "run.npz"], "--out afile: exists and is not a directory"),
+        (["plot", "run.npz", "--out", "afile/figures"], None),
+        (
+            ["sweep", str(ROOT / "configs" / "sweep_mobile_robot.toml")],
+            "--out afile: afile is a file, not a directory",
+        ),
+        (
+            ["optimize", str(ROOT / "configs" / "design_mobile_robot.toml")],
+            "--out afile: exists and is not a folder",
+        ),
+    ],
+)
+def test_out_naming_a_file_where_a_folder_is_expected(capsys, tmp_path, monkeypatch, argv, message):
+    """Exit 2, one line naming --out, before anything is computed or written."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("mine")
+    if "--out" not in argv:
+        argv = [*argv, "--out", "afile"]
+    status, out, err = _run(capsys, *argv)
+    assert status == 2 and out == ""
+    if message is None:
+        message = "--out afile/figures: afile is a file, not a directory"
+    assert err.splitlines() == [f"redundax: error: {message}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+    assert (tmp_path / "afile").read_text() == "mine"

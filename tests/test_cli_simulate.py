@@ -332,7 +332,7 @@ def test_bad_out_is_refused_before_simulating(tmp_path, monkeypatch, name, messa
     monkeypatch.chdir(tmp_path)
     status, out, err = _run("simulate", MOBILE_ROBOT, "--out", name)
     assert status == 2 and out == ""
-    assert err.splitlines() == [f"redundax: error: {name}: {message}"]
+    assert err.splitlines() == [f"redundax: error: --out {name}: {message}"]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -483,3 +483,21 @@ def test_a_terminated_run_leaves_no_temporary_file(tmp_path, monkeypatch):
     assert all(HEARTBEAT.fullmatch(line) for line in err.splitlines()[:-1])
     assert list(tmp_path.iterdir()) == []
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handler restored
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_out_naming_a_directory_is_refused_before_simulating(tmp_path, monkeypatch, force):
+    """`--out d.npz` where d.npz is a directory: exit 2, one line naming --out, before
+    the run (it used to end, after the whole run, in a raw `[Errno 21] Is a
+    directory`), with --force too: a file cannot replace a directory."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.npz").mkdir()
+    argv = ["simulate", FOUR_BAR, "--t-final", "0.1", "--out", "d.npz"]
+    status, out, err = _run(*argv, *(["--force"] if force else []))
+    assert status == 2 and out == ""
+    assert err.splitlines() == [
+        "redundax: error: --out d.npz: is a directory; name a file (.npz or .csv)"
+    ]
+    assert list((tmp_path / "d.npz").iterdir()) == []
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        check_output(tmp_path / "d.npz", force=True)

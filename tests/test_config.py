@@ -736,3 +736,43 @@ def test_compliant_method_from_a_file(tmp_path):
     path.write_text(text.replace("[1e8, 1e6]", "[1e8, 1e6, 1]"))
     with pytest.raises(ConfigError, match="expected a stiffness or \\[force rows, moment rows\\]"):
         load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "message"),
+    [
+        (
+            "t_final = 1.0",
+            "t_final",
+            "top level key 't_final': unknown key; it belongs in the [simulation] table: "
+            "write it below the [simulation] header",
+        ),
+        (
+            "gravity = [0.0, -9.81]",
+            "gravity",
+            "top level key 'gravity': unknown key; it belongs in the [mechanism] table",
+        ),
+        (
+            "mass = 1.0",
+            "mass",
+            "top level key 'mass': unknown key; it belongs in the [[bodies]] table",
+        ),
+        (
+            "frobnicate = 3",
+            "frobnicate",
+            "top level key 'frobnicate': unknown key; the top level has only the tables ",
+        ),
+    ],
+)
+def test_a_key_above_the_first_header_is_an_unknown_key(tmp_path, line, key, message):
+    """A key written before `[mechanism]` is at TOML's top level: an unknown *key*
+    (not a table), named with the table it belongs in when it is one's."""
+    path = tmp_path / "top.toml"
+    path.write_text(line + "\n" + FOUR_BAR.read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    error = info.value
+    assert len(error.problems) == 1
+    assert (error.table, error.key) == ("top level", key)
+    assert str(error).startswith(f"{path}: {message}")
+    assert "unknown table" not in str(error)

@@ -168,7 +168,7 @@ def test_existing_output_is_not_overwritten(tmp_path, capsys):
 def test_bad_argument_value(capsys):
     status, _, err = _run(capsys, "analyze", CONFIGS / "four_bar.toml", "--rtol", "-1")
     assert status == 2
-    assert "argument --rtol: expected a positive number, got '-1'" in err
+    assert "argument --rtol: expected a number between 0 and 1 (exclusive), got '-1'" in err
 
 
 def test_a_newline_in_a_name_does_not_break_the_error_lines(tmp_path, capsys):

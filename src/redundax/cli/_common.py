@@ -59,6 +59,51 @@ def positive_float(text: str) -> float:
     return value
 
 
+def unit_interval(text: str) -> float:
+    """An argument type: a number strictly between 0 and 1 (a relative tolerance)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number between 0 and 1 (exclusive), got {text!r}"
+        ) from None
+    if not 0.0 < value < 1.0:
+        why = (
+            "a relative tolerance of 1 or more counts every pivot as zero"
+            if value >= 1.0
+            else "a relative tolerance must be positive"
+        )
+        raise argparse.ArgumentTypeError(
+            f"expected a number between 0 and 1 (exclusive), got {text!r}: {why}"
+        )
+    return value
+
+
+def check_out(option: str, check: Callable, *args):
+    """`check(*args)` (a check of an output path, before anything is computed), with
+    the option that named the path in front of its message: `--out d.npz: is a
+    directory, ...`. A `FileExistsError` (refused without `--force`, which the
+    message says) is passed on as it is."""
+    try:
+        return check(*args)
+    except FileExistsError:
+        raise
+    except OSError as error:
+        raise type(error)(f"{option} {_os_message(error)}") from None
+    except ValueError as error:
+        if type(error) is not ValueError:
+            raise
+        raise ValueError(f"{option} {error}") from None
+
+
+def _os_message(error: OSError) -> str:
+    """The text of an `OSError`, `PATH: what` also for one raised by the OS (`[Errno
+    21] Is a directory: 'PATH'`)."""
+    if error.filename is not None and error.strerror:
+        return f"{error.filename}: {error.strerror.lower()}"
+    return str(error)
+
+
 PROGRESS_AFTER = 30.0
 """Seconds before the first line of [`heartbeat`][]: a short run prints none."""
 

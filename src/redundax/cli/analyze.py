@@ -3,7 +3,7 @@
 import argparse
 import json
 
-from .. import Model, SolvabilityReport, analyze_solvability
+from .. import Model, ModelError, SolvabilityReport, State, analyze_solvability
 from .._closure import ClosureReport, closure_report
 from ..io.config import MUJOCO_SUFFIXES, load_config
 from ..joint_coordinates import (
@@ -13,7 +13,8 @@ from ..joint_coordinates import (
     joint_uniqueness,
     to_joint_state,
 )
-from ._common import EXIT_OK, config_argument, positive_float
+from ._common import EXIT_OK, config_argument, unit_interval
+from ._initial import initial_state
 from ._programs import cached_call
 
 SUMMARY = "rank, degree of redundancy and reaction uniqueness of a mechanism"
@@ -53,12 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--rtol",
-        type=positive_float,
+        type=unit_interval,
         default=None,
         metavar="X",
-        help="relative tolerance of the rank decision: a pivot of the QR factorisation "
-        "counts as zero below X times the largest one (default: 2 · eps · max(rows, n), "
-        "about 1e-14 for the mobile robot)",
+        help="relative tolerance of the rank decision, 0 < X < 1: a pivot of the QR "
+        "factorisation counts as zero below X times the largest one (default: "
+        "2 · eps · max(rows, n), about 1e-14 for the mobile robot)",
     )
 
 
@@ -84,42 +85,71 @@ def _closures(model: Model, q, t, rtol: float | None) -> ClosureReport:
     return closure_report(model, q, t, rtol=rtol)
 
 
-def _joint(config, rtol: float | None) -> JointUniquenessReport:
-    jm = joint_model(config.model, config.state.q)
-    state = to_joint_state(jm, config.state)
+def _joint(config, state: State, rtol: float | None) -> JointUniquenessReport:
+    jm = joint_model(config.model, state.q)
+    joint_state = to_joint_state(jm, state)
     kw = {} if rtol is None else {"rtol": rtol}
-    return joint_uniqueness(jm, decide_joint(jm, state, **kw), state)
+    return joint_uniqueness(jm, decide_joint(jm, joint_state, **kw), joint_state)
+
+
+def _heading(config, correction: list[float]) -> str:
+    """The first line of the table: the mechanism and the configuration analysed."""
+    kind = "spatial" if config.dim == 3 else "planar"
+    where = "initial configuration at t = 0 s"
+    if config.simulation.initial_projection is not None:
+        dq, dqd = correction
+        where += (
+            ', projected onto the constraints ([simulation] initial = "project"; '
+            f"max |Δq| {dq:.3g}, max |Δq̇| {dqd:.3g})"
+        )
+    return f"{config.name} ({config.path}), {kind}, {where}\n"
+
+
+def _initial_keys(config, correction: list[float]) -> dict:
+    """The JSON's keys on the state analysed, as those of `redundax simulate --json`."""
+    return {"initial": config.simulation.choices["initial"], "initial_correction": correction}
 
 
 def run(args: argparse.Namespace) -> int:
     """The handler of `redundax analyze`: returns the exit status."""
     config = load_config(args.config)
+    cache = getattr(args, "cache", None)
+    try:
+        # The state `redundax simulate` starts from: projected first when the file
+        # says initial = "project" (and refused when that fails).
+        state, correction = initial_state(cache, config)
+    except ModelError as error:  # name the file, as `simulate` does
+        raise ModelError(f"{config.path}: {error}", error.problems, error.source) from None
     if getattr(args, "coordinates", "absolute") == "joint":
-        joint = _joint(config, args.rtol)
+        joint = _joint(config, state, args.rtol)
         if args.json:
-            print(json.dumps({**joint.to_dict(), "dim": config.dim}))
+            print(
+                json.dumps(
+                    {**joint.to_dict(), "dim": config.dim, **_initial_keys(config, correction)}
+                )
+            )
         else:
-            kind = "spatial" if config.dim == 3 else "planar"
-            print(f"{config.name} ({config.path}), {kind}, initial configuration at t = 0 s\n")
+            print(_heading(config, correction))
             print(joint)
         return EXIT_OK
-    report = cached_call(
-        getattr(args, "cache", None),
-        _analysis,
-        config.model,
-        config.state.q,
-        config.state.t,
-        args.rtol,
-    )
+    report = cached_call(cache, _analysis, config.model, state.q, state.t, args.rtol)
     closures = None
     if config.path.suffix.lower() in MUJOCO_SUFFIXES:
-        closures = _closures(config.model, config.state.q, config.state.t, args.rtol)
+        closures = _closures(config.model, state.q, state.t, args.rtol)
     if args.json:
         extra = {} if closures is None else {"closures": closures.to_dict()}
-        print(json.dumps({**report.to_dict(), "dim": config.dim, **extra}))
+        print(
+            json.dumps(
+                {
+                    **report.to_dict(),
+                    "dim": config.dim,
+                    **_initial_keys(config, correction),
+                    **extra,
+                }
+            )
+        )
     else:
-        kind = "spatial" if config.dim == 3 else "planar"
-        print(f"{config.name} ({config.path}), {kind}, initial configuration at t = 0 s\n")
+        print(_heading(config, correction))
         print(report)
         legend = _component_legend(config.model)
         if legend:

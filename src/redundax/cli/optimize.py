@@ -15,7 +15,7 @@ from pathlib import Path
 from ..io._atomic import check_directory
 from ..io._errors import ConfigError
 from ..optimize import OUTPUTS, Design, Step, load_design, optimize_design, write_result
-from ._common import positive_float
+from ._common import check_out, positive_float
 
 SUMMARY = "design optimisation (Optax) of a unique reaction over a simulated manoeuvre"
 DESCRIPTION = (
@@ -79,6 +79,13 @@ def _printer(design: Design, steps: int, quiet: bool) -> Callable[[Step], None] 
     return show
 
 
+def _folder(out: Path) -> None:
+    """The output folder: an existing file, or a file on the way to it, is refused."""
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out}: exists and is not a folder")
+    check_directory(out)
+
+
 def run(args: argparse.Namespace) -> int:
     """`redundax optimize DESIGN --out DIR`."""
     design = load_design(args.design)
@@ -92,13 +99,11 @@ def run(args: argparse.Namespace) -> int:
             design, config=dataclasses.replace(design.config, simulation=options)
         )
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"{out}: exists and is not a folder")
+    check_out("--out", _folder, out)  # before the computation, not after it
     if not args.force:
         for name in OUTPUTS:
             if (out / name).exists():
                 raise FileExistsError(f"{out / name}: already exists; pass --force to overwrite it")
-    check_directory(out)  # before the computation, not after it
     if not args.quiet:
         print(
             f"redundax: optimizing {design.config.name}: {len(design.variables)} variable(s), "

@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 from .._figure_files import FIGURES, FORMATS
+from ..io._atomic import check_directory
+from ._common import check_out
 
 SUMMARY = "figures of a saved run: trajectories, reactions, violation and energy, solvability, rank"
 DESCRIPTION = (
@@ -71,12 +73,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _folder(out: Path) -> None:
+    """The folder of the figures: an existing file, or a file on the way to it, is refused."""
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out}: exists and is not a directory")
+    check_directory(out)
+
+
 def run(args: argparse.Namespace) -> int:
     """The handler of `redundax plot`: returns the exit status (0)."""
     # matplotlib is imported by the one command that draws, and only when it runs.
     from ..plot import load, save_all, select_pairs
 
     path = Path(args.run)
+    if args.out is not None:  # a folder: checked before anything is read or drawn
+        check_out("--out", _folder, Path(args.out))
     data = load(path)
     pairs = None
     if args.pairs is not None:

@@ -20,14 +20,12 @@ from .. import (
     State,
     Trajectory,
     decide,
-    position_residual,
     reaction_history,
     simulate,
     singularity_report,
-    velocity_residual,
 )
 from .._reactions import MEMORY_BUDGET, chunk_size
-from .._simulate import PROJECTED_TOL, SingularPassageWarning, raise_if_not_projected
+from .._simulate import SingularPassageWarning
 from .._singularity import SingularityReport
 from ..io.config import Config, SimulationOptions, load_config
 from ..io.results import check_output, component_labels, write_run
@@ -37,6 +35,7 @@ from ._common import (
     EXIT_FAILURE,
     EXIT_OK,
     Status,
+    check_out as _check_out,
     config_argument,
     heartbeat as _heartbeat,
     positive_float,
@@ -44,6 +43,7 @@ from ._common import (
     report as _report,
     warn as _warn,
 )
+from ._initial import _start, check_projected
 from ._programs import cached_call
 from ._run_summary import integration_failure, motion_keys
 
@@ -265,10 +265,7 @@ def _decision(model: Model, state: State, initial_projection):
     """The Structure of the run: decided at the initial state, projected first when
     the configuration says so (as `redundax.simulate` does); and the constraint
     residuals (Φ, C q̇ + b) of that state."""
-    q, qd = state.q, state.qd
-    if initial_projection is not None:
-        q, qd = initial_projection(model, q, qd, state.t)
-    residuals = (position_residual(model, q, state.t), velocity_residual(model, q, qd, state.t))
+    q, _, _, residuals = _start(model, state, initial_projection)
     return decide(model, q, state.t), residuals
 
 
@@ -284,7 +281,7 @@ def _simulate(args: argparse.Namespace) -> int:
     out = None
     if args.out is not None:
         try:
-            out = check_output(args.out, args.force)
+            out = _check_out("--out", check_output, args.out, args.force)
         except FileExistsError:
             raise FileExistsError(
                 f"{args.out}: already exists; pass --force to overwrite it"
@@ -323,10 +320,7 @@ def _integrate(
     structure, residuals = cached_call(
         cache, _decision, config.model, config.state, options.initial_projection
     )
-    if options.initial_projection is not None:  # `simulate` checks it only when not traced
-        raise_if_not_projected(
-            config.model, *residuals, max(config.consistency_tolerance, PROJECTED_TOL)
-        )
+    check_projected(config, residuals)  # `simulate` checks it only when not traced
     if isinstance(options.method, AbstractNullSpaceMethod) and config.model.n_constraints:
         structure.raise_if_singular()
     keywords = options.keywords(

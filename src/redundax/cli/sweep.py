@@ -28,7 +28,7 @@ from ..sweep import (
     sweep_mechanism,
 )
 from ..sweep._store import check_out
-from ._common import EXIT_USAGE, positive_float
+from ._common import EXIT_USAGE, check_out as _check_out, positive_float
 
 SUMMARY = "solvability and simulation of a grid or random sample of parameter variants"
 DESCRIPTION = (
@@ -346,7 +346,7 @@ def run(args: argparse.Namespace) -> int:
         sweep = dataclasses.replace(
             sweep, simulation=dataclasses.replace(sweep.simulation, t_final=args.t_final)
         )
-    check_out(args.out, args.force)  # before the first progress line
+    _check_out("--out", check_out, args.out, args.force)  # before the first progress line
     show = _printer(args.quiet)
     if show is not None:
         processes = (

@@ -118,6 +118,15 @@ _SIMULATION: Final = Kind(
 """The `[simulation]` keys that do not depend on a choice."""
 
 
+def simulation_keys() -> tuple[str, ...]:
+    """Every key a `[simulation]` table may have (for one choice or another)."""
+    keys = [*SIMULATION_CHOICES, *_SIMULATION.keys]
+    for table in SIMULATION_CHOICES:
+        for kind in TYPES[table].values():
+            keys += [key for key in kind.keys if key not in keys]
+    return tuple(keys)
+
+
 def parse_simulation(raw: dict[str, Any], problems: list[str]) -> dict[str, Any] | None:
     """Check the `[simulation]` table and map its choices to objects.
 

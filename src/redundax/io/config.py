@@ -22,7 +22,7 @@ files), `_schema` (the kinds of entries and [`TYPES`][]) and `_simulation` (the
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -45,7 +45,11 @@ from ._schema import (
     parse_table,
     parse_typed,
 )
-from ._simulation import SimulationOptions as SimulationOptions, parse_simulation
+from ._simulation import (
+    SimulationOptions as SimulationOptions,
+    parse_simulation,
+    simulation_keys,
+)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -177,6 +181,55 @@ def _check_names(
                 )
 
 
+def _table_keys() -> dict[str, set[str]]:
+    """The keys of each top-level table, planar and spatial alike (of every type of
+    pair and force element, and of every `[simulation]` choice)."""
+    schemas = SCHEMAS.values()
+
+    def typed(table: Callable[[Any], str]) -> set[str]:
+        return {
+            "type",
+            *(k for s in schemas for kind in TYPES[table(s)].values() for k in kind.keys),
+        }
+
+    return {
+        "mechanism": {k for s in schemas for k in s.mechanism.keys},
+        "simulation": set(simulation_keys()),
+        "bodies": {k for s in schemas for k in s.body.keys},
+        "pairs": typed(lambda s: s.pair_types),
+        "loads": {k for s in schemas for k in s.load.keys},
+        "markers": {k for s in schemas for k in s.marker.keys},
+        "forces": typed(lambda s: s.force_types),
+    }
+
+
+def _unknown_top_level(key: str, value: Any) -> Problem:
+    """An unknown key of the top level: a table (`[simulaton]`), or a key written
+    before the first table header (`t_final = 1.0` above `[mechanism]`), which TOML
+    puts at the top level; named with the table it belongs in, if any."""
+    is_table = isinstance(value, dict) or (
+        isinstance(value, list) and bool(value) and all(isinstance(e, dict) for e in value)
+    )
+    if is_table:
+        return Problem("top level", f"unknown table {key!r} {checks.suggest(key, _TOP_LEVEL)}")
+    headers = {
+        table: f"[{table}]" if table in ("mechanism", "simulation") else f"[[{table}]]"
+        for table in _TOP_LEVEL
+    }
+    owners = [headers[table] for table, keys in _table_keys().items() if key in keys]
+    at_top = "a key above the first header is at the top level, where only tables are allowed"
+    if len(owners) == 1:
+        fix = f"it belongs in the {owners[0]} table: write it below the {owners[0]} header"
+    elif owners:
+        fix = (
+            f"it is a key of {', '.join(owners[:-1])} and {owners[-1]}: write it below the "
+            "header of the table it belongs in"
+        )
+    else:
+        fix = f"the top level has only the tables {', '.join(headers.values())}"
+    return Problem(Where("top level", key), f"unknown key; {fix} ({at_top})")
+
+
 def _problems(error: ValueError) -> list[str]:
     """The problems a library check found (its `ModelError.problems`)."""
     return list(error.problems) if isinstance(error, ModelError) else [str(error)]
@@ -193,11 +246,9 @@ class _Parsed:
 def _parse(path: Path, document: dict[str, Any]) -> _Parsed:
     """Validate a parsed TOML document and describe its `Mechanism`."""
     problems: list[str] = []
-    for key in document:
+    for key, value in document.items():
         if key not in _TOP_LEVEL:
-            problems.append(
-                Problem("top level", f"unknown table {key!r} {checks.suggest(key, _TOP_LEVEL)}")
-            )
+            problems.append(_unknown_top_level(key, value))
     if "bodies" not in document:
         problems.append(Problem("top level", "no bodies; add at least one [[bodies]] entry"))
 

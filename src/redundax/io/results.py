@@ -155,6 +155,7 @@ def check_output(
     **Returns:** `path` as a `Path`.
 
     **Raises:** `ValueError` for an extension not in `suffixes`;
+    `IsADirectoryError` if `path` is a directory (even with `force`);
     `FileExistsError` if the file exists and `force` is False; `FileNotFoundError`
     if its directory does not exist; `PermissionError` if the process may not
     write in it (permissions, or a read-only file system).
@@ -165,6 +166,8 @@ def check_output(
             f"{path}: unknown output format {path.suffix or '(no extension)'!r}; "
             f"use a file name ending in {' or '.join(suffixes)}"
         )
+    if path.is_dir():  # --force cannot replace a directory with a file
+        raise IsADirectoryError(f"{path}: is a directory; name a file ({' or '.join(suffixes)})")
     if path.exists() and not force:
         raise FileExistsError(f"{path}: {EXISTS}")
     if not path.parent.is_dir():
