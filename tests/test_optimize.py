@@ -190,3 +190,25 @@ def test_final_design_variant_is_consistent(robot_problem):
     for wheel in ("wheel_left", "wheel_right"):
         b = names.index(wheel)
         assert abs(float(q[3 * b + 2])) < 1e-12
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_a_missing_mechanism_file_names_the_design_file_and_its_key(tmp_path, capsys, kind):
+    """`[optimize] mechanism = "nothere.toml"`: the error names the design file, the
+    table and the key, not only the mechanism path (exit 2)."""
+    if kind == "directory":
+        (tmp_path / "nothere.toml").mkdir()
+    design = tmp_path / "design.toml"
+    design.write_text('[optimize]\nmechanism = "nothere.toml"\n')
+    with pytest.raises(ConfigError) as info:
+        load_design(design)
+    error = info.value
+    assert (error.path, error.table, error.key) == (str(design), "optimize", "mechanism")
+    target = str(tmp_path / "nothere.toml")
+    what = "no such file" if kind == "missing" else "is a directory"
+    assert str(error).startswith(f"{design}: optimize key 'mechanism': ")
+    assert target in str(error) and what in str(error)
+    status = cli.main(["optimize", str(design), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.startswith(f"redundax: error: {design}: optimize key 'mechanism': ")

@@ -446,3 +446,32 @@ def test_the_default_chunk_on_a_cpu_fits_the_memory_budget():
     nq, nc = model.n_coordinates, model.n_constraints
     per_variant = 8 * (401 * (4 * nq + nc * nq) + 64 * (nc * nq + nq * nq + nc * nc))
     assert 3 * per_variant <= MEMORY_BUDGET < 4 * per_variant
+
+
+@pytest.mark.parametrize("list_parameters", [False, True])
+def test_a_missing_mechanism_file_names_the_sweep_file_and_its_key(
+    tmp_path, capsys, list_parameters
+):
+    """`[sweep] mechanism = "nothere.toml"`: the error names the sweep file, the
+    table and the key (it used to say only `swbad/nothere.toml: no such file`),
+    also with --list-parameters (exit 2)."""
+    path = tmp_path / "sweep.toml"
+    path.write_text(
+        '[sweep]\nmechanism = "nothere.toml"\n'
+        '[[sweep.parameters]]\nname = "bodies.crank.mass"\nvalues = [0.3]\n'
+    )
+    with pytest.raises(ConfigError) as info:
+        sw.load_sweep(path)
+    assert (info.value.path, info.value.table, info.value.key) == (str(path), "sweep", "mechanism")
+    expected = (
+        f"redundax: error: {path}: sweep key 'mechanism': no such file "
+        f"'{tmp_path / 'nothere.toml'}' ('nothere.toml' is relative to the folder of sweep.toml)"
+    )
+    from redundax import cli
+
+    argv = ["--list-parameters"] if list_parameters else ["--out", str(tmp_path / "out")]
+    status = cli.main(["sweep", str(path), *argv])
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == ""
+    assert captured.err.splitlines() == [expected]
+    assert not (tmp_path / "out").exists()

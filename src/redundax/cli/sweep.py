@@ -136,7 +136,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _list_parameters(path: Path) -> int:
     try:
         mechanism = sweep_mechanism(path)
-    except ConfigError:
+    except ConfigError as error:
+        if error.key == "mechanism":  # a sweep file whose mechanism file is missing
+            raise
         mechanism = path  # a mechanism configuration itself
     config = load_config(mechanism)
     targets = parameter_targets(config.model, config.state)

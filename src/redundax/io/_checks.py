@@ -98,6 +98,25 @@ def read_table(path: Path, name: str, missing: str, what: str) -> dict[str, Any]
     return table
 
 
+def referenced_file(path: Path, table: str, name: str, key: str = "mechanism") -> Path:
+    """The file that the key `[table] key = "name"` of the file `path` names (a
+    mechanism configuration, relative to the folder of `path`).
+
+    **Raises:** `ConfigError` naming `path`, the table and the key when the file does
+    not exist or is a directory (the mechanism file's own problems are reported by its
+    loader, naming that file).
+    """
+    target = path.parent / name
+    relative = f"{name!r} is relative to the folder of {path.name}"
+    if not target.exists():
+        problem = f"no such file {str(target)!r} ({relative})"
+    elif target.is_dir():
+        problem = f"{str(target)!r} is a directory, not a mechanism configuration ({relative})"
+    else:
+        return target
+    raise ConfigError(path, [Problem(Where(table, key), problem)])
+
+
 # ------------------------------------------------------------------------ values
 def is_number(value: Any) -> bool:
     """A TOML integer or float (not a boolean)."""

@@ -16,7 +16,13 @@ from .. import (
     analyze_solvability,
 )
 from .._parameters import Target, parameter_targets, unknown_parameter
-from ..io._checks import MAX_SAVED_STATES, is_number, read_table, unknown_keys
+from ..io._checks import (
+    MAX_SAVED_STATES,
+    is_number,
+    read_table,
+    referenced_file,
+    unknown_keys,
+)
 from ..io._errors import Problem, Where
 from ..io.config import Config, ConfigError, SimulationOptions, load_config
 from ._constants import (
@@ -328,7 +334,7 @@ def load_design(path: str | Path) -> Design:
             path,
             [*problems, Problem("optimize", "missing key 'mechanism' (the mechanism's TOML file)")],
         )
-    config = load_config(path.parent / mechanism)
+    config = load_config(referenced_file(path, "optimize", mechanism))
     known = parameter_targets(config.model, config.state)
 
     def number(key, default, ok, expected):

@@ -16,7 +16,14 @@ from .. import (
     State,
 )
 from .._parameters import Target, parameter_targets, resolve_parameters, unknown_parameter
-from ..io._checks import MAX_STEPS, is_integer, is_number, read_table, unknown_keys
+from ..io._checks import (
+    MAX_STEPS,
+    is_integer,
+    is_number,
+    read_table,
+    referenced_file,
+    unknown_keys,
+)
 from ..io._errors import Problem, Where
 from ..io.config import ConfigError, SimulationOptions, load_config
 from ._constants import MAX_VARIANTS
@@ -357,7 +364,7 @@ def sweep_mechanism(path: str | Path) -> Path:
     mechanism = _sweep_table(path).get("mechanism")
     if not isinstance(mechanism, str):
         raise ConfigError(path, [_MISSING_MECHANISM])
-    return path.parent / mechanism
+    return referenced_file(path, "sweep", mechanism)
 
 
 def load_sweep(path: str | Path) -> Sweep:
@@ -376,7 +383,7 @@ def load_sweep(path: str | Path) -> Sweep:
     mechanism = table.get("mechanism")
     if not isinstance(mechanism, str):
         raise ConfigError(path, [*problems, _MISSING_MECHANISM])
-    config = load_config(path.parent / mechanism)
+    config = load_config(referenced_file(path, "sweep", mechanism))
 
     def check(key: str, ok: Callable[[Any], bool], expected: str) -> None:
         if key in table and not ok(table[key]):
