@@ -92,6 +92,13 @@ def test_dca_verdicts_are_the_qr_verdicts(name):
         assert report.unique[k] == bool(absolute.unique[g]), pair.name
         rows = tuple(bool(absolute.row_unique[r]) for r in pair.rows)
         assert report.row_unique[k] == rows, pair.name
+    # What a run claims (unique here and at the generic configuration next to it)
+    # is what an absolute run claims: the stable verdicts of `rx.decide`.
+    run = rx.decide(model, state.q, state.t)
+    for k, pair in enumerate(model.pairs):
+        assert report.stable_unique[k] == bool(run.stable_unique[k]), pair.name
+        rows = tuple(bool(run.stable_row_unique[r]) for r in pair.rows)
+        assert report.stable_row_unique[k] == rows, pair.name
     if name in KNOWN:
         p, unique = KNOWN[name]
         assert report.redundancy == p

@@ -9,6 +9,7 @@ simulation and reactions of the same mechanism, and the exact motion of IFToMM A
 (`helpers.a02_exact_b0`, SciPy on the 1-DOF reduction) with its flat poses."""
 
 import contextlib
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -197,7 +198,7 @@ def test_joint_reactions_are_the_absolute_reactions():
         for k, (s, j) in enumerate(zip(states, js, strict=True)):
             mine = rx.joint_reactions(jm, structure, report, j.q, j.qd, 0.0)
             ref = rx.reactions(model, s.q, s.qd, s.t)
-            np.testing.assert_array_equal(mine.unique, report.unique)
+            np.testing.assert_array_equal(mine.unique, report.stable_unique)
             scale = float(jnp.max(jnp.abs(ref.total)))
             np.testing.assert_allclose(
                 mine.total, ref.total, rtol=0, atol=TOL_SAME_REACTION * scale
@@ -210,6 +211,46 @@ def test_joint_reactions_are_the_absolute_reactions():
                         atol=TOL_SAME_REACTION * scale,
                     )  # fmt: skip
             np.testing.assert_allclose(batched.wrench[k], mine.wrench, rtol=0, atol=1e-10)
+
+
+def test_joint_runs_claim_the_verdicts_of_absolute_runs():
+    """What a run claims is what holds at the generic configuration next to the
+    initial one too (README step 4), in joint coordinates as in absolute ones: the
+    DCA's reactions of the mobile robot and of Bricard's linkage carry, per pair
+    and per component, the verdicts of the absolute path's reactions at the same
+    state (`rx.reactions`, its `Structure`'s stable verdicts). The robot's B and C
+    x forces are unique at its initial configuration (wheels straight ahead: the
+    analysis there says so) but not in a turn, so neither path claims them."""
+    reports = {}
+    for name, mechanism in (("robot", models.mobile_robot), ("bricard", models.bricard)):
+        mech = mechanism()
+        model, state = mech.build(), mech.initial_state()
+        jm = rx.joint_model(model, state.q)
+        js = rx.to_joint_state(jm, state)
+        structure = rx.decide_joint(jm, js)
+        report = reports[name] = rx.joint_uniqueness(jm, structure, js)
+        mine = rx.joint_reactions(jm, structure, report, js.q, js.qd, js.t)
+        ref = rx.reactions(model, state.q, state.qd, state.t)
+        np.testing.assert_array_equal(mine.unique, ref.unique)
+        rows = [r for pair in model.pairs for r in pair.rows]  # the pairs' rows of C
+        np.testing.assert_array_equal(
+            np.asarray(mine.component_unique)[rows], np.asarray(ref.component_unique)[rows]
+        )
+        np.testing.assert_array_equal(report.stable_unique, np.asarray(ref.unique))
+        for k, pair in enumerate(model.pairs):
+            flags = tuple(bool(ref.component_unique[r]) for r in pair.rows)
+            assert report.stable_row_unique[k] == flags, pair.name
+    robot = reports["robot"]
+    for name in ("B", "C"):
+        k = robot.names.index(name)
+        assert robot.row_unique[k] == (True, False), name  # at the configuration
+        assert robot.stable_row_unique[k] == (False, False), name  # what a run claims
+        assert not robot.unique[k] and robot.stable_step[k] == robot.step[k]
+    # A pair unique here but not nearby would name that as what decided it.
+    a = robot.names.index("A")
+    assert robot.unique[a] and robot.stable_unique[a] and robot.stable_step[a] == robot.step[a]
+    flipped = robot.stable_unique[:a] + (False,) + robot.stable_unique[a + 1 :]
+    assert dataclasses.replace(robot, stable_unique=flipped).stable_step[a] == "nearby"
 
 
 def _run(*argv) -> tuple[int, str, str]:
@@ -260,6 +301,34 @@ def test_simulate_in_joint_coordinates_from_the_command_line(tmp_path: Path):
     np.testing.assert_allclose(forces, qdd[..., :2] - np.asarray([0.0, -9.81]), rtol=0, atol=1e-6)
     status, _, stderr = _run("plot", out, "--only", "solvability")
     assert status == 0, stderr
+
+
+def test_joint_runs_of_the_robot_report_the_absolute_runs_verdicts(tmp_path: Path):
+    """`redundax simulate configs/mobile_robot.toml --coordinates joint` claims, in
+    its JSON and in its run file, per pair and per component, what the same run in
+    absolute coordinates claims: B's and C's x forces are not unique (unique only
+    while the wheels point straight ahead, README step 4)."""
+    robot = Path(__file__).resolve().parents[1] / "configs" / "mobile_robot.toml"
+    runs = {}
+    for coordinates in ("absolute", "joint"):
+        out = tmp_path / f"{coordinates}.npz"
+        status, stdout, stderr = _run(
+            "simulate", robot, "--coordinates", coordinates, "--t-final", "0.2", "--json",
+            "--out", out,
+        )  # fmt: skip
+        assert status == 0, stderr
+        runs[coordinates] = (json.loads(stdout), read_run(out))
+    (absolute, absolute_file), (joint, joint_file) = runs["absolute"], runs["joint"]
+    assert joint["coordinates"] == "joint"
+    assert joint["unique"] == absolute["unique"]
+    assert joint["components"] == absolute["components"]
+    for name in ("B", "C"):
+        assert joint["components"][name] == {"force x": False, "force y": False}, name
+    assert joint_file["unique"] == absolute_file["unique"]
+    assert joint_file["component_unique"].keys() == absolute_file["component_unique"].keys()
+    for name, flags in absolute_file["component_unique"].items():
+        assert joint_file["component_unique"][name] == flags, name
+    assert joint_file["component_unique"]["B"] == {"force x": False, "force y": False}
 
 
 def test_joint_runs_refuse_what_they_do_not_offer(tmp_path: Path):

@@ -2,7 +2,10 @@
 coordinates (a spanning tree of its joints, the other pairs as cut joints), the
 accelerations and reactions by the divide-and-conquer algorithm, the verdicts by
 seed 002's analysis; the same summary, JSON and run files as in absolute
-coordinates, with what is particular to joint coordinates added."""
+coordinates, with what is particular to joint coordinates added. The run claims
+the report's stable verdicts (also unique at the generic configuration next to the
+initial one), as an absolute run does; the run file's `meta["solvability"]` keeps
+the analysis at the initial configuration, as an absolute run's does."""
 
 import argparse
 import time
@@ -97,10 +100,13 @@ def _singular(model, trajectory: JointTrajectory) -> dict[str, Any]:
 
 
 def _verdicts(model, report: JointUniquenessReport):
-    unique = dict(zip(report.names, report.unique, strict=True))
+    """What the run claims, per pair and per component: the report's stable
+    verdicts (unique at the initial configuration and at the generic one next to
+    it, the absolute run's decision), not those at the initial configuration only."""
+    unique = dict(zip(report.names, report.stable_unique, strict=True))
     components = {
         pair.name: dict(zip(component_labels(pair), flags, strict=True))
-        for pair, flags in zip(model.pairs, report.row_unique, strict=True)
+        for pair, flags in zip(model.pairs, report.stable_row_unique, strict=True)
     }
     return unique, components
 
@@ -139,7 +145,7 @@ def summary(
         "atol": options.atol,
         "unique": unique,
         "components": components,
-        "decided_by": {n: STEPS[s] for n, s in zip(report.names, report.step, strict=True)},
+        "decided_by": {n: STEPS[s] for n, s in zip(report.names, report.stable_step, strict=True)},
         "out": None if out is None else str(out),
     }
 
@@ -205,11 +211,14 @@ def integrate(
             jm, trajectory, report, memory_budget=int(args.memory_budget * 2**30)
         )
         jax.block_until_ready(history.multipliers)
+        unique, components = _verdicts(model, report)
         write_run(
             out,
             config,
             trajectory,
             history,
+            unique=unique,
+            component_unique={name: list(flags.values()) for name, flags in components.items()},
             joint_report=report,
             metadata={
                 **options.choices,

@@ -2,7 +2,9 @@
 back-substitution as the same [`redundax.Reactions`][] the absolute-coordinate
 path reports (wrenches at the centres of mass, moments about the joint points,
 components −λ per row), with the verdicts of seed 002's analysis
-([`redundax.joint_uniqueness`][]).
+([`redundax.joint_uniqueness`][]) that a run claims: its `stable_unique` /
+`stable_row_unique`, unique at the configuration analysed and at the generic one
+next to it, as the absolute path's reactions (the `Structure`'s stable verdicts).
 
 The DCA's rows are the rows of the absolute model's C (a multiplier is the same
 reaction component in both coordinate systems), so the wrenches come from the
@@ -28,18 +30,20 @@ METHOD = "DCA"
 
 
 def verdict_arrays(jm: JointModel, report: JointUniquenessReport):
-    """`(unique per pair, unique per row of C)` of a report, as arrays; rows no pair
-    owns (natural coordinates' rigid-body rows) count as not unique (their λ is not
-    computed in joint coordinates)."""
+    """`(unique per pair, unique per row of C)` that a run claims, as arrays: the
+    report's `stable_unique` / `stable_row_unique` (also unique at the generic
+    configuration next to the one analysed, as in absolute coordinates); rows no
+    pair owns (natural coordinates' rigid-body rows) count as not unique (their λ
+    is not computed in joint coordinates)."""
     model = jm.model
     if report.names != model.pair_names:
         raise ValueError(
             f"the report is of pairs {report.names}, the model has pairs {model.pair_names}"
         )
     rows = np.zeros(model.n_constraints, dtype=bool)
-    for pair, flags in zip(model.pairs, report.row_unique, strict=True):
+    for pair, flags in zip(model.pairs, report.stable_row_unique, strict=True):
         rows[list(pair.rows)] = flags
-    return jnp.asarray(report.unique, dtype=bool), jnp.asarray(rows)
+    return jnp.asarray(report.stable_unique, dtype=bool), jnp.asarray(rows)
 
 
 def joint_reactions(
@@ -56,7 +60,8 @@ def joint_reactions(
     **Arguments:**
 
     - `jm`, `structure`: the model and its decisions ([`redundax.decide_joint`][]).
-    - `report`: the verdicts ([`redundax.joint_uniqueness`][]), decided once.
+    - `report`: the verdicts ([`redundax.joint_uniqueness`][]), decided once; the
+      reactions carry its `stable_unique` / `stable_row_unique`.
     - `drift_control`: the Baumgarte terms the motion was computed with (so that
       the reactions belong to its accelerations); None: none.
 

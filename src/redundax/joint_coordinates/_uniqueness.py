@@ -23,15 +23,25 @@ leaves undecided is decided exactly by the self-stresses the DCA builds
 reaction is unique iff B_X = G_Xᵀ N_X = 0 (Wojtyra & Frączek 2013's test, on the
 twist-space rows), a component iff its row of N is zero. The report names the
 step that decided each pair.
+
+These are the verdicts *at the configuration* analysed (what `analyze` reports). A
+run claims less: only what is also unique at the generic configuration next to it
+(the mobile robot's B and C x forces are unique while its wheels point straight
+ahead, not in a turn). The report carries that too, `stable_unique` /
+`stable_row_unique`: its own verdicts and the absolute model's
+[`redundax.Structure`][]'s `stable_unique` / `stable_row_unique` at the same
+configuration (`rx.decide`: the decision an absolute run reports), so a run in
+joint coordinates claims what the same run in absolute coordinates claims.
 """
 
 import dataclasses
 
 import equinox as eqx
+import jax.numpy as jnp
 import numpy as np
 
 from .._model import State
-from .._structure import UNIQUENESS_RTOL
+from .._structure import UNIQUENESS_RTOL, decide
 from ._dca import assembly_nodes, self_stresses
 from ._dynamics import JointStructure
 from ._model import JointModel
@@ -45,7 +55,11 @@ STEPS = {
     "one pair": "2: its body has no other pair",
     "two pairs": "3: the other pair of a two-pair body",
     "self-stress": "self-stress test (the propagation cannot decide)",
+    "nearby": "unique here, not at the generic configuration next to it",
 }
+"""What decided each pair's verdict. `"nearby"` only in `stable_step`: a pair unique
+at the configuration analysed (by another step) but not at the generic
+configuration next to it, so not claimed for a run."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +79,12 @@ class JointUniquenessReport:
       pair whose rows are independent); `g_norm`: ‖G_X‖_F, its scale;
       `row_b_norm`: per row of the pair, the norm of its row of N (zero iff that
       component is unique); `utol`: the relative tolerance of the test.
+    - `stable_unique`, `stable_row_unique`: what a run claims, per pair and per
+      row of the pair: unique here (`unique`, `row_unique`) *and* in the absolute
+      model's `Structure` decided at the same configuration, whose
+      `stable_unique` / `stable_row_unique` also ask the generic configuration
+      next to it (the verdicts an absolute run reports); `stable_step`: per pair,
+      `step`, or `"nearby"` where the pair is unique here but not stable.
     """
 
     names: tuple[str, ...]
@@ -81,6 +101,16 @@ class JointUniquenessReport:
     g_norm: tuple[float, ...]
     row_b_norm: tuple[tuple[float, ...], ...]
     utol: float
+    stable_unique: tuple[bool, ...]
+    stable_row_unique: tuple[tuple[bool, ...], ...]
+
+    @property
+    def stable_step(self) -> tuple[str, ...]:
+        """Per pair, the key of `STEPS` that decided its `stable_unique`."""
+        return tuple(
+            "nearby" if u and not su else s
+            for u, su, s in zip(self.unique, self.stable_unique, self.step, strict=True)
+        )
 
     def verdict(self, name: str) -> bool:
         return self.unique[self.names.index(name)]
@@ -149,7 +179,9 @@ def joint_uniqueness(
     - `state`: the joint-coordinate state whose configuration is analysed.
     - `utol`: the self-stress test's tolerance (as the absolute-coordinate test's).
 
-    **Returns:** a [`JointUniquenessReport`][].
+    **Returns:** a [`JointUniquenessReport`][]; its `stable_unique` /
+    `stable_row_unique` (what a run claims) also read `rx.decide` of the absolute
+    model at the same configuration (with `utol`).
     """
     model, plan, active, rows = jm.model, structure.plan, structure.active, structure.rows
     terms = jitted_body_terms(jm, rows, state.q, state.qd, state.t)
@@ -231,16 +263,23 @@ def joint_uniqueness(
             step[k] = "self-stress"
     # rank G = R − p, and the bodies' twists less rank G is the mobility.
     mobility = nb * G_a.shape[1] - (len(rows.rows) - active.n_redundant)
+    unique = tuple(bool(v) for v in verdict)
+    row_unique = tuple(
+        tuple(bool(verdict[k] or row_zero[r]) for r in prs) for k, prs in enumerate(pair_rows)
+    )
+    # What a run claims: the absolute path's decision at the same configuration,
+    # which also asks the generic configuration next to it (no test of our own).
+    absolute = decide(model, jm.absolute_coordinates(jnp.asarray(state.q)), state.t, utol=utol)
+    stable = np.asarray(absolute.stable_unique)[:n_pairs]
+    stable_rows = np.asarray(absolute.stable_row_unique)
     return JointUniquenessReport(
         names=tuple(p.name for p in model.pairs),
         kinds=tuple(p.kind for p in model.pairs),
         tree=tuple(k in set(jm.tree_pairs) for k in range(n_pairs)),
-        unique=tuple(bool(v) for v in verdict),
+        unique=unique,
         step=tuple(step),
         assembly=tuple(owner[prs[0]].node if prs else -1 for prs in pair_rows),
-        row_unique=tuple(
-            tuple(bool(verdict[k] or row_zero[r]) for r in prs) for k, prs in enumerate(pair_rows)
-        ),
+        row_unique=row_unique,
         labels=tuple(p.components for p in model.pairs),
         redundancy=active.n_redundant,
         mobility=int(mobility),
@@ -248,4 +287,9 @@ def joint_uniqueness(
         g_norm=tuple(g_norm),
         row_b_norm=tuple(tuple(float(row_norm[r]) for r in prs) for prs in pair_rows),
         utol=float(utol),
+        stable_unique=tuple(bool(u and s) for u, s in zip(unique, stable, strict=True)),
+        stable_row_unique=tuple(
+            tuple(bool(u and stable_rows[r]) for u, r in zip(flags, pair.rows, strict=True))
+            for flags, pair in zip(row_unique, model.pairs, strict=True)
+        ),
     )
