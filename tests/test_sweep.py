@@ -475,3 +475,45 @@ def test_a_missing_mechanism_file_names_the_sweep_file_and_its_key(
     assert status == 2 and captured.out == ""
     assert captured.err.splitlines() == [expected]
     assert not (tmp_path / "out").exists()
+
+
+def test_initial_velocity_of_a_mechanism_at_rest_is_not_sweepable(tmp_path, capsys):
+    """The four-bar starts at rest: `initial.speed` is refused saying so (not "unknown"
+    while listed among the addresses), and neither it nor `initial.velocity_scale`
+    (no effect on q̇⁰ = 0) is listed, in the error or by --list-parameters."""
+    from redundax import cli
+
+    (tmp_path / "four_bar.toml").write_text((ROOT / "configs" / "four_bar.toml").read_text())
+    path = tmp_path / "speed.toml"
+    path.write_text(
+        '[sweep]\nmechanism = "four_bar.toml"\nsimulate = true\n'
+        '[[sweep.parameters]]\nname = "initial.speed"\nvalues = [0.5, 1.0]\n'
+    )
+    with pytest.raises(ConfigError) as info:
+        sw.load_sweep(path)
+    error = info.value
+    assert (error.table, error.key) == ("parameters[0] ('initial.speed')", "name")
+    message = error.problems[0].message
+    assert message.startswith(
+        "sweep parameter 'initial.speed' has no effect on this mechanism: the mechanism "
+        "starts at rest (every initial velocity is 0), so its initial speed cannot be scaled"
+    )
+    assert "unknown" not in message
+    path.write_text(path.read_text().replace("initial.speed", "initial.velocity_scale"))
+    with pytest.raises(ConfigError, match="'initial.velocity_scale' has no effect"):
+        sw.load_sweep(path)
+    # A misspelt address lists the forms of this mechanism's addresses only.
+    path.write_text(path.read_text().replace("initial.velocity_scale", "bodies.crnak.mass"))
+    with pytest.raises(ConfigError) as info:
+        sw.load_sweep(path)
+    message = info.value.problems[0].message
+    assert "this mechanism's addresses are bodies.<BODY>.mass|inertia, " in message
+    assert "initial." not in message and "loads[k]" not in message
+    status = cli.main(["sweep", str(path), "--list-parameters"])
+    out = capsys.readouterr().out
+    assert status == 0 and "bodies.crank.mass" in out
+    assert "initial." not in out
+    # The moving robot keeps both (its platform moves at 0.1 m/s).
+    status = cli.main(["sweep", str(EXAMPLE), "--list-parameters"])
+    out = capsys.readouterr().out
+    assert status == 0 and "initial.speed" in out and "initial.velocity_scale" in out

@@ -22,11 +22,11 @@ from ..sweep import (
     MAX_VARIANTS,
     Progress,
     load_sweep,
-    parameter_targets,
     read_sweep,
     run_sweep,
     sweep_mechanism,
 )
+from ..sweep._file import swept_addresses
 from ..sweep._store import check_out
 from ._common import EXIT_USAGE, check_out as _check_out, positive_float
 
@@ -141,7 +141,7 @@ def _list_parameters(path: Path) -> int:
             raise
         mechanism = path  # a mechanism configuration itself
     config = load_config(mechanism)
-    targets = parameter_targets(config.model, config.state)
+    targets = swept_addresses(config.model, config.state)
     width = max(len(name) for name in targets)
     print(f"parameters of {config.name} ({mechanism}), nominal values:")
     for name, target in targets.items():

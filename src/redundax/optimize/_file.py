@@ -15,7 +15,7 @@ from .. import (
     Projection,
     analyze_solvability,
 )
-from .._parameters import Target, parameter_targets, unknown_parameter
+from .._parameters import Target
 from ..io._checks import (
     MAX_SAVED_STATES,
     is_number,
@@ -25,6 +25,7 @@ from ..io._checks import (
 )
 from ..io._errors import Problem, Where
 from ..io.config import Config, ConfigError, SimulationOptions, load_config
+from ..sweep._file import swept_addresses, unknown_address
 from ._constants import (
     _ASSEMBLY_KEYS,
     _DESIGN_KEYS,
@@ -140,7 +141,7 @@ def _read_table(path: Path) -> dict[str, Any]:
 
 
 def _variable(
-    entry: Any, where: str, known: Mapping[str, Target], problems: list[str]
+    entry: Any, where: str, known: Mapping[str, Target], config: Config, problems: list[str]
 ) -> Variable | None:
     if not isinstance(entry, dict):
         problems.append(Problem(where, "expected a table, written [[optimize.variables]]"))
@@ -165,7 +166,10 @@ def _variable(
     for address, coefficient in addresses.items():
         if address not in known:
             problems.append(
-                Problem(Where(where, "addresses"), unknown_parameter(address, list(known)))
+                Problem(
+                    Where(where, "addresses"),
+                    unknown_address(address, config.model, config.state, list(known)),
+                )
             )
         elif not _normal(coefficient, nonzero=True):
             problems.append(
@@ -335,7 +339,7 @@ def load_design(path: str | Path) -> Design:
             [*problems, Problem("optimize", "missing key 'mechanism' (the mechanism's TOML file)")],
         )
     config = load_config(referenced_file(path, "optimize", mechanism))
-    known = parameter_targets(config.model, config.state)
+    known = swept_addresses(config.model, config.state)
 
     def number(key, default, ok, expected):
         value = table.get(key, default)
@@ -385,7 +389,7 @@ def load_design(path: str | Path) -> Design:
         )
         variables = []
     parsed_variables = [
-        _variable(e, f"variables[{k}]", known, problems) for k, e in enumerate(variables)
+        _variable(e, f"variables[{k}]", known, config, problems) for k, e in enumerate(variables)
     ]
     names = [v.name for v in parsed_variables if v is not None]
     problems += [

@@ -5,6 +5,7 @@ Part of [`redundax.sweep`][], whose docstring describes the whole.
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,70 @@ from ..io._checks import (
 from ..io._errors import Problem, Where
 from ..io.config import ConfigError, SimulationOptions, load_config
 from ._constants import MAX_VARIANTS
+
+
+# ---------------------------------------------------------------------- addresses
+def swept_addresses(model: Model, state: State) -> dict[str, Target]:
+    """The parameter addresses of a mechanism that can change something, by name
+    (`redundax sweep --list-parameters`, sweep and design files): those of
+    `parameter_targets`, less `initial.velocity_scale` when the mechanism starts at
+    rest (q̇⁰ = 0: nothing to scale). (`initial.speed` is not one of them then.)"""
+    targets = parameter_targets(model, state)
+    if _at_rest(state):
+        targets.pop("initial.velocity_scale", None)
+    return targets
+
+
+def _at_rest(state: State) -> bool:
+    return not np.any(np.asarray(state.qd))
+
+
+def _forms(model: Model, known: Sequence[str]) -> str:
+    """The forms of the addresses `known`, e.g. `bodies.<BODY>.mass|inertia`,
+    `loads[k].force.x|y`: what a mechanism offers, not what another one would."""
+    forms: list[str] = []
+    for name in known:
+        form = name
+        for table, names, placeholder in (
+            ("bodies", model.bodies.names, "<BODY>"),
+            ("pairs", model.pair_names, "<PAIR>"),
+        ):
+            for item in names:
+                if name.startswith(f"{table}.{item}."):
+                    form = f"{table}.{placeholder}.{name[len(table) + len(item) + 2 :]}"
+        form = re.sub(r"^(loads|forces)\[\d+\]", r"\1[k]", form)
+        form = re.sub(r"\[\d+\]$", "[k]", form)
+        if form not in forms:
+            forms.append(form)
+    grouped: dict[str, list[str]] = {}
+    for form in forms:  # the same form but for its last part: one entry, a|b|c
+        head, _, last = form.rpartition(".")
+        grouped.setdefault(head, []).append(last)
+    return ", ".join(f"{head}.{'|'.join(lasts)}" for head, lasts in grouped.items())
+
+
+def unknown_address(name: str, model: Model, state: State, known: Sequence[str]) -> str:
+    """The message for an address `name` that is not one of `known` (those of
+    [`swept_addresses`][]): why, for an initial velocity of a mechanism at rest;
+    else the closest addresses and the forms this mechanism offers."""
+    if name in ("initial.speed", "initial.velocity_scale") and name not in known:
+        first = model.bodies.names[0] if model.bodies.count else "the first body"
+        if _at_rest(state):
+            why = (
+                f"the mechanism starts at rest (every initial velocity is 0), so its initial "
+                f"{'speed' if name == 'initial.speed' else 'velocity'} cannot be scaled; give "
+                "its bodies an initial velocity in the mechanism file to sweep it"
+            )
+        else:
+            why = (
+                f"the first body ({first!r}) starts at rest, and initial.speed sets the speed "
+                "of the first body's centre of mass; sweep initial.velocity_scale instead"
+            )
+        return f"sweep parameter {name!r} has no effect on this mechanism: {why}"
+    text = unknown_parameter(name, list(known))
+    generic, _, count = text.partition("; addresses are ")
+    _, _, count = count.rpartition(" (")
+    return f"{generic}; this mechanism's addresses are {_forms(model, known)} ({count}"
 
 
 # ------------------------------------------------------------------------ samples
@@ -255,13 +320,15 @@ def _problems(
                 f"expected an integer from 1 to {MAX_VARIANTS:,}, got {chunk_size:,}",
             )
         )
-    known = parameter_targets(model, state)
+    known = swept_addresses(model, state)
     grid = isinstance(sample, Grid)
     names = [p.name for p in parameters]
     for k, p in enumerate(parameters):
         where = f"parameters[{k}] ({p.name!r})"
         if p.name not in known:
-            problems.append(Problem(Where(where, "name"), unknown_parameter(p.name, list(known))))
+            problems.append(
+                Problem(Where(where, "name"), unknown_address(p.name, model, state, list(known)))
+            )
         elif p.name in names[:k]:
             problems.append(Problem(Where(where, "name"), "listed twice"))
         own = _parameter_problems(p, grid, where)
