@@ -776,3 +776,17 @@ def test_a_key_above_the_first_header_is_an_unknown_key(tmp_path, line, key, mes
     assert (error.table, error.key) == ("top level", key)
     assert str(error).startswith(f"{path}: {message}")
     assert "unknown table" not in str(error)
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.toml")), ids=lambda p: p.name)
+def test_solvers_named_in_shipped_comments_are_those_that_run(path):
+    """A comment of a shipped file that names a solver names the one its simulation
+    takes (four_bar.toml said Tsit5 and sweep_mobile_robot.toml "Tsit5, rtol 1e-8"
+    while both ran Dopri8, the default at rtol < 1e-6)."""
+    text = path.read_text(encoding="utf-8")
+    comments = " ".join(line.partition("#")[2] for line in text.splitlines() if "#" in line)
+    mechanism = re.search(r'^mechanism = "([^"]+)"', text, flags=re.M)
+    config = load_config(path.parent / mechanism.group(1) if mechanism else path)
+    chosen = config.simulation.choices["solver"]
+    named = {s for s in TYPES["solver"] if re.search(rf"\b{s}\b", comments, flags=re.I)}
+    assert named <= {chosen}, f"{path.name}: comments name {named}, the run takes {chosen!r}"
