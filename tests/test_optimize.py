@@ -212,3 +212,44 @@ def test_a_missing_mechanism_file_names_the_design_file_and_its_key(tmp_path, ca
     err = capsys.readouterr().err
     assert status == 2
     assert err.startswith(f"redundax: error: {design}: optimize key 'mechanism': ")
+
+
+def test_steps_count_iterations_the_first_at_the_initial_design(robot_problem):
+    """`steps` counts iterations, each one evaluation of J and ∇J, the first at x₀:
+    N iterations make at most N − 1 optimiser updates, and the result says so."""
+    design, problem = robot_problem
+    one = optimize_design(design, steps=1, problem=problem)
+    assert len(one.history) == 1 and one.history[0].accepted
+    np.testing.assert_array_equal(one.final, one.initial)  # no update was made
+    assert one.stopped == "1 iteration(s) done (0 optimiser update(s))"
+    two = optimize_design(design, steps=2, problem=problem)
+    assert len(two.history) == 2
+    assert two.history[1].x != two.history[0].x  # one update, evaluated
+    if two.history[1].accepted:
+        assert two.stopped in (
+            "2 iteration(s) done (1 optimiser update(s))",
+            f"relative decrease below tolerance {design.tolerance:g}",
+        )
+
+
+def test_steps_help_and_the_warning_for_one_iteration(tmp_path, capsys, monkeypatch):
+    """--help says what is counted; `--steps 1` warns that it makes no update."""
+    assert cli.main(["optimize", "--help"]) == 0
+    assert "N iterations make at most N - 1 optimiser updates" in " ".join(
+        capsys.readouterr().out.split()
+    )
+    from redundax.cli import optimize as command
+
+    def stop(design, **kwargs):
+        raise ValueError(f"stopped before computing ({design.steps} step)")
+
+    monkeypatch.setattr(command, "optimize_design", stop)
+    design = four_bar_design(tmp_path)
+    status = cli.main(["optimize", str(design), "--out", str(tmp_path / "o"), "--steps", "1"])
+    err = capsys.readouterr().err.splitlines()
+    assert status == 1
+    assert err[0] == (
+        "redundax: warning: --steps = 1: one iteration evaluates the initial design only, "
+        "with no optimiser update (N iterations make at most N - 1 updates)"
+    )
+    assert err[-1] == "redundax: error: stopped before computing (1 step)"

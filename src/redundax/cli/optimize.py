@@ -15,7 +15,7 @@ from pathlib import Path
 from ..io._atomic import check_directory
 from ..io._errors import ConfigError
 from ..optimize import OUTPUTS, Design, Step, load_design, optimize_design, write_result
-from ._common import check_out, positive_float
+from ._common import check_out, positive_float, warn
 
 SUMMARY = "design optimisation (Optax) of a unique reaction over a simulated manoeuvre"
 DESCRIPTION = (
@@ -47,7 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="the most iterations (default: the file's)",
+        help="the most iterations (default: the file's [optimize] steps). Each iteration "
+        "evaluates the objective and its gradient at one design, the first at the initial "
+        "design, so N iterations make at most N - 1 optimiser updates (N = 1 evaluates the "
+        "initial design only); fewer when the decrease falls below the file's tolerance or "
+        "max_rejections steps in a row are rejected",
     )
     parser.add_argument(
         "--t-final",
@@ -70,7 +74,7 @@ def _printer(design: Design, steps: int, quiet: bool) -> Callable[[Step], None] 
         mark = "" if step.accepted else "  (rejected: no decrease; learning rate halved)"
         xs = ", ".join(f"{n} = {x:.6g}" for n, x in zip(names, step.x, strict=True))
         print(
-            f"redundax: optimize step {step.step + 1}/{steps}: J = {step.objective:.6g} "
+            f"redundax: optimize iteration {step.step + 1}/{steps}: J = {step.objective:.6g} "
             f"[{xs}] {step.seconds:.0f} s{mark}",
             file=sys.stderr,
             flush=True,
@@ -104,11 +108,18 @@ def run(args: argparse.Namespace) -> int:
         for name in OUTPUTS:
             if (out / name).exists():
                 raise FileExistsError(f"{out / name}: already exists; pass --force to overwrite it")
+    if design.steps == 1:
+        warn(
+            f"{'--steps' if args.steps is not None else f'{design.path}: [optimize] steps'} = 1: "
+            "one iteration evaluates the initial design only, with no optimiser update (N "
+            "iterations make at most N - 1 updates)"
+        )
     if not args.quiet:
         print(
             f"redundax: optimizing {design.config.name}: {len(design.variables)} variable(s), "
-            f"{design.steps} step(s), each a {design.simulation.t_final:g} s simulation and its "
-            "gradient (the first compiles, about a minute)...",
+            f"at most {design.steps} iteration(s) ({design.steps - 1} optimiser update(s)), "
+            f"each a {design.simulation.t_final:g} s simulation and its gradient (the first "
+            "compiles, about a minute)...",
             file=sys.stderr,
             flush=True,
         )
@@ -132,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"  objective {result.accepted[0].objective:.6g} -> {result.accepted[-1].objective:.6g} "
         f"(−{100 * result.decrease:.1f} %), {len(result.accepted)} accepted of "
-        f"{len(result.history)} steps; stopped: {result.stopped}"
+        f"{len(result.history)} iterations; stopped: {result.stopped}"
     )
     same = "same rank" if result.initial_rank == result.final_rank else "RANK CHANGED"
     print(f"  rank of C: {result.initial_rank} -> {result.final_rank} ({same})")

@@ -41,7 +41,9 @@ its step is rejected.
 **Steps.** Each iteration evaluates J and ∇J at the current design (one
 compiled call). A step that does not decrease J (or gives a non-finite J) is
 rejected: the design goes back and the learning rate is halved, so the accepted
-objective history is monotone. The optimiser stops after `steps` iterations,
+objective history is monotone. The first iteration evaluates the initial design,
+so `steps` iterations make at most `steps` − 1 optimiser updates (the history has
+one entry per iteration). The optimiser stops after `steps` iterations,
 when the relative decrease of J over an accepted step falls below `tolerance`,
 or after `max_rejections` rejections in a row.
 

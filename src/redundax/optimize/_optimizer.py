@@ -160,7 +160,9 @@ def optimize_design(
     **Arguments:**
 
     - `design`: from [`load_design`][] (or built directly).
-    - `steps`: the most iterations (default `design.steps`).
+    - `steps`: the most iterations (default `design.steps`). Each evaluates J and
+      ∇J at one design, the first at x₀, so `steps` iterations make at most
+      `steps` − 1 optimiser updates (`steps = 1` evaluates x₀ only).
     - `on_step`: called after every iteration with its [`Step`][] (progress).
     - `problem`: the [`DesignProblem`][] of `design`, to reuse its compiled
       objective (default: a new one).
@@ -209,7 +211,7 @@ def optimize_design(
     best_z, best_value, best_grad, best_eval = None, math.inf, None, None
     initial_evaluation = first
     history: list[Step] = []
-    rejections, stopped = 0, f"{steps} steps done"
+    rejections, stopped = 0, f"{steps} iteration(s) done ({steps - 1} optimiser update(s))"
     lower, upper = jnp.asarray(problem.lower), jnp.asarray(problem.upper)
     for k in range(steps):
         (value, evaluation), grad = problem.value_and_grad(z, reference)
