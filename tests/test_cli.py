@@ -273,3 +273,26 @@ def test_out_naming_a_file_where_a_folder_is_expected(capsys, tmp_path, monkeypa
     assert err.splitlines() == [f"redundax: error: {message}"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
     assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_each_command_documents_which_verdict_it_reports(capsys):
+    """analyze reports the verdicts at the configuration, simulate the stable ones
+    (true also at a generic configuration next to it): --help and configs/README.md
+    say so, and no longer that simulate's are "as `redundax analyze`"."""
+    assert main(["analyze", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "uniquely determined at that configuration" in text
+    assert "'redundax simulate' reports the stable verdicts instead" in text
+    readme = (ROOT / "configs" / "README.md").read_text(encoding="utf-8")
+    assert "decided at the initial configuration, as `redundax analyze`" not in readme
+    assert "#### Which verdict each command reports" in readme
+    assert "`Structure.stable_unique`" in readme and "`stable_row_unique`" in readme
+
+
+def test_analyze_reports_the_verdicts_at_the_configuration(capsys):
+    """The mobile robot's pair B at its initial configuration (wheels straight): its
+    x force is determined there, so analyze says so (simulate, which reports the
+    stable verdicts, does not: tests/test_cli_simulate.py)."""
+    status, out, err = _run(capsys, "analyze", str(MOBILE_ROBOT), "--json")
+    assert status == 0, err
+    assert json.loads(out)["pairs"]["B"]["components"] == {"force x": True, "force y": False}

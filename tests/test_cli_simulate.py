@@ -501,3 +501,21 @@ def test_out_naming_a_directory_is_refused_before_simulating(tmp_path, monkeypat
     assert list((tmp_path / "d.npz").iterdir()) == []
     with pytest.raises(IsADirectoryError, match="is a directory"):
         check_output(tmp_path / "d.npz", force=True)
+
+
+def test_simulate_reports_the_stable_verdicts(robot):
+    """simulate's `components` are the stable verdicts (configs/README.md, "Which
+    verdict each command reports"): pair B's x force, unique at the initial
+    configuration (what analyze reports), is not unique once the wheels turn."""
+    summary = json.loads(robot["out"])
+    assert summary["components"]["B"] == {"force x": False, "force y": False}
+    assert summary["unique"]["B"] is False
+    structure = rx.decide(*_robot_state())
+    row = 2  # B's x row (0-based)
+    assert bool(structure.row_unique[row]) and not bool(structure.stable_row_unique[row])
+
+
+def _robot_state():
+    mech = rx.models.mobile_robot()
+    model, state = mech.build(), mech.initial_state()
+    return model, state.q, state.t

@@ -19,13 +19,20 @@ from ._programs import cached_call
 
 SUMMARY = "rank, degree of redundancy and reaction uniqueness of a mechanism"
 DESCRIPTION = (
-    "Load the mechanism of CONFIG at its initial configuration and analyse its "
+    "Load the mechanism of CONFIG at its initial configuration (projected onto the "
+    'constraints first when its [simulation] table says initial = "project", as '
+    "simulate does) and analyse its "
     "constraint matrix C = [Φ_q; Ψ] (holonomic rows first, then Pfaffian rows, "
     "each in the order of the file): its rank, the degree of redundancy "
     "p = rows − rank, the mobility n − rank, and for every pair whether its "
-    "reaction is uniquely determined (B_X = 0, Wojtyra & Frączek 2013). "
+    "reaction is uniquely determined at that configuration (B_X = 0, Wojtyra & "
+    "Frączek 2013). "
     "Redundant constraints make some reactions indeterminate in a rigid model; "
-    "this tells you which. For an MJCF or URDF file, also where the redundancy comes "
+    "this tells you which. 'redundax simulate' reports the stable verdicts instead, "
+    "those that also hold at a generic configuration next to it: a reaction determined "
+    "only at a special configuration (the mobile robot's pair B, x force, with its "
+    "wheels straight) is unique here and not in a run (configs/README.md, 'Which "
+    "verdict each command reports'). For an MJCF or URDF file, also where the redundancy comes "
     "from (the form of its connect/weld closures, or the mechanism's geometry) and "
     "the minimal closure: the closure rows to drop, or the change of one joint or "
     "equality type, that makes every reaction unique."
