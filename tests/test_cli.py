@@ -248,15 +248,15 @@ def test_analyze_rtol_outside_the_unit_interval_is_refused(capsys, rtol):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["plot", "run.npz"], "--out afile: exists and is not a directory"),
+        (["plot", "run.npz"], "--out: afile: exists and is not a directory"),
         (["plot", "run.npz", "--out", "afile/figures"], None),
         (
             ["sweep", str(ROOT / "configs" / "sweep_mobile_robot.toml")],
-            "--out afile: afile is a file, not a directory",
+            "--out: afile: afile is a file, not a directory",
         ),
         (
             ["optimize", str(ROOT / "configs" / "design_mobile_robot.toml")],
-            "--out afile: exists and is not a folder",
+            "--out: afile: exists and is not a folder",
         ),
     ],
 )
@@ -269,7 +269,7 @@ def test_out_naming_a_file_where_a_folder_is_expected(capsys, tmp_path, monkeypa
     status, out, err = _run(capsys, *argv)
     assert status == 2 and out == ""
     if message is None:
-        message = "--out afile/figures: afile is a file, not a directory"
+        message = "--out: afile/figures: afile is a file, not a directory"
     assert err.splitlines() == [f"redundax: error: {message}"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
     assert (tmp_path / "afile").read_text() == "mine"

@@ -332,7 +332,7 @@ def test_bad_out_is_refused_before_simulating(tmp_path, monkeypatch, name, messa
     monkeypatch.chdir(tmp_path)
     status, out, err = _run("simulate", MOBILE_ROBOT, "--out", name)
     assert status == 2 and out == ""
-    assert err.splitlines() == [f"redundax: error: --out {name}: {message}"]
+    assert err.splitlines() == [f"redundax: error: --out: {name}: {message}"]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -496,7 +496,7 @@ def test_out_naming_a_directory_is_refused_before_simulating(tmp_path, monkeypat
     status, out, err = _run(*argv, *(["--force"] if force else []))
     assert status == 2 and out == ""
     assert err.splitlines() == [
-        "redundax: error: --out d.npz: is a directory; name a file (.npz or .csv)"
+        "redundax: error: --out: d.npz: is a directory; name a file (.npz or .csv)"
     ]
     assert list((tmp_path / "d.npz").iterdir()) == []
     with pytest.raises(IsADirectoryError, match="is a directory"):

@@ -705,8 +705,8 @@ def test_a_read_only_output_directory_is_named_before_computing(
     status, out, err = _run(capsys, command, path, "--out", read_only / "out", "--quiet")
     assert (status, out) == (2, "")
     assert _one_error_line(err) == (
-        f"redundax: error: {read_only}: cannot write in this directory (it would be created "
-        f"in {read_only}): no permission to write there, or a read-only file system; choose "
+        f"redundax: error: --out: {read_only}: cannot write in this directory (it would be "
+        f"created in {read_only}): no permission to write there, or a read-only file system; choose "
         "another output directory"
     )
     assert list(read_only.iterdir()) == []
@@ -717,7 +717,7 @@ def test_a_read_only_directory_for_a_run_file_is_named(capsys, read_only):
                             read_only / "run.npz")  # fmt: skip
     assert (status, out) == (2, "")
     assert _one_error_line(err) == (
-        f"redundax: error: {read_only / 'run.npz'}: cannot write in the directory "
+        f"redundax: error: --out: {read_only / 'run.npz'}: cannot write in the directory "
         f"'{read_only}': no permission to write there, or a read-only file system"
     )
 

@@ -81,7 +81,7 @@ def unit_interval(text: str) -> float:
 
 def check_out(option: str, check: Callable, *args):
     """`check(*args)` (a check of an output path, before anything is computed), with
-    the option that named the path in front of its message: `--out d.npz: is a
+    the option that named the path in front of its message: `--out: d.npz: is a
     directory, ...`. A `FileExistsError` (refused without `--force`, which the
     message says) is passed on as it is."""
     try:
@@ -89,11 +89,11 @@ def check_out(option: str, check: Callable, *args):
     except FileExistsError:
         raise
     except OSError as error:
-        raise type(error)(f"{option} {_os_message(error)}") from None
+        raise type(error)(f"{option}: {_os_message(error)}") from None
     except ValueError as error:
         if type(error) is not ValueError:
             raise
-        raise ValueError(f"{option} {error}") from None
+        raise ValueError(f"{option}: {error}") from None
 
 
 def _os_message(error: OSError) -> str:
