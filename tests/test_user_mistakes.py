@@ -706,8 +706,8 @@ def test_a_read_only_output_directory_is_named_before_computing(
     assert (status, out) == (2, "")
     assert _one_error_line(err) == (
         f"redundax: error: --out: {read_only}: cannot write in this directory (it would be "
-        f"created in {read_only}): no permission to write there, or a read-only file system; choose "
-        "another output directory"
+        f"created in {read_only}): no permission to write there, or a read-only file system; "
+        "choose another output directory"
     )
     assert list(read_only.iterdir()) == []
 
