@@ -517,3 +517,28 @@ def test_initial_velocity_of_a_mechanism_at_rest_is_not_sweepable(tmp_path, caps
     status = cli.main(["sweep", str(EXAMPLE), "--list-parameters"])
     out = capsys.readouterr().out
     assert status == 0 and "initial.speed" in out and "initial.velocity_scale" in out
+
+
+def test_a_variant_that_reaches_t_final_off_its_constraints_is_flagged(robot):
+    """The robot's steering driven past its singular configuration (amplitude
+    0.11–0.115 m, configs/sweep_mobile_robot.toml) reaches 10 s with the integrator
+    reporting success, a constraint violation of 0.21–0.70 and rank C 21: flagged
+    under `changed/off_constraints` (and `any`), as is a rank that rises alone;
+    a drift of 1e-7 (a looser run) is not."""
+    _, model, state = robot
+    parameters = (sw.Parameter("pairs.drive.motion.amplitude", values=(0.02, 0.115)),)
+    simulation = SimulationOptions(t_final=0.2)
+    sweep = sw.Sweep(model, state, parameters, analyze=False, simulate=True, simulation=simulation)
+    nominal = {"max_constraint_violation": np.float64(4e-9)}
+    data = {
+        "consistent": np.ones(5, dtype=bool),
+        "success": np.array([True, True, True, True, False]),
+        "path_accurate": np.ones(5, dtype=bool),
+        "max_constraint_violation": np.array([5e-9, 0.7, 1e-7, 1e-8, np.nan]),
+        "rank_start": np.full(5, 20),
+        "rank_min": np.full(5, 20),
+        "rank_max": np.array([20, 21, 20, 21, 20]),
+    }
+    masks = sw._store._changes(sweep, nominal, data)
+    assert masks["off_constraints"].tolist() == [False, True, False, True, False]
+    assert masks["any"].tolist() == [False, True, False, True, True]

@@ -406,6 +406,13 @@ def run_sweep(
     return out / "sweep.npz"
 
 
+OFF_CONSTRAINTS_TOL = 1e-6
+"""A variant's run has left its constraints when its largest constraint violation
+exceeds this [m, rad, m/s] and 100 times the nominal run's (a run integrated past a
+singular configuration can reach t_final off the mechanism, with the integrator
+reporting success)."""
+
+
 def _changes(sweep: Sweep, nominal: Mapping[str, Any], data: Mapping[str, np.ndarray]):
     """Per-variant masks of what differs from the nominal model (`nominal`: its
     row of each output, NumPy scalars for the per-variant scalars)."""
@@ -418,6 +425,11 @@ def _changes(sweep: Sweep, nominal: Mapping[str, Any], data: Mapping[str, np.nda
         masks["failed"] = ~data["success"]
         masks["inaccurate_path"] = ~data["path_accurate"]
         masks["singular_along"] = data["rank_min"] < data["rank_start"]
+        # Off the constraints, dependent rows turn independent: the rank rises.
+        tolerance = max(OFF_CONSTRAINTS_TOL, 100.0 * float(nominal["max_constraint_violation"]))
+        masks["off_constraints"] = data["success"] & (
+            (data["max_constraint_violation"] > tolerance) | (data["rank_max"] > data["rank_start"])
+        )
     masks["any"] = np.any(np.stack(list(masks.values())), axis=0).reshape(n)
     return masks
 
