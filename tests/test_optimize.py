@@ -158,7 +158,13 @@ def test_a_non_unique_reaction_cannot_be_an_objective(tmp_path):
         load_design(design)
     message = str(err.value)
     assert "the reaction of B is not unique (degree of redundancy 2)" in message
-    assert "its unique components: 'force x'" in message
+    # B's x force is unique only while the wheels point straight ahead (README,
+    # step 4): no component of B is offered, and the x force alone is refused too.
+    assert "choose a pair that a run reports unique" in message
+    component = text.replace('pair = "B"', 'pair = "B"\ncomponent = "force x"', 1)
+    design.write_text(component)
+    with pytest.raises(ConfigError, match=r"the reaction of B \(force x\) is not unique"):
+        load_design(design)
 
 
 def test_missing_design_file_and_missing_mechanism(tmp_path, capsys):

@@ -11,10 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import (
-    Projection,
-    analyze_solvability,
-)
+from .. import Projection, decide
 from .._parameters import Target
 from ..io._checks import (
     MAX_SAVED_STATES,
@@ -287,33 +284,37 @@ def _term(entry: Any, where: str, config: Config, problems: list[str]) -> Term |
 
 
 def _not_unique(config: Config, terms: Sequence[Term]) -> list[str]:
-    """Objective terms whose reaction a rigid model does not determine."""
-    report = analyze_solvability(config.model, config.state.q, config.state.t)
+    """Objective terms whose reaction a rigid model does not determine along the
+    motion: the verdicts a run claims (`Structure.stable_unique` /
+    `stable_row_unique`: unique at the initial configuration and at a generic one
+    next to it), the ones the evaluation of the objective reads."""
+    report = decide(config.model, config.state.q, config.state.t)
+    unique_pairs, unique_rows = report.stable_unique, report.stable_row_unique
     out = []
     for k, term in enumerate(terms):
         pair = config.model.pair(term.pair)
         if term.component is None:
-            unique = bool(report.unique[report.names.index(term.pair)])
+            unique = bool(unique_pairs[report.names.index(term.pair)])
         else:
             row = pair.rows[pair.components.index(term.component)]
-            unique = bool(report.row_unique[row])
+            unique = bool(unique_rows[row])
         if not unique:
             parts = [
-                lab
-                for lab, r in zip(pair.components, pair.rows, strict=False)
-                if report.row_unique[r]
+                lab for lab, r in zip(pair.components, pair.rows, strict=False) if unique_rows[r]
             ]
             hint = (
                 f"; its unique components: {', '.join(map(repr, parts))}"
                 if parts
-                else "; choose a pair the analysis reports unique"
+                else "; choose a pair that a run reports unique"
             )
             out.append(
                 Problem(
                     Where(f"objective[{k}]", "pair"),
                     f"the reaction of {term.label.split(' ', 1)[1]} is not unique (degree of "
                     f"redundancy {report.redundancy}): a rigid model does not determine it, so "
-                    f"no design can be judged by it{hint} (`redundax analyze` lists them)",
+                    f"no design can be judged by it{hint} (`redundax simulate --json` lists "
+                    "the verdicts a run claims: unique at the initial configuration and next "
+                    "to it)",
                 )
             )
     return out
