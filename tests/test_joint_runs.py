@@ -384,3 +384,25 @@ def test_simulate_joint_under_vmap_and_grad():
     batched = jax.vmap(one)(q, qd)
     for k in range(2):
         np.testing.assert_allclose(batched[k], one(q[k], qd[k]), rtol=0, atol=1e-11)
+
+
+def test_write_run_of_a_joint_run_stores_the_verdicts_a_run_claims(tmp_path: Path):
+    """`write_run(..., joint_report=report)` with no verdicts of its own stores the
+    report's stable ones (what the command line passes, and what an absolute run's
+    file holds): the robot's B x force is unique at the start only, so not claimed;
+    the run file's solvability keeps the verdicts at the initial configuration."""
+    from redundax.io import write_run
+
+    mech = models.mobile_robot()
+    model, state = mech.build(), mech.initial_state()
+    jm = rx.joint_model(model, state.q)
+    jstate = rx.to_joint_state(jm, state)
+    structure = rx.decide_joint(jm, jstate)
+    report = rx.joint_uniqueness(jm, structure, jstate)
+    trajectory = rx.simulate_joint(jm, jstate, 0.1, structure=structure, n_save=2)
+    history = rx.joint_reaction_history(jm, trajectory, report)
+    out = write_run(tmp_path / "run.npz", model, trajectory, history, joint_report=report)
+    run = read_run(out)
+    assert run["component_unique"]["B"] == {"force x": False, "force y": False}
+    assert run["unique"] == dict(zip(report.names, report.stable_unique, strict=True))
+    assert dict(zip(report.names, report.row_unique, strict=True))["B"] == (True, False)

@@ -540,10 +540,12 @@ def write_run(
             raise ValueError(
                 "write_run: a joint-coordinate run needs joint_report= (redundax.joint_uniqueness)"
             )
+        # The verdicts a run claims (as an absolute run's file): the stable ones.
         if unique is None:
-            unique = dict(zip(joint_report.names, joint_report.unique, strict=True))
+            unique = dict(zip(joint_report.names, joint_report.stable_unique, strict=True))
         if component_unique is None:
-            component_unique = dict(zip(joint_report.names, joint_report.row_unique, strict=True))
+            rows = joint_report.stable_row_unique
+            component_unique = dict(zip(joint_report.names, rows, strict=True))
     data = _histories(model, trajectory, reactions, unique, component_unique)
     if isinstance(trajectory, JointTrajectory):
         data.update(_joint_structure(model, trajectory, joint_report))
