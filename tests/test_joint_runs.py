@@ -406,3 +406,24 @@ def test_write_run_of_a_joint_run_stores_the_verdicts_a_run_claims(tmp_path: Pat
     assert run["component_unique"]["B"] == {"force x": False, "force y": False}
     assert run["unique"] == dict(zip(report.names, report.stable_unique, strict=True))
     assert dict(zip(report.names, report.row_unique, strict=True))["B"] == (True, False)
+
+
+def test_a_joint_run_refuses_a_state_the_projection_cannot_assemble(tmp_path: Path):
+    """The four-bar with its ground pivots 3 m apart (links 0.4 + 1.2 + 0.8 m) and
+    `initial = "project"`: no configuration closes the loop, so `--coordinates
+    joint` exits 2 as the absolute run does, instead of starting from the state the
+    projection left."""
+    four_bar = Path(__file__).resolve().parents[1] / "configs" / "four_bar.toml"
+    text = four_bar.read_text(encoding="utf-8")
+    for old, new in (
+        ("point_j = [1.0, 0.0]            # D", "point_j = [3.0, 0.0]"),
+        ("t_final = 2.0", 't_final = 2.0\ninitial = "project"'),
+    ):
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "apart.toml"
+    path.write_text(text, encoding="utf-8")
+    status, out, err = _run("simulate", path, "--coordinates", "joint", "--json")
+    assert status == 2 and out == ""
+    assert "the initial state could not be projected onto the constraints" in err
+    assert "pair 'D': position residual" in err

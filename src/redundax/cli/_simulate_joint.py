@@ -17,6 +17,7 @@ import numpy as np
 from .. import ModelError, State
 from .._drift_control import Projection
 from .._rank_history import rank_history, singular_instants
+from .._simulate import PROJECTED_TOL, _initial_state, raise_if_not_projected
 from .._singularity import THRESHOLD
 from ..io.config import Config, SimulationOptions
 from ..io.results import component_labels, write_run
@@ -47,17 +48,15 @@ parallelogram branch, B0 within 2e-7 m of the exact motion)."""
 
 
 def _start(config: Config, options: SimulationOptions) -> tuple[State, list[float]]:
-    """The initial absolute state (projected when the file says so) and the size of
-    the projection's correction."""
+    """The initial absolute state (projected when the file says so, and refused as
+    `redundax simulate` refuses it when the projection could not assemble it) and
+    the size of the projection's correction."""
     state = config.state
     if options.initial_projection is None:
         return state, [0.0, 0.0]
-    q, qd = options.initial_projection(config.model, state.q, state.qd, state.t)
-    change = [
-        float(np.max(np.abs(np.asarray(q) - np.asarray(state.q)), initial=0.0)),
-        float(np.max(np.abs(np.asarray(qd) - np.asarray(state.qd)), initial=0.0)),
-    ]
-    return State(state.t, q, qd), change
+    q, qd, correction, phi, vel = _initial_state(config.model, state, options.initial_projection)
+    raise_if_not_projected(config.model, phi, vel, max(config.consistency_tolerance, PROJECTED_TOL))
+    return State(state.t, q, qd), [float(x) for x in np.asarray(correction)]
 
 
 def _drift_control(config: Config, options: SimulationOptions):
