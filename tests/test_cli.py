@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+import redundax as rx
 from redundax.cli import COMMANDS, main
+from redundax.io import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 MOBILE_ROBOT = ROOT / "configs" / "mobile_robot.toml"
@@ -296,3 +298,21 @@ def test_analyze_reports_the_verdicts_at_the_configuration(capsys):
     status, out, err = _run(capsys, "analyze", str(MOBILE_ROBOT), "--json")
     assert status == 0, err
     assert json.loads(out)["pairs"]["B"]["components"] == {"force x": True, "force y": False}
+
+
+def test_elimination_rows_are_chosen_at_the_projected_state(tmp_path):
+    """`method = "elimination"` with `initial = "project"`: the rows are chosen
+    where the run starts. The turned robot's raw state has rank 21 (p = 1), the
+    projected one the robot's rank 20 (p = 2): two rows are dropped, the same as
+    `rx.eliminate` chooses at the projected state itself."""
+    path = _turned_robot(tmp_path, project=True)
+    text = path.read_text(encoding="utf-8").replace(
+        '\ninitial = "project"\n', '\ninitial = "project"\nmethod = "elimination"\n'
+    )
+    path.write_text(text, encoding="utf-8")
+    config = load_config(path)
+    method = config.simulation.method
+    state = config.state
+    q, _ = config.simulation.initial_projection(config.model, state.q, state.qd, state.t)
+    assert len(method.eliminated) == 2
+    assert method.eliminated == rx.eliminate(config.model, q, state.t).eliminated

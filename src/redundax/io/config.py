@@ -401,8 +401,13 @@ def load_config(path: str | os.PathLike) -> Config:
     rows = simulation["method"]
     if isinstance(rows, EliminatedRows):
         key = "method" if rows.rows is None else "eliminate"
+        # Rows are chosen where the run starts: the projected state when the file
+        # asks for the projection (off the constraints, dependent rows look independent).
+        q = state.q
+        if simulation["initial_projection"] is not None:
+            q, _ = simulation["initial_projection"](model, state.q, state.qd, state.t)
         try:
-            simulation["method"] = eliminate(model, state.q, state.t, rows=rows.rows)
+            simulation["method"] = eliminate(model, q, state.t, rows=rows.rows)
         except ValueError as err:
             raise ConfigError(
                 path, [Problem(Where("simulation", key), m) for m in _problems(err)]
