@@ -280,3 +280,13 @@ def test_build_validates_the_initial_poses_once_each():
     body = rx.SpatialBody("b", 1.0, (0.1, 0.1, 0.1), position=(0.0, 0.5), rotation=bad_rotation)
     spatial = _problems(rx.Mechanism([body], [], gravity=(0.0, 0.0, -9.81)))
     assert len(spatial) == 2 and "'position'" in spatial[0] and "'rotation'" in spatial[1]
+
+
+def test_a_mass_whose_weight_overflows_is_refused():
+    """1e308 kg is a finite, positive mass, but its weight is inf: the run would
+    fail far from the cause (it ended at max_steps after a minute)."""
+    body = rx.Body("b", 1e308, 0.1, (0.0, 0.5))
+    problems = _problems(rx.Mechanism([body], [], gravity=(0.0, -9.81)))
+    message = "body 'b' field 'mass': its weight m·|g| overflows float64 (mass 1e+308 kg)"
+    assert problems == (message,)
+    rx.Mechanism([body], []).build()  # no gravity: no weight to overflow

@@ -542,3 +542,16 @@ def test_a_variant_that_reaches_t_final_off_its_constraints_is_flagged(robot):
     masks = sw._store._changes(sweep, nominal, data)
     assert masks["off_constraints"].tolist() == [False, True, False, True, False]
     assert masks["any"].tolist() == [False, True, False, True, True]
+
+
+def test_the_python_api_offers_no_initial_velocity_of_a_mechanism_at_rest(robot):
+    """`parameter_targets` (what `Sweep` and `resolve_parameters` read) offers the
+    initial velocity's scale and speed only when the mechanism moves at the start:
+    the four-bar starts at rest, the robot at 0.1 m/s."""
+    mech = models.four_bar()
+    at_rest = sw.parameter_targets(mech.build(), mech.initial_state())
+    assert "initial.velocity_scale" not in at_rest and "initial.speed" not in at_rest
+    _, model, state = robot
+    moving = sw.parameter_targets(model, state)
+    assert moving["initial.speed"].nominal == pytest.approx(0.1)
+    assert moving["initial.velocity_scale"].nominal == 1.0

@@ -214,7 +214,10 @@ def parameter_targets(model: Model, state: State) -> dict[str, Target]:
                 targets.append(Target(prefix, leaf, index, Rule.SET, unit, float(value.flat[0])))
             else:
                 targets += _vector_targets(prefix, leaf, (member,), value, unit)
-    targets.append(Target("initial.velocity_scale", ("initial",), (), Rule.SCALE, "1", 1.0, 1.0))
+    if np.any(np.asarray(state.qd)):  # at rest, q̇⁰ = 0 has nothing to scale
+        targets.append(
+            Target("initial.velocity_scale", ("initial",), (), Rule.SCALE, "1", 1.0, 1.0)
+        )
     speed = float(np.linalg.norm(np.asarray(state.qd)[: model.dim])) if bodies.count else 0.0
     if speed > 0.0:
         targets.append(Target("initial.speed", ("initial",), (), Rule.SCALE, "m/s", speed, speed))

@@ -677,6 +677,14 @@ class Mechanism:
             if self.gravity is None
             else p.vector(self.gravity, dim, "mechanism field 'gravity'")
         )
+        with np.errstate(over="ignore", invalid="ignore"):
+            weights = np.asarray(bodies.mass)[:, None] * np.abs(np.asarray(gravity))[None, :]
+        for name, weight in zip(names, weights, strict=True):
+            if not np.all(np.isfinite(weight)):
+                p.add(
+                    f"body {name!r} field 'mass': its weight m·|g| overflows float64 (mass "
+                    f"{float(np.asarray(bodies.mass)[names.index(name)]):g} kg)"
+                )
         zeros = (0.0,) * dim
 
         def vec(value, where, length=dim):

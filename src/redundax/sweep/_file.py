@@ -34,12 +34,9 @@ from ._constants import MAX_VARIANTS
 def swept_addresses(model: Model, state: State) -> dict[str, Target]:
     """The parameter addresses of a mechanism that can change something, by name
     (`redundax sweep --list-parameters`, sweep and design files): those of
-    `parameter_targets`, less `initial.velocity_scale` when the mechanism starts at
-    rest (q̇⁰ = 0: nothing to scale). (`initial.speed` is not one of them then.)"""
-    targets = parameter_targets(model, state)
-    if _at_rest(state):
-        targets.pop("initial.velocity_scale", None)
-    return targets
+    `parameter_targets`, which offers neither `initial.velocity_scale` nor
+    `initial.speed` when the mechanism starts at rest (q̇⁰ = 0: nothing to scale)."""
+    return parameter_targets(model, state)
 
 
 def _at_rest(state: State) -> bool:
