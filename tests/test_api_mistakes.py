@@ -175,6 +175,12 @@ def test_an_unassembled_configuration_is_analysed_with_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         assert int(rx.analyze_solvability(model, state.q).redundancy) == 1
+    # With Pfaffian pairs too: the robot's left wheel turned by 0.05 rad (index 5 is
+    # its angle) breaks its revolute D, not its knife edge W1 (a velocity constraint).
+    robot = models.mobile_robot()
+    model, state = robot.build(), robot.initial_state()
+    with pytest.warns(RuntimeWarning, match=r"pairs 'D' \("):
+        rx.analyze_solvability(model, state.q.at[5].add(0.05))
 
 
 # ------------------------------------------------------------------- method options

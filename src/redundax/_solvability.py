@@ -308,12 +308,11 @@ def _warn_if_unassembled(model: Model, q, t) -> None:
     if known is None or model.n_holonomic == 0:
         return
     phi = np.abs(np.asarray(_position_residual(model, *known)))
-    worst = [
-        (float(np.max(phi[list(rows)])), name)
-        for name, rows in zip(model.pair_names, (p.rows for p in model.pairs), strict=True)
-        if any(k < model.n_holonomic for k in rows)
-        and np.max(phi[[k for k in rows if k < model.n_holonomic]]) > CONSISTENCY_TOL
-    ]
+    worst = []
+    for pair in model.pairs:
+        rows = [k for k in pair.rows if k < model.n_holonomic]  # Pfaffian pairs: none
+        if rows and np.max(phi[rows]) > CONSISTENCY_TOL:
+            worst.append((float(np.max(phi[rows])), pair.name))
     if not worst and not np.max(phi) > CONSISTENCY_TOL:
         return
     listed = ", ".join(f"{name!r} ({value:.3g})" for value, name in sorted(worst, reverse=True))
