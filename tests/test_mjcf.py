@@ -318,3 +318,89 @@ def test_bricard_closed_by_two_connects_has_the_redundancy_of_bricard():
     assert report.rank == int(reference.rank) and report.dof == int(reference.dof) == 1
     ((closure),) = report.closures
     assert (closure.pairs, closure.joint_rank) == (("J5a", "J5b"), 5)
+
+
+ROD = """<mujoco><option gravity="0 0 -9.81" {option}><flag contact="disable" {flags}/></option>
+  <worldbody><body name="rod" {body}><joint name="O" axis="0 1 0" {joint}/>
+    <geom type="capsule" fromto="0 0 0 1 0 0" size="0.02" mass="1"/>
+    <site name="tip" pos="1 0 0"/></body></worldbody>{extra}</mujoco>"""
+SERVO = '<actuator><position name="servo" joint="O" kp="2" kv="0.3"/></actuator>'
+
+
+def _rod(tmp_path, keyframe=None, **parts) -> rx.Mechanism:
+    """A rod on a hinge (MJCF), with the given pieces of the file."""
+    fields = {"option": "", "flags": "", "body": "", "joint": "", "extra": ""}
+    path = tmp_path / "rod.xml"
+    path.write_text(ROD.format(**{**fields, **parts}))
+    return rx.from_mjcf(path, keyframe=keyframe)
+
+
+def test_switches_the_file_turns_off_are_honoured(tmp_path, recwarn):
+    """`<flag gravity|spring|damper|actuation|equality="disable"/>`: MuJoCo leaves
+    those forces or constraints out, and so does the import (with no warning:
+    nothing is lost)."""
+    joint = 'stiffness="3" damping="0.4"'
+    assert _rod(tmp_path, flags='gravity="disable"').gravity == (0.0, 0.0, 0.0)
+    assert len(_rod(tmp_path, joint=joint, extra=SERVO).forces) == 2  # when on
+    off = 'spring="disable" damper="disable" actuation="disable"'
+    assert len(_rod(tmp_path, joint=joint, flags=off, extra=SERVO).forces) == 0
+    assert not [w for w in recwarn if issubclass(w.category, rx.UnmappedElementWarning)]
+    closed = (MJCF / "four_bar_connect.xml").read_text()
+    assert closed.count('<flag contact="disable"/>') == 1
+    path = tmp_path / "open.xml"
+    path.write_text(
+        closed.replace('<flag contact="disable"/>', '<flag contact="disable" equality="disable"/>')
+    )
+    assert "D" in [p.name for p in rx.from_mjcf(MJCF / "four_bar_connect.xml").pairs]
+    assert "D" not in [p.name for p in rx.from_mjcf(path).pairs]
+
+
+@pytest.mark.parametrize(
+    ("parts", "message"),
+    [
+        ({"joint": 'limited="true" range="-0.5 0.5"'}, "joint limits are not modelled: 'O'"),
+        ({"body": 'gravcomp="1"'}, r"gravity compensation \(gravcomp\) is not modelled: 'rod'"),
+        ({"option": 'density="1000" viscosity="1"'}, "fluid forces are not modelled"),
+        (
+            {"joint": 'actuatorfrcrange="-1 1"', "extra": SERVO},
+            "actuators are not modelled: 'servo'",
+        ),
+    ],
+)
+def test_what_the_import_leaves_out_is_named(tmp_path, parts, message):
+    """Each of these changes MuJoCo's motion (checked against MuJoCo's own
+    simulation while building this): none may be dropped without a warning."""
+    with pytest.warns(rx.UnmappedElementWarning, match=message):
+        _rod(tmp_path, **parts)
+
+
+def test_a_servo_is_mapped_at_the_control_of_the_keyframe_only_when_it_is_zero(tmp_path):
+    """A keyframe's `ctrl` drives the servo elsewhere than zero control: it is not
+    mapped (and named), and a keyframe with zero control keeps the mapping."""
+    keys = '<keyframe><key name="hold" qpos="0" ctrl="-1"/><key name="rest" qpos="0"/></keyframe>'
+    with pytest.warns(rx.UnmappedElementWarning, match="actuators are not modelled: 'servo'"):
+        assert len(_rod(tmp_path, keyframe="hold", extra=SERVO + keys).forces) == 0
+    assert len(_rod(tmp_path, keyframe="rest", extra=SERVO + keys).forces) == 1
+
+
+def test_a_loop_that_does_not_close_where_it_is_imported_is_refused(tmp_path):
+    """MuJoCo's own equality residual decides: a weld whose `relpose` the pose does
+    not meet, and a connect opened by a keyframe, are refused naming the equality;
+    an unknown keyframe is refused naming the keyframes."""
+    weld = (
+        '<equality><weld name="W" body1="rod" relpose="0 0 0 0.7071068 0 0.7071068 0"/></equality>'
+    )
+    with pytest.raises(rx.ModelError, match="equality 'W': not satisfied at the configuration"):
+        _rod(tmp_path, extra=weld)
+    closed = (MJCF / "four_bar_connect.xml").read_text()
+    path = tmp_path / "keyed.xml"
+    path.write_text(
+        closed.replace(
+            "</mujoco>", '<keyframe><key name="open" qpos="0.3 0 0"/></keyframe></mujoco>'
+        )
+    )
+    with pytest.raises(rx.ModelError, match="equality 'D': not satisfied"):
+        rx.from_mjcf(path, keyframe="open")
+    for key in (7, "nokey"):
+        with pytest.raises(rx.ModelError, match="the model has 1 keyframe"):
+            rx.from_mjcf(path, keyframe=key)

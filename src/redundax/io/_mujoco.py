@@ -9,11 +9,15 @@ pair at the joint's global anchor and axis (hinge: `Revolute3D`, slide:
 `Prismatic3D`, ball: `Spherical`; no joint: `Weld3D`; a free joint: no pair); each
 active `connect` equality closes a loop with a `Spherical` pair at its anchor, each
 `weld` with a `Weld3D`; every site on a body becomes a marker (a tracked point).
-Whatever cannot be mapped is named, one line each, in a single error; what is
-left out of the dynamics (contacts, actuators, joint damping, stiffness, armature
-and friction loss) is named in one [`UnmappedElementWarning`][] each: nothing is
-dropped silently. A hinge's stiffness and damping, and a servo on a hinge at zero
-control, are torques a `RotationalSpringDamper` reproduces exactly: they are mapped.
+Whatever cannot be mapped is named, one line each, in a single error (an equality
+that MuJoCo's own residual says is not satisfied at the configuration imported
+too); what is left out of the dynamics (contacts, joint limits, actuators, joint
+damping, stiffness and their polynomial terms, armature, friction loss, gravity
+compensation, fluid forces) is named in one [`UnmappedElementWarning`][] each, and
+the file's switches that turn gravity, equalities, springs, dampers or actuation
+off are honoured: nothing is dropped silently. A hinge's stiffness and damping,
+and a servo on a hinge at zero control, are torques a `RotationalSpringDamper`
+reproduces exactly: they are mapped.
 
 `mujoco` is an optional dependency: `pip install redundax[mjcf]`.
 """
@@ -95,10 +99,12 @@ def from_mujoco(model: Any, *, keyframe: int | str | None = None) -> Mechanism:
     """
     mujoco = _mujoco()
     data = mujoco.MjData(model)
+    problems: list[str] = []
     if keyframe is not None:
-        key = keyframe if isinstance(keyframe, int) else model.key(keyframe).id
+        key = _keyframe(mujoco, model, keyframe)
         mujoco.mj_resetDataKeyframe(model, data, key)
     mujoco.mj_forward(model, data)
+    disabled = _disabled(mujoco, model)
 
     def name(kind, k: int, default: str) -> str:
         return mujoco.mj_id2name(model, kind, k) or f"{default}{k}"
@@ -106,7 +112,6 @@ def from_mujoco(model: Any, *, keyframe: int | str | None = None) -> Mechanism:
     body_names = ["ground"] + [
         name(mujoco.mjtObj.mjOBJ_BODY, b, "body") for b in range(1, model.nbody)
     ]
-    problems: list[str] = []
     bodies = []
     for b in range(1, model.nbody):
         mass = float(model.body_mass[b])
@@ -164,10 +169,18 @@ def from_mujoco(model: Any, *, keyframe: int | str | None = None) -> Mechanism:
                 )
             )
 
-    for e in range(model.neq):
+    residuals = _equality_residuals(mujoco, model, data)
+    for e in range(model.neq if "equality" not in disabled else 0):
         label = name(mujoco.mjtObj.mjOBJ_EQUALITY, e, "equality")
         kind = int(model.eq_type[e])
         if not model.eq_active0[e]:
+            continue
+        if residuals.get(e, 0.0) > CLOSURE_TOL:
+            problems.append(
+                f"equality {label!r}: not satisfied at the configuration imported (MuJoCo's "
+                f"residual {residuals[e]:.3g} > {CLOSURE_TOL:g}: its anchors, or a weld's "
+                "relpose, do not meet there); assemble the loop in qpos0 or the keyframe"
+            )
             continue
         if kind not in (mujoco.mjtEq.mjEQ_CONNECT, mujoco.mjtEq.mjEQ_WELD) or (
             model.eq_objtype[e] != mujoco.mjtObj.mjOBJ_BODY
@@ -198,8 +211,8 @@ def from_mujoco(model: Any, *, keyframe: int | str | None = None) -> Mechanism:
         for s in range(model.nsite)
         if (b := int(model.site_bodyid[s])) > 0 and model.body_mass[b] > 0.0
     ]
-    forces, mapped = _springs(mujoco, model, data, hinges)
-    for message in _ignored(mujoco, model, name, mapped):
+    forces, mapped = _springs(mujoco, model, data, hinges, disabled)
+    for message in _ignored(mujoco, model, name, mapped, disabled):
         warnings.warn(message, UnmappedElementWarning, stacklevel=3)
 
     if getattr(model, "nflex", 0):
@@ -218,11 +231,70 @@ def from_mujoco(model: Any, *, keyframe: int | str | None = None) -> Mechanism:
         pairs=pairs,
         markers=markers,
         forces=forces,
-        gravity=tuple(float(g) for g in model.opt.gravity),
+        gravity=(0.0, 0.0, 0.0)
+        if "gravity" in disabled
+        else tuple(float(g) for g in model.opt.gravity),
     )
 
 
-def _springs(mujoco, model, data, hinges) -> tuple[list, dict[str, set[int]]]:
+CLOSURE_TOL = 1e-6
+"""The largest residual of MuJoCo's own equality constraint (`efc_pos`, [m, rad])
+accepted at the configuration imported: a loop must be closed there."""
+
+
+def _keyframe(mujoco, model, keyframe: int | str) -> int:
+    """The index of `keyframe` (an index or a name), refused naming the keyframes."""
+    names = [
+        mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_KEY, k) or str(k) for k in range(model.nkey)
+    ]
+    if isinstance(keyframe, str):
+        key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, keyframe)
+    else:
+        key = int(keyframe) if 0 <= int(keyframe) < model.nkey else -1
+    if key < 0:
+        raise ModelError(
+            f"keyframe {keyframe!r}: the model has {model.nkey} keyframe(s)"
+            + (f": {', '.join(map(repr, names))} (indices 0..{model.nkey - 1})" if names else ""),
+            source="mujoco",
+        )
+    return key
+
+
+def _disabled(mujoco, model) -> set[str]:
+    """The global switches of `<option><flag .../>` the file turns off, of those that
+    change the dynamics redundax maps (the import honours them)."""
+    flags = int(model.opt.disableflags)
+    out = set()
+    for bit, what in (
+        ("mjDSBL_GRAVITY", "gravity"),
+        ("mjDSBL_EQUALITY", "equality"),
+        ("mjDSBL_SPRING", "spring"),
+        ("mjDSBL_DAMPER", "damper"),
+        ("mjDSBL_PASSIVE", "passive"),  # older MuJoCo: springs and dampers together
+        ("mjDSBL_ACTUATION", "actuation"),
+        ("mjDSBL_CONSTRAINT", "equality"),
+    ):
+        value = getattr(mujoco.mjtDisableBit, bit, None)
+        if value is not None and flags & int(value):
+            out.add(what)
+    if "passive" in out:
+        out |= {"spring", "damper"}
+    return out
+
+
+def _equality_residuals(mujoco, model, data) -> dict[int, float]:
+    """Per active equality, the largest |residual| of its rows in MuJoCo's constraint
+    data at the current configuration (its own definition of the equality: both
+    anchors of a connect, a weld's relpose)."""
+    out: dict[int, float] = {}
+    for i in range(int(data.nefc)):
+        if int(data.efc_type[i]) == int(mujoco.mjtConstraint.mjCNSTR_EQUALITY):
+            e = int(data.efc_id[i])
+            out[e] = max(out.get(e, 0.0), abs(float(data.efc_pos[i])))
+    return out
+
+
+def _springs(mujoco, model, data, hinges, disabled=frozenset()) -> tuple[list, dict[str, set[int]]]:
     """The torques of hinges that a `RotationalSpringDamper` about the hinge's axis
     reproduces exactly, and what was mapped (`{"joints": ..., "actuators": ...}`):
 
@@ -235,11 +307,17 @@ def _springs(mujoco, model, data, hinges) -> tuple[list, dict[str, set[int]]]:
       and zero control is within a limited `ctrlrange` and no force limit applies.
 
     q is the hinge angle, θ of the spring-damper the rotation since the imported
-    configuration q₁: q = θ + q₁."""
+    configuration q₁: q = θ + q₁. Switches the file turns off (`disabled`: springs,
+    dampers, actuation) contribute nothing, as in MuJoCo; the control is the one of
+    the configuration imported (a keyframe's `ctrl`): an actuator with a non-zero
+    control, or on a joint whose actuator force is limited (`actuatorfrcrange`), is
+    not mapped."""
     forces = []
     mapped: dict[str, set[int]] = {"joints": set(), "actuators": set()}
     for j, (body, parent, axis) in hinges.items():
         k, c = float(model.jnt_stiffness[j]), float(model.dof_damping[model.jnt_dofadr[j]])
+        k = 0.0 if "spring" in disabled else k
+        c = 0.0 if "damper" in disabled else c
         if k == 0.0 and c == 0.0:
             continue
         adr = int(model.jnt_qposadr[j])
@@ -250,7 +328,11 @@ def _springs(mujoco, model, data, hinges) -> tuple[list, dict[str, set[int]]]:
             )
         )
         mapped["joints"].add(j)
+    limited = np.asarray(getattr(model, "jnt_actfrclimited", np.zeros(model.njnt)), dtype=bool)
     for u in range(model.nu):
+        if "actuation" in disabled:  # no actuator force at all: exact to leave them out
+            mapped["actuators"].add(u)
+            continue
         j = int(model.actuator_trnid[u, 0])
         gain, bias = model.actuator_gainprm[u], model.actuator_biasprm[u]
         g = float(model.actuator_gear[u, 0])
@@ -262,6 +344,8 @@ def _springs(mujoco, model, data, hinges) -> tuple[list, dict[str, set[int]]]:
             and int(model.actuator_biastype[u])
             in (mujoco.mjtBias.mjBIAS_NONE, mujoco.mjtBias.mjBIAS_AFFINE)
             and not model.actuator_forcelimited[u]
+            and not limited[j]
+            and float(data.ctrl[u]) == 0.0
             and (
                 not model.actuator_ctrllimited[u]
                 or model.actuator_ctrlrange[u, 0] <= 0.0 <= model.actuator_ctrlrange[u, 1]
@@ -288,10 +372,53 @@ def _springs(mujoco, model, data, hinges) -> tuple[list, dict[str, set[int]]]:
     return forces, mapped
 
 
-def _ignored(mujoco, model, name, mapped) -> list[str]:
+def _ignored(mujoco, model, name, mapped, disabled=frozenset()) -> list[str]:
     """One message per kind of element that the mechanism leaves out of the
-    dynamics, naming the elements (`mapped`: what [`_springs`][] took)."""
+    dynamics, naming the elements (`mapped`: what [`_springs`][] took; `disabled`:
+    the switches the file turns off, whose elements MuJoCo ignores too)."""
     messages = []
+    joint = lambda j: name(mujoco.mjtObj.mjOBJ_JOINT, int(j), "joint")  # noqa: E731
+    flags = int(model.opt.disableflags)
+    limits_off = flags & int(getattr(mujoco.mjtDisableBit, "mjDSBL_LIMIT", 0)) or (
+        flags & int(getattr(mujoco.mjtDisableBit, "mjDSBL_CONSTRAINT", 0))
+    )
+    limited = [joint(j) for j in range(model.njnt) if model.jnt_limited[j]]
+    if limited and not limits_off:
+        messages.append(
+            f"joint limits are not modelled: {_listed(limited)}; the joints may move past "
+            "their ranges"
+        )
+    for field, what in (
+        ("jnt_stiffnesspoly", "nonlinear stiffness"),
+        ("dof_dampingpoly", "nonlinear damping"),
+    ):
+        values = getattr(model, field, None)
+        if values is None or (what.endswith("stiffness") and "spring" in disabled):
+            continue
+        if what.endswith("damping") and "damper" in disabled:
+            continue
+        owner = model.dof_jntid if field.startswith("dof") else np.arange(model.njnt)
+        rows = np.flatnonzero(np.any(np.asarray(values).reshape(len(owner), -1) != 0.0, axis=1))
+        if rows.size:
+            joints = sorted({joint(owner[r]) for r in rows})
+            messages.append(
+                f"joint {what} (MuJoCo's polynomial terms) is not modelled: {_listed(joints)}; "
+                "only the linear part is mapped"
+            )
+    gravcomp = np.asarray(getattr(model, "body_gravcomp", np.zeros(model.nbody)))
+    compensated = [
+        name(mujoco.mjtObj.mjOBJ_BODY, b, "body") for b in range(1, model.nbody) if gravcomp[b]
+    ]
+    if compensated and "gravity" not in disabled:
+        messages.append(
+            f"gravity compensation (gravcomp) is not modelled: {_listed(compensated)}; "
+            "these bodies feel the full gravity"
+        )
+    if model.opt.density > 0.0 or model.opt.viscosity > 0.0:
+        messages.append(
+            f"fluid forces are not modelled (density {model.opt.density:g}, viscosity "
+            f"{model.opt.viscosity:g}, wind {tuple(float(w) for w in model.opt.wind)}); ignored"
+        )
     contacts = not model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CONTACT
     colliding = [
         name(mujoco.mjtObj.mjOBJ_GEOM, g, "geom")
@@ -312,8 +439,9 @@ def _ignored(mujoco, model, name, mapped) -> list[str]:
     if actuators:
         messages.append(
             f"actuators are not modelled: {_listed(actuators)}; their forces are ignored "
-            "(redundax maps only a servo on a hinge at zero control, without force limits; "
-            "apply the others as force elements or drivers)"
+            "(redundax maps only a servo on a hinge at zero control in the configuration "
+            "imported, with neither a force limit nor a joint actuatorfrcrange; apply the "
+            "others as force elements or drivers)"
         )
     hinges = mapped["joints"]
     for field, what in (
@@ -326,6 +454,10 @@ def _ignored(mujoco, model, name, mapped) -> list[str]:
         owner = model.dof_jntid if field.startswith("dof") else np.arange(model.njnt)
         if what in ("damping", "stiffness"):  # mapped on hinges
             values = np.where(np.isin(owner, list(hinges)), 0.0, values)
+        if (what == "stiffness" and "spring" in disabled) or (
+            what == "damping" and "damper" in disabled
+        ):
+            continue  # switched off in the file: MuJoCo ignores them too
         joints = sorted(
             {name(mujoco.mjtObj.mjOBJ_JOINT, int(j), "joint") for j in owner[values != 0.0]}
         )
