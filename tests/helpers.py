@@ -207,3 +207,19 @@ def consistent_states(model, state, count, seed, spread=0.05):
         assert float(jnp.max(jnp.abs(velocity))) < TOL_CONSISTENT
         states.append(rx.State(state.t, q, qd))
     return states
+
+
+def four_bar_apart(folder: Path) -> Path:
+    """configs/four_bar.toml with its ground pivots 3 m apart (links 0.4 + 1.2 + 0.8
+    m: no configuration closes the loop) and `initial = "project"`, written to
+    `folder`: a state the initial projection cannot assemble."""
+    text = (CONFIGS / "four_bar.toml").read_text(encoding="utf-8")
+    for old, new in (
+        ("point_j = [1.0, 0.0]            # D", "point_j = [3.0, 0.0]"),
+        ("t_final = 2.0", 't_final = 2.0\ninitial = "project"'),
+    ):
+        assert old in text
+        text = text.replace(old, new)
+    path = folder / "apart.toml"
+    path.write_text(text, encoding="utf-8")
+    return path

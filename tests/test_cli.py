@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import redundax as rx
+from helpers import four_bar_apart
 from redundax.cli import COMMANDS, main
 from redundax.io import load_config
 
@@ -220,15 +221,7 @@ def test_analyze_projects_the_initial_state_when_the_config_says_so(capsys, tmp_
 def test_analyze_refuses_a_state_the_projection_cannot_assemble(capsys, tmp_path):
     """The four-bar with its ground pivots 3 m apart and `initial = "project"`: as
     simulate, exit 2 naming the file and "could not be projected"."""
-    text = FOUR_BAR.read_text(encoding="utf-8")
-    for old, new in (
-        ("point_j = [1.0, 0.0]            # D", "point_j = [3.0, 0.0]"),
-        ("t_final = 2.0", 't_final = 2.0\ninitial = "project"'),
-    ):
-        assert old in text
-        text = text.replace(old, new)
-    path = tmp_path / "apart.toml"
-    path.write_text(text, encoding="utf-8")
+    path = four_bar_apart(tmp_path)
     status, out, err = _run(capsys, "analyze", str(path), "--json")
     assert status == 2 and out == ""
     assert err.startswith(

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import redundax as rx
-from helpers import TOL_A02_POSITION, a02_config, a02_exact_b0, a02_flat_instants
+from helpers import TOL_A02_POSITION, a02_config, a02_exact_b0, a02_flat_instants, four_bar_apart
 from redundax.cli import main
 from redundax.io import check_output, read_run
 
@@ -385,15 +385,7 @@ def test_a_mechanism_that_cannot_be_assembled_is_not_projected_silently(tmp_path
     """The four-bar with its ground pivots 3 m apart (links 0.4 + 1.2 + 0.8 m) and
     `initial = "project"`: no configuration closes the loop. Exit 2, the file named,
     nothing on stdout (issue 14: it exited 0 with violations of 0.02 to 0.8)."""
-    text = FOUR_BAR.read_text(encoding="utf-8")
-    for old, new in (
-        ("point_j = [1.0, 0.0]            # D", "point_j = [3.0, 0.0]"),
-        ("t_final = 2.0", 't_final = 2.0\ninitial = "project"'),
-    ):
-        assert old in text
-        text = text.replace(old, new)
-    path = tmp_path / "apart.toml"
-    path.write_text(text, encoding="utf-8")
+    path = four_bar_apart(tmp_path)
     status, out, err = _run("simulate", path, "--json")
     assert status == 2 and out == ""
     assert err.startswith(

@@ -28,6 +28,7 @@ from helpers import (
     a02_flat_instants,
     central_difference,
     consistent_states,
+    four_bar_apart,
 )
 from redundax import models
 from redundax.cli import main
@@ -413,16 +414,7 @@ def test_a_joint_run_refuses_a_state_the_projection_cannot_assemble(tmp_path: Pa
     `initial = "project"`: no configuration closes the loop, so `--coordinates
     joint` exits 2 as the absolute run does, instead of starting from the state the
     projection left."""
-    four_bar = Path(__file__).resolve().parents[1] / "configs" / "four_bar.toml"
-    text = four_bar.read_text(encoding="utf-8")
-    for old, new in (
-        ("point_j = [1.0, 0.0]            # D", "point_j = [3.0, 0.0]"),
-        ("t_final = 2.0", 't_final = 2.0\ninitial = "project"'),
-    ):
-        assert old in text
-        text = text.replace(old, new)
-    path = tmp_path / "apart.toml"
-    path.write_text(text, encoding="utf-8")
+    path = four_bar_apart(tmp_path)
     status, out, err = _run("simulate", path, "--coordinates", "joint", "--json")
     assert status == 2 and out == ""
     assert "the initial state could not be projected onto the constraints" in err
