@@ -104,3 +104,50 @@ class Function(AbstractMotion):
 
     def breakpoints(self) -> Float[Array, "*batch k"]:
         return jnp.zeros((0,))
+
+
+class Shifted(AbstractMotion):
+    """d(t) = `motion`(t) + `offset`: any motion moved by a constant.
+
+    The breakpoints are those of `motion`. [`shifted`][] returns a motion of the
+    same type instead where there is one (a constant, a polynomial, smooth steps),
+    so that the result keeps its parameters (sweep addresses, configuration keys).
+
+    **Arguments:**
+
+    - `motion`: the motion to shift (any [`AbstractMotion`][]).
+    - `offset`: the constant added, in the motion's unit ([m] or [rad]).
+    """
+
+    motion: AbstractMotion
+    offset: Float[Array, ""]
+
+    def __init__(self, motion: AbstractMotion, offset: Float[ArrayLike, ""]):
+        if not isinstance(motion, AbstractMotion):
+            raise TypeError(
+                f"Shifted: motion must be a redundax motion (Constant, Polynomial, "
+                f"SmoothSteps, Function, ...), got {motion!r}"
+            )
+        self.motion = motion
+        self.offset = jnp.asarray(offset, dtype=float)
+
+    def __call__(self, t: Scalar) -> Float[Array, ""]:
+        return self.motion(t) + self.offset
+
+    def breakpoints(self) -> Float[Array, "*batch k"]:
+        return self.motion.breakpoints()
+
+
+def shifted(motion: AbstractMotion, offset: float) -> AbstractMotion:
+    """The motion d(t) + `offset`, of the same type as `motion` where the type can
+    hold it (a `Constant`, a `Polynomial`, `SmoothSteps`: knots kept), otherwise
+    [`Shifted`][] (a `Function` or a user's own motion; breakpoints kept)."""
+    offset = float(offset)
+    if type(motion) is Constant:
+        return Constant(motion.value + offset)
+    if type(motion) is Polynomial:
+        c = motion.coefficients
+        return Polynomial(jnp.asarray([offset]) if c.size == 0 else c.at[0].add(offset))
+    if type(motion) is SmoothSteps:
+        return SmoothSteps(motion.times, motion.values + offset)
+    return Shifted(motion, offset)

@@ -400,13 +400,16 @@ def spatial_twin(mech: Mechanism) -> Mechanism:
     inertia J about it, out-of-plane moments 0.5 J and 0.7 J); revolutes become
     `Revolute3D` about z, translationals `Prismatic3D` along their in-plane axis,
     revolute drivers `RevoluteDriver3D` about z (its angle counted from the
-    initial pose: the planar offset is subtracted). Gravity and markers are kept;
-    loads are not carried over.
+    initial pose: the planar offset φ_i − φ_j at the initial pose is subtracted
+    from any motion, of the same type where it can hold the shift, a `Constant`,
+    `Polynomial` or `SmoothSteps` with its knots, otherwise a `Shifted` motion with
+    the breakpoints of the planar one). Gravity and markers are kept; loads are not
+    carried over.
 
     **Raises:** `ValueError` naming a pair that has no spatial twin here (knife
     edges, welds, translational drivers).
     """
-    from ._motion import Polynomial
+    from ._motion import shifted
     from ._spatial_spec import Prismatic3D, Revolute3D, RevoluteDriver3D, SpatialBody
     from ._spec import RevoluteDriver
 
@@ -428,8 +431,7 @@ def spatial_twin(mech: Mechanism) -> Mechanism:
     for p in mech.pairs:
         (ri, ai), (_, aj) = pose[p.body_i], pose[p.body_j]
         if isinstance(p, RevoluteDriver):
-            c = p.motion.coefficients
-            motion = Polynomial(c.at[0].add(-(ai - aj)))
+            motion = shifted(p.motion, -(ai - aj))
             point, axis = (*ri, 0.0), (0.0, 0.0, 1.0)
             pairs.append(RevoluteDriver3D(p.name, p.body_i, p.body_j, motion, point, axis))
             continue
