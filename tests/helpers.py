@@ -223,3 +223,49 @@ def four_bar_apart(folder: Path) -> Path:
     path = folder / "apart.toml"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def three_rrr(
+    step: float = -0.15, spatial: bool = False, symmetric: bool = True, gravity: float = 9.81
+):
+    """The planar 3-RRR parallel manipulator a new user modelled (issue 34): base
+    joints on a 1 m circle at 90°, 210° and 330°, platform joints on a 0.3 m circle
+    at the same angles, each elbow 0.3 m off the middle of its leg; links of
+    1 kg/m with I = m L²/12 about their centres, a 2 kg platform with 0.09 kg m²;
+    each proximal link driven from its initial angle by a smooth step of `step`
+    rad over 1 s (−0.15 stays inside the workspace, +0.15 leaves it). `spatial`:
+    its spatial twin (3-D revolutes: p = 6). `symmetric` False: the third leg's
+    distal link 1 % heavier (the symmetry broken). `gravity` [m/s²] along −y."""
+    bodies, pairs = [], []
+    for k, deg in enumerate((90.0, 210.0, 330.0)):
+        a = math.radians(deg)
+        u = np.array([math.cos(a), math.sin(a)])
+        base, tip = 1.0 * u, 0.3 * u
+        elbow = 0.5 * (base + tip) - 0.3 * np.array([-u[1], u[0]])
+        for name, start, end in ((f"prox{k}", base, elbow), (f"dist{k}", elbow, tip)):
+            d = end - start
+            length = float(np.hypot(*d))
+            mass = length * (1.01 if (not symmetric and name == "dist2") else 1.0)
+            bodies.append(
+                rx.Body(
+                    name,
+                    mass=mass,
+                    inertia=mass * length**2 / 12,
+                    position=tuple(0.5 * (start + end)),
+                    angle=math.atan2(d[1], d[0]),
+                )
+            )
+        lp = float(np.hypot(*(elbow - base)))
+        ld = float(np.hypot(*(tip - elbow)))
+        pairs += [
+            rx.Revolute(f"A{k + 1}", f"prox{k}", "ground", (-lp / 2, 0.0), tuple(base)),
+            rx.Revolute(f"B{k + 1}", f"prox{k}", f"dist{k}", (lp / 2, 0.0), (-ld / 2, 0.0)),
+            rx.Revolute(f"C{k + 1}", f"dist{k}", "platform", (ld / 2, 0.0), tuple(tip)),
+        ]
+        d0 = bodies[-2].angle
+        pairs.append(
+            rx.RevoluteDriver(f"M{k + 1}", f"prox{k}", "ground", rx.SmoothSteps([0.0, 1.0], [d0, d0 + step]))
+        )
+    bodies.append(rx.Body("platform", mass=2.0, inertia=0.09))
+    mech = rx.Mechanism(bodies, pairs, gravity=(0.0, -gravity))
+    return rx.models.spatial_twin(mech) if spatial else mech

@@ -61,6 +61,7 @@ from ._equations import (
     local_terms as local_terms,
 )
 from ._errors import AccuracyWarning as AccuracyWarning, ModelError as ModelError
+from ._validity import ConstraintsLeftError as ConstraintsLeftError
 from ._force_specs import (
     Bushing as Bushing,
     CustomForce as CustomForce,

@@ -39,6 +39,11 @@ class AbstractDriftControl(eqx.Module):
     override `project` (a correction at each saved time)."""
 
     projects: ClassVar[bool] = False
+    """Whether it projects the state at every saved time."""
+
+    projects_steps: ClassVar[bool] = False
+    """Whether it projects the state at the end of every integrator step (the
+    validity criterion then holds step ends to the projection's tolerance)."""
 
     def gamma(self, terms) -> Float[Array, " nc"]:
         """Γ the accelerations are solved with, from the `Terms` of the equations
@@ -102,22 +107,48 @@ class Baumgarte(AbstractDriftControl):
         return terms.gamma - 2.0 * self.alpha * velocity_error - self.beta**2 * phi
 
 
+@jax.custom_jvp
+def symmetric_pinv(S: Float[Array, "k k"], rank) -> Float[Array, "k k"]:
+    """S⁺ of the symmetric positive semi-definite S at `rank` (its `rank` largest
+    eigenvalues kept), by a symmetric eigensolver.
+
+    Its derivative is the one of the pseudoinverse at fixed rank (Golub & Pereyra
+    1973): dS⁺ = −S⁺ dS S⁺ + S⁺² dS P + P dS S⁺², P = I − S S⁺ — not the
+    derivative of the eigendecomposition, which has 1/(w_i − w_j) terms and is NaN
+    where eigenvalues repeat (a 3-fold symmetric mechanism, identical links). JAX
+    differentiates `jnp.linalg.pinv` the same way; the rank here is the structure's,
+    not a cut-off."""
+    w, U = jnp.linalg.eigh(S)  # ascending
+    keep = jnp.arange(w.shape[0]) >= w.shape[0] - rank
+    w_inv = jnp.where(keep, 1.0 / jnp.where(keep, w, 1.0), 0.0)
+    return (U * w_inv) @ U.T
+
+
+@symmetric_pinv.defjvp
+def _symmetric_pinv_jvp(primals, tangents):
+    S, rank = primals
+    dS, _ = tangents
+    P_plus = symmetric_pinv(S, rank)
+    dS = 0.5 * (dS + dS.T)
+    P = jnp.eye(S.shape[0], dtype=S.dtype) - S @ P_plus
+    P2 = P_plus @ P_plus
+    d = -P_plus @ dS @ P_plus + P2 @ dS @ P + P @ dS @ P2
+    return P_plus, d
+
+
 def weighted_pinv_step(M, A, residual, rank):
     """Δ = L⁻¹ (A L⁻¹)⁺ residual with M = Lᵀ L: the mass-weighted least-norm
     correction (W = L⁻¹ (A L⁻¹)⁺ of González et al.).
 
     Computed as M⁻¹ Aᵀ S⁺ residual with S = A M⁻¹ Aᵀ = (A L⁻¹)(A L⁻¹)ᵀ, whose
-    pseudoinverse keeps the `rank` largest eigenvalues (symmetric eigensolver of
-    the small Gram matrix: several times cheaper than an SVD of A L⁻¹): near the
-    manifold, dependent rows of A are independent only by tiny amounts, which
-    must not be inverted."""
+    pseudoinverse keeps the `rank` largest eigenvalues ([`symmetric_pinv`][]:
+    several times cheaper than an SVD of A L⁻¹, and differentiable where
+    eigenvalues repeat): near the manifold, dependent rows of A are independent
+    only by tiny amounts, which must not be inverted."""
     MiAt = jnp.linalg.solve(M, A.T)
     S = A @ MiAt
     S = 0.5 * (S + S.T)
-    w, U = jnp.linalg.eigh(S)  # ascending
-    keep = jnp.arange(w.shape[0]) >= w.shape[0] - rank
-    w_inv = jnp.where(keep, 1.0 / jnp.where(keep, w, 1.0), 0.0)
-    return MiAt @ (U @ (w_inv * (U.T @ residual)))
+    return MiAt @ (symmetric_pinv(S, rank) @ residual)
 
 
 class Projection(AbstractDriftControl):

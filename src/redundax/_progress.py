@@ -22,6 +22,7 @@ from jaxtyping import Array, Bool, Float, Int, PyTree
 
 from ._simulate import _logs, _monitored, _trajectory, _vector_field
 from ._validation import host_values
+from ._validity import left_event
 
 
 class Progress:
@@ -148,7 +149,9 @@ def _begin(model, saved_times, structure, method, solver, controller, drift, wat
 
 
 @eqx.filter_jit
-def _advance(model, saved_times, structure, method, solver, controller, drift, watch, run, steps):
+def _advance(
+    model, saved_times, structure, method, solver, controller, drift, watch, tol, run, steps
+):
     """`run` after at most `steps` more integrator steps (fewer when it reaches the
     final time): the saved times passed are interpolated from the steps made, as
     `diffrax.SaveAt(ts=...)` does."""
@@ -174,6 +177,7 @@ def _advance(model, saved_times, structure, method, solver, controller, drift, w
         solver_state=run.solver_state,
         controller_state=run.controller_state,
         made_jump=run.made_jump,
+        event=left_event(model, tol.step) if model.n_holonomic else None,
     )
     t = sol.ts[-1]
     passed = (ts > run.t) & (ts <= t)
@@ -200,7 +204,9 @@ def _advance(model, saved_times, structure, method, solver, controller, drift, w
 
 
 @eqx.filter_jit
-def _finish(model, saved_times, structure, method, drift, watch, partitions, run, correction):
+def _finish(
+    model, saved_times, structure, method, drift, watch, tol, partitions, run, correction
+):
     """The [`Trajectory`][redundax.Trajectory] of a finished run."""
     monitored = partitions and model.n_constraints > 0
     watched = watch is not None and model.n_constraints > 0
@@ -217,6 +223,8 @@ def _finish(model, saved_times, structure, method, drift, watch, partitions, run
         drift,
         log,
         singular,
+        tol,
+        (run.t, run.y[0]) if model.n_holonomic else None,
     )
 
 
@@ -234,9 +242,11 @@ def in_segments(
     max_steps: int,
     throw: bool,
     watch,
+    tol,
 ):
     """The run of `simulate(progress=progress)`, segment by segment on the host;
-    with `throw`, a run that stops before its final time raises `RuntimeError`."""
+    with `throw`, a run that stops before its final time raises `RuntimeError`
+    (one that left its constraints is judged by `simulate`)."""
     if saved_times is None or host_values(*y0) is None:
         raise ValueError(
             "simulate field 'progress': reports on the host need concrete inputs; "
@@ -254,7 +264,7 @@ def in_segments(
     t1 = saved_times.values[-1]
     while True:
         run = progress.call(
-            _advance, *common, solver, controller, drift, watch, run, progress.steps
+            _advance, *common, solver, controller, drift, watch, tol, run, progress.steps
         )
         steps = int(run.stats[0])
         progress.report(float(run.t), t1, steps)
@@ -262,9 +272,12 @@ def in_segments(
         # steps (`max_steps_reached`): the run's own limit is checked between them.
         if not run.result == diffrax.RESULTS.max_steps_reached or steps >= max_steps:
             break
-    if throw and not run.result == diffrax.RESULTS.successful:
+    stopped = run.result == diffrax.RESULTS.event_occurred
+    if throw and not (run.result == diffrax.RESULTS.successful or stopped):
         raise RuntimeError(
             f"the integration stopped at t = {float(run.t):.6g} s of {t1:g} s after "
             f"{int(run.stats[0])} steps: {diffrax.RESULTS[run.result]}"
         )
-    return progress.call(_finish, *common, drift, watch, method.partitions, run, correction)
+    return progress.call(
+        _finish, *common, drift, watch, tol, method.partitions, run, correction
+    )

@@ -9,7 +9,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float, Int
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from ._active_set import ActiveSetLog, ActiveSetMonitor, active_rows
 from ._assembly import (
@@ -34,6 +34,15 @@ from ._singularity import (
 from ._step_projection import StepProjection
 from ._structure import Structure, decide
 from ._validation import check_vector, host_values
+from ._validity import (
+    ConstraintsLeftError,
+    first_left,
+    left_event,
+    off_constraints,
+    position_tolerance,
+    scale_of,
+    violation,
+)
 
 if TYPE_CHECKING:
     from ._progress import Progress
@@ -45,6 +54,15 @@ from .methods import (
     specialise,
     uses_block_solver,
 )
+
+
+class Tolerances(eqx.Module):
+    """The validity criterion's tolerances of one run (absolute, already scaled by
+    max(1, max |q₀|)): max |Φ| at a step end (`step`, checked inside the
+    integration) and at a saved state (`saved`)."""
+
+    step: Float[Array, ""]
+    saved: Float[Array, ""]
 
 
 class Trajectory(eqx.Module):
@@ -72,6 +90,17 @@ class Trajectory(eqx.Module):
       ([`SingularityLog`][redundax.SingularityLog]; read it with
       [`singularity_report`][redundax.singularity_report]); None when the run
       was not monitored (`monitor_singularities=False`, or no constraints).
+    - `valid` (T,): per saved state, whether the motion is the mechanism's there:
+      reached by the integration and on its constraints within what the drift
+      control promises (see [`ConstraintsLeftError`][redundax.ConstraintsLeftError]
+      and the criterion in the docs). A run that is not valid everywhere failed:
+      no reaction is claimed unique over its invalid part. None: not judged (a
+      trajectory built by hand).
+    - `left_at`, `left_violation`: the time at which the motion was first found
+      off its constraints (the step end that stopped the integration, or the
+      first invalid saved time) and max |Φ| there; `inf` and 0 for a valid run.
+    - `tolerances`: the largest max |Φ| the run accepted at a step end and at a
+      saved state (what its drift control promises).
     """
 
     ts: Float[Array, " T"]
@@ -89,10 +118,22 @@ class Trajectory(eqx.Module):
     drift_control: AbstractDriftControl = Baumgarte()
     active_set: ActiveSetLog | None = None
     singularities: SingularityLog | None = None
+    valid: Bool[Array, " T"] | None = None
+    left_at: Float[Array, ""] | None = None
+    left_violation: Float[Array, ""] | None = None
+    tolerances: Tolerances | None = None
 
     def state(self, k: int) -> State:
         """The saved state number `k`."""
         return State(self.ts[k], self.q[k], self.qd[k])
+
+    @property
+    def left_constraints(self) -> Bool[Array, ""]:
+        """Whether the motion left its constraints somewhere (False where not
+        judged)."""
+        if self.valid is None:
+            return jnp.asarray(False)
+        return ~jnp.all(self.valid, axis=-1)
 
 
 @eqx.filter_jit
@@ -157,6 +198,33 @@ def raise_if_not_projected(model: Model, phi, vel, tol: float) -> None:
         ) from None
 
 
+def tolerances(drift_control: AbstractDriftControl, q0, rtol) -> Tolerances:
+    """What `drift_control` promises for a run from q₀ at the relative tolerance
+    `rtol` (None: unknown): see `_validity`."""
+    scale = scale_of(jax.lax.stop_gradient(q0))
+    return Tolerances(
+        step=scale * position_tolerance(drift_control.projects_steps, rtol),
+        saved=scale * position_tolerance(drift_control.projects, rtol),
+    )
+
+
+def _end_of_solve(sol, ts):
+    """`(saved states, t_end, y_end)` of a solve saved at the times `ts` and at its
+    end (`SaveAt(ts=ts, t1=True)`). Diffrax puts the end right after the last saved
+    time it reached, before the `inf` of those it did not reach (a solve an event
+    stopped): a saved state is one whose time is the time asked for, the others
+    are set to `inf`."""
+    n = ts.shape[0]
+    last = jnp.sum(jnp.isfinite(sol.ts)) - 1
+    t_end = sol.ts[last]
+    y_end = jax.tree.map(lambda x: x[last], sol.ys)
+    reached = sol.ts[:n] == ts
+    saved = jax.tree.map(
+        lambda x: jnp.where(reached[:, None], x[:n], jnp.inf), sol.ys
+    )
+    return saved, t_end, y_end
+
+
 @eqx.filter_jit
 def _simulate(
     model,
@@ -175,6 +243,7 @@ def _simulate(
     throw,
     progress_meter,
     watch,
+    tol,
 ):
     if saved_times is not None:
         # Save times known on the host are constants of the program: Diffrax's
@@ -186,6 +255,7 @@ def _simulate(
     solver, monitored, watched = _monitored(args, solver, ts[0], (q0, qd0), watch)
     logged = monitored or watched
     log = singular = None
+    event = left_event(model, tol.step) if model.n_holonomic else None
     if not drift_control.projects:
         sol = diffrax.diffeqsolve(
             term,
@@ -195,13 +265,14 @@ def _simulate(
             None,
             (q0, qd0),
             args,
-            saveat=diffrax.SaveAt(ts=ts, solver_state=logged),
+            saveat=diffrax.SaveAt(ts=ts, t1=True, solver_state=logged),
             stepsize_controller=controller,
             max_steps=max_steps,
             throw=throw,
             progress_meter=progress_meter,
+            event=event,
         )
-        q, qd = sol.ys
+        (q, qd), t_end, (q_end, _) = _end_of_solve(sol, ts)
         log, singular = _logs(sol.solver_state, monitored, watched)
         stats = (
             sol.stats["num_steps"],
@@ -213,55 +284,134 @@ def _simulate(
         ranks = (structure.rank_holonomic, structure.rank)
 
         def segment(carry, span):
-            y, steps, acc, rej, res, logs = carry
-            sol = diffrax.diffeqsolve(
-                term,
-                _with_logs(solver, logs, monitored, watched),
-                span[0],
-                span[1],
-                None,
-                y,
-                args,
-                saveat=diffrax.SaveAt(t1=True, solver_state=logged),
-                stepsize_controller=controller,
-                max_steps=max_steps,
-                throw=throw,
+            y, steps, acc, rej, res, t_end, logs = carry
+
+            def solve(y, logs):
+                sol = diffrax.diffeqsolve(
+                    term,
+                    _with_logs(solver, logs, monitored, watched),
+                    span[0],
+                    span[1],
+                    None,
+                    y,
+                    args,
+                    saveat=diffrax.SaveAt(t1=True, solver_state=logged),
+                    stepsize_controller=controller,
+                    max_steps=max_steps,
+                    throw=throw,
+                    event=event,
+                )
+                y = jax.tree.map(lambda x: x[-1], sol.ys)
+                stats = jnp.stack(
+                    [
+                        sol.stats["num_steps"],
+                        sol.stats["num_accepted_steps"],
+                        sol.stats["num_rejected_steps"],
+                    ]
+                ).astype(jnp.int32)
+                return (
+                    y,
+                    stats,
+                    sol.result,
+                    sol.ts[-1],
+                    _logs(sol.solver_state, monitored, watched),
+                )
+
+            def stopped(y, logs):
+                # Once a segment failed (or left the constraints) the rest are
+                # not integrated: their states are not the mechanism's.
+                unsaved = jax.tree.map(lambda x: jnp.full_like(x, jnp.inf), y)
+                return unsaved, jnp.zeros(3, jnp.int32), res, t_end, logs
+
+            going = res == diffrax.RESULTS.successful
+            y_new, counts, result, t_reached, logs = jax.lax.cond(
+                going, solve, stopped, y, logs
             )
-            qe, qde = jax.tree.map(lambda x: x[-1], sol.ys)
-            y = drift_control.project(model, qe, qde, span[1], ranks)
-            res = diffrax.RESULTS.where(res == diffrax.RESULTS.successful, sol.result, res)
+            y_new = jax.lax.cond(
+                going & (result == diffrax.RESULTS.successful),
+                lambda y: drift_control.project(model, y[0], y[1], span[1], ranks),
+                lambda y: y,
+                y_new,
+            )
+            res = diffrax.RESULTS.where(going, result, res)
             carry = (
-                y,
-                steps + sol.stats["num_steps"],
-                acc + sol.stats["num_accepted_steps"],
-                rej + sol.stats["num_rejected_steps"],
+                y_new,
+                steps + counts[0],
+                acc + counts[1],
+                rej + counts[2],
                 res,
-                _logs(sol.solver_state, monitored, watched),
+                jnp.where(going, t_reached, t_end),
+                logs,
             )
-            return carry, y
+            return carry, (y_new, y)
 
         zero = jnp.asarray(0, dtype=jnp.int32)
         spans = jnp.stack([ts[:-1], ts[1:]], axis=1)
-        start = ((q0, qd0), zero, zero, zero, diffrax.RESULTS.successful)
+        start = ((q0, qd0), zero, zero, zero, diffrax.RESULTS.successful, ts[0])
         logs = (
             solver.solver.log if monitored and watched else solver.log if monitored else None,
             solver.log if watched else None,
         )
-        (_, steps, acc, rej, result, (log, singular)), (q, qd) = jax.lax.scan(
+        (_, steps, acc, rej, result, t_end, (log, singular)), ((q, qd), _) = jax.lax.scan(
             segment, (*start, logs), spans
         )
+        # The state where a segment stopped: the last finite one integrated.
+        q_end = q[jnp.clip(jnp.sum(jnp.isfinite(q[:, 0])) - 1, 0, q.shape[0] - 1)]
         q = jnp.concatenate([q0[None], q])
         qd = jnp.concatenate([qd0[None], qd])
         stats = (steps, acc, rej)
+    event_end = (t_end, q_end) if event is not None else None
     return _trajectory(
-        model, ts, q, qd, correction, stats, result, structure, drift_control, log, singular
+        model,
+        ts,
+        q,
+        qd,
+        correction,
+        stats,
+        result,
+        structure,
+        drift_control,
+        log,
+        singular,
+        tol,
+        event_end,
     )
 
 
 def _trajectory(
-    model, ts, q, qd, correction, stats, result, structure, drift_control, log, singular
+    model,
+    ts,
+    q,
+    qd,
+    correction,
+    stats,
+    result,
+    structure,
+    drift_control,
+    log,
+    singular,
+    tol,
+    event_end=None,
 ) -> Trajectory:
     pos, vel, energy = _diagnostics(model, ts, q, qd)
+    # Validity (see `_validity`): every saved state reached and on its constraints.
+    off = off_constraints(pos, tol.saved)
+    valid = ~off
+    first = jnp.argmax(off)
+    left_at = jnp.where(jnp.any(off), ts[first], jnp.inf)
+    left_violation = jnp.where(jnp.any(off), pos[first], 0.0)
+    if event_end is not None:
+        t_end, q_end = event_end
+        stopped = result == diffrax.RESULTS.event_occurred
+        left_at = jnp.where(stopped, t_end, left_at)
+        left_violation = jnp.where(stopped, violation(model, q_end, t_end), left_violation)
+    # A run whose saved states are off while the integration went on (the saved
+    # states of a drift control that projects at saved times) failed all the same.
+    result = diffrax.RESULTS.where(
+        (result == diffrax.RESULTS.successful) & jnp.any(off),
+        diffrax.RESULTS.event_occurred,
+        result,
+    )
     return Trajectory(
         ts=ts,
         q=q,
@@ -278,6 +428,10 @@ def _trajectory(
         drift_control=drift_control,
         active_set=log,
         singularities=singular,
+        valid=valid,
+        left_at=left_at,
+        left_violation=left_violation,
+        tolerances=tol,
     )
 
 
@@ -543,6 +697,12 @@ def simulate(
     method = specialise(method, structure, model)
     measure = singularity_measure(monitor_singularities, method)
     watch = None if measure is None else Watch(singular_threshold, measure)
+    if stepsize_controller is None:
+        controller_rtol = rtol
+    else:
+        controller_rtol = getattr(stepsize_controller, "rtol", None)
+    drift_control = drift_control.prepare(method, structure)
+    tol = tolerances(drift_control, q0, host_number(controller_rtol))
     if progress is not None:
         from ._progress import in_segments  # noqa: PLC0415 - it builds on this module
 
@@ -556,13 +716,13 @@ def simulate(
             method,
             solver,
             stepsize_controller,
-            drift_control.prepare(method, structure),
+            drift_control,
             max_steps,
             throw,
             watch,
+            tol,
         )
-        _warn_if_branch_at_risk(trajectory, method)
-        return trajectory
+        return _checked_run(trajectory, method, throw)
     trajectory = _simulate(
         model,
         state0.t,
@@ -575,14 +735,84 @@ def simulate(
         method,
         solver,
         stepsize_controller,
-        drift_control.prepare(method, structure),
+        drift_control,
         max_steps,
         throw,
         progress_meter,
         watch,
+        tol,
     )
-    _warn_if_branch_at_risk(trajectory, method)
+    return _checked_run(trajectory, method, throw)
+
+
+def host_number(x) -> float | None:
+    """`x` as a float where it is a concrete number, else None."""
+    if x is None:
+        return None
+    known = host_values(x)
+    if known is None or np.ndim(known[0]):
+        return None
+    return float(known[0])
+
+
+def _checked_run(trajectory: Trajectory, method, throw: bool) -> Trajectory:
+    """The run judged on the host where its values are concrete: with `throw`, one
+    that left its constraints raises [`ConstraintsLeftError`][]; otherwise the
+    warnings about passages. Traced runs carry the verdict in `valid` and `result`
+    (and, with `throw`, stop the program with the same message)."""
+    known = host_values(trajectory.valid, trajectory.left_at, trajectory.left_violation)
+    if known is None:
+        if throw:
+            return eqx.filter_jit(_error_if_left)(trajectory)
+        return trajectory
+    valid, left_at, value = known
+    if throw and not np.all(valid):
+        raise constraints_left_error(trajectory)
+    if np.all(valid):
+        _warn_if_branch_at_risk(trajectory, method)
     return trajectory
+
+
+def _error_if_left(trajectory: Trajectory) -> Trajectory:
+    ts = eqx.error_if(
+        trajectory.ts,
+        trajectory.left_constraints,
+        "the motion left its constraints (Trajectory.left_at says when): the mechanism "
+        "cannot follow the prescribed motion from there; pass throw=False to get the "
+        "trajectory with Trajectory.valid",
+    )
+    return eqx.tree_at(lambda t: t.ts, trajectory, ts)
+
+
+def constraints_left_error(trajectory: Trajectory, what: str = "simulate") -> ConstraintsLeftError:
+    """The [`ConstraintsLeftError`][] of a (concrete) trajectory that left its
+    constraints: the time, the violation, the tolerance, and the last saved time
+    on them."""
+    valid = np.asarray(trajectory.valid)
+    ts = np.asarray(trajectory.ts)
+    t = float(trajectory.left_at)
+    value = float(trajectory.left_violation)
+    tol = trajectory.tolerances
+    stopped = bool(trajectory.result == diffrax.RESULTS.event_occurred) and not np.isin(
+        t, ts
+    )
+    tolerance = float(tol.step if stopped else tol.saved)
+    before = np.flatnonzero(valid & (ts <= t)) if np.isfinite(t) else np.flatnonzero(valid)
+    valid_until = float(ts[before[-1]]) if before.size and valid[0] else None
+    since = "" if valid_until is None else f"; it was on them until the saved time {valid_until:.6g} s"
+    return ConstraintsLeftError(
+        f"{what}: the motion left its constraints at t = {t:.6g} s (max |Φ| = {value:.3g}, "
+        f"above the {tolerance:.3g} its drift control {type(trajectory.drift_control).__name__} "
+        f"promises){since}. The mechanism cannot follow the prescribed motion from there: "
+        f"a driver moved out of the workspace or past the end of a joint's travel, or the "
+        f"motion went through a singular configuration onto no branch. Check the drivers' "
+        f"motions; nothing after that time is the mechanism's motion "
+        f"(throw=False returns the trajectory with Trajectory.valid)",
+        t,
+        value,
+        tolerance,
+        valid_until,
+    )
 
 
 def _check_arguments(model: Model, state0: State, t1, n_save, ts, max_steps, rtol, atol, method):

@@ -19,6 +19,7 @@ rank, and dependent rows are handled as in q̈.
 
 import abc
 import dataclasses
+from typing import ClassVar
 
 import diffrax
 import equinox as eqx
@@ -98,6 +99,7 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
     (a fixed number of iterations) and usable under `jit`/`vmap`/`grad`.
     """
 
+    projects_steps: ClassVar[bool] = True
     iterations: int = eqx.field(static=True, default=1)
     baumgarte: Baumgarte | None = Baumgarte(1.0, 1.0)
     path: str | None = eqx.field(static=True, default=None)

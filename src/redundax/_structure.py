@@ -517,20 +517,23 @@ def _mass_solve(blocks: Float[Array, "nb dof dof"], X: Float[Array, "nq k"]):
 
 
 def _gauss_newton(model: Model, q, t, keep):
-    """q brought back onto Φ_k(q, t) = 0 for the rows with `keep` = 1 (mass-weighted
-    least-norm steps; rank decided at each step with `DECISION_RTOL`)."""
+    """q brought back onto Φ_k(q, t) = 0 for the rows with `keep` = 1 (least-norm
+    Gauss–Newton steps; rank decided at each step with `DECISION_RTOL`).
+
+    Euclidean, not mass-weighted: any generic configuration next to q serves, and
+    this one needs no M⁻¹, so the verdicts do not depend on an invertible mass
+    matrix (a lamina, I_z = I_x + I_y, has a singular block in natural
+    coordinates; a mass-weighted step made it NaN and voided every verdict)."""
     m = model.n_holonomic
-    blocks = model.bodies.mass_blocks()
 
     def step(_, q):
         A = constraint_matrix(model, q, t)[:m] * keep[:, None]
         residual = position_residual(model, q, t) * keep
-        MiAt = _mass_solve(blocks, A.T)
-        S = A @ MiAt
+        S = A @ A.T
         w, U = jnp.linalg.eigh(0.5 * (S + S.T))
         big = w > DECISION_RTOL * jnp.maximum(w[-1], 1e-300)
         w_inv = jnp.where(big, 1.0 / jnp.where(big, w, 1.0), 0.0)
-        return q - MiAt @ (U @ (w_inv * (U.T @ residual)))
+        return q - A.T @ (U @ (w_inv * (U.T @ residual)))
 
     return jax.lax.fori_loop(0, NEARBY_ITERATIONS, step, q)
 
