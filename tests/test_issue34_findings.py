@@ -4,16 +4,23 @@ not unique; nothing drawn solid off the constraints), the joint frames behind th
 component verdicts in `redundax analyze`, `ReactionImpulse.value` and the refusal of a
 run that left its constraints, and a self-contained configs/README.md."""
 
+import contextlib
+import io
 import math
+from pathlib import Path
 
 import jax
 import numpy as np
+import pytest
 
 import redundax as rx
-from helpers import TOL_EXACT
-from redundax import models
+from helpers import CONFIGS, TOL_EXACT
+from redundax import models, plot
+from redundax.cli import main
+from redundax.io import read_run
 from redundax._motion import Shifted, shifted
 
+FOUR_BAR_MJCF = CONFIGS / "mjcf" / "four_bar_connect.xml"
 # Crank angle of the driven four-bar and of its spatial twin at rtol = 1e-10,
 # atol = 1e-12 (both follow d(t) to ~1e-10 rad; the runs differ in their
 # coordinates, not in the motion) [rad].
@@ -81,3 +88,132 @@ def test_spatial_twin_shifts_every_motion_type_by_the_initial_angle():
     assert isinstance(shifted(cases["function"], 1.0), Shifted)
     assert type(shifted(cases["polynomial"], 1.0)) is rx.Polynomial
     assert float(shifted(rx.Polynomial([]), 2.0)(5.0)) == 2.0
+
+
+# --- finding 2: the default reactions plot of a spatial (MJCF) model ---
+
+
+def _cli(*argv) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main([str(a) for a in argv])
+    return status, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def mjcf_run(tmp_path_factory) -> Path:
+    """0.2 s of the MJCF four-bar closed by a connect (configs/mjcf/): no pair of this
+    spatial model of a planar mechanism is unique as a whole, its in-plane components
+    are."""
+    npz = tmp_path_factory.mktemp("mjcf") / "four_bar.npz"
+    status, _, err = _cli("simulate", FOUR_BAR_MJCF, "--t-final", "0.2", "--json", "--out", npz)
+    assert status == 0, err
+    return npz
+
+
+def _lines(fig) -> dict[str, object]:
+    return {line.get_gid(): line for ax in fig.axes for line in ax.get_lines() if line.get_gid()}
+
+
+def test_default_reactions_plot_of_a_spatial_model_shows_its_unique_components(mjcf_run):
+    """Issue 34 finding 2: the default figure of the MJCF four-bar was four grey dashed
+    magnitudes; the unique components showed only with --components."""
+    run = read_run(mjcf_run)
+    assert not any(run["unique"].values())
+    # The file's verdicts, as `simulate --json` reports them for this model.
+    assert run["component_unique"]["O"] == {
+        "axial force": False,
+        "transverse force e1": True,
+        "transverse force e2": True,
+        "bending moment e1": True,
+        "bending moment e2": False,
+    }
+    fig = plot.plot_reactions(run)
+    lines = _lines(fig)
+    expected = {f"{p}:{label}" for p in run["unique"] for label in run["components"][p]}
+    assert set(lines) == expected
+    for gid, line in lines.items():
+        pair, label = gid.split(":")
+        solid = line.get_linestyle() == "-"
+        assert solid == run["component_unique"][pair][label], gid
+        np.testing.assert_array_equal(line.get_ydata(), run["components"][pair][label])
+    legend = fig.legends[0]
+    assert legend.get_title().get_text() == "solid: unique; dashed: not unique"
+    # --magnitudes (components=False): the whole pairs, every one dashed.
+    whole = _lines(plot.plot_reactions(run, components=False))
+    assert set(whole) == set(run["unique"])
+    assert {line.get_linestyle() for line in whole.values()} == {"--"}
+
+
+def test_plot_cli_default_and_magnitudes(mjcf_run, tmp_path):
+    status, out, err = _cli("plot", mjcf_run, "--only", "reactions", "--out", tmp_path / "a")
+    assert status == 0, err
+    assert (tmp_path / "a" / "reactions.png").read_bytes().startswith(b"\x89PNG")
+    status, _, err = _cli("plot", mjcf_run, "--components", "--magnitudes", "--out", tmp_path)
+    assert status == 2 and "not allowed with argument" in err
+    status, help_text, _ = _cli("plot", "--help")
+    assert status == 0
+    text = " ".join(help_text.split())
+    assert "Solid lines are unique reactions" in text
+    assert "dotted grey ones are where the run is off its constraints" in text
+    assert "--magnitudes" in text
+
+
+def _with_valid(run, valid) -> dict:
+    return {**run, "valid": np.asarray(valid)}
+
+
+def test_reactions_plot_draws_nothing_solid_off_the_constraints(mjcf_run):
+    """Issue 34 item 1: over saved times where the run is off its constraints
+    (`valid` False) no line is solid: the values there are drawn dotted grey."""
+    run = read_run(mjcf_run)
+    count = len(run["t"])
+    valid = np.ones(count, dtype=bool)
+    valid[count // 2 :] = False  # off from the middle on
+    valid[3] = False  # and one saved time early
+    off = _with_valid(run, valid)
+    fig = plot.plot_reactions(off)
+    lines = _lines(fig)
+    on_interval = valid[:-1] & valid[1:]
+    solid = [gid for gid, line in lines.items() if line.get_linestyle() == "-"]
+    assert solid  # the unique components
+    for gid in solid:
+        y = np.asarray(lines[gid].get_ydata(), dtype=float)
+        drawn = np.isfinite(y[:-1]) & np.isfinite(y[1:])
+        assert not np.any(drawn & ~on_interval), gid
+        np.testing.assert_array_equal(np.isfinite(y), valid)
+        dotted = lines[f"{gid}:off"]
+        assert dotted.get_linestyle() == ":" and dotted.get_color() == "0.45"
+        # Its points: the saved times of every interval that touches one off them.
+        pair, label = gid.split(":")
+        x = np.asarray(dotted.get_xdata(), dtype=float)
+        t = run["t"]
+        expected_t = np.concatenate([t[2:5], t[count // 2 - 1 :]])
+        np.testing.assert_array_equal(x[np.isfinite(x)], expected_t)
+        values = run["components"][pair][label]
+        np.testing.assert_array_equal(
+            np.asarray(dotted.get_ydata(), dtype=float)[np.isfinite(x)],
+            np.concatenate([values[2:5], values[count // 2 - 1 :]]),
+        )
+    texts = [text.get_text() for legend in fig.legends for text in legend.get_texts()]
+    assert plot.OFF_CONSTRAINTS_LABEL in texts
+    assert fig.legends[0].get_title().get_text().endswith("dotted: off its constraints")
+    assert f"off its constraints from t = {run['t'][3]:g} s" in fig.get_suptitle()
+    # Whole pairs too (magnitudes), and the run's first saved time off: no verdict.
+    whole = _lines(plot.plot_reactions(off, components=False))
+    assert set(whole) == set(run["unique"]) | {f"{p}:off" for p in run["unique"]}
+    first_off = np.ones(count, dtype=bool)
+    first_off[0] = False
+    fig = plot.plot_solvability(_with_valid(run, first_off))
+    assert not [p for p in fig.axes[0].patches if p.get_gid()]
+    assert "off its constraints at its first saved state" in fig.axes[0].texts[0].get_text()
+
+
+def test_reactions_plot_valid_absent_or_all_true_is_unchanged(mjcf_run):
+    run = read_run(mjcf_run)
+    run.pop("valid", None)
+    absent = _lines(plot.plot_reactions(run))
+    present = _lines(plot.plot_reactions(_with_valid(run, np.ones(len(run["t"]), dtype=bool))))
+    assert set(absent) == set(present) and not [g for g in absent if g.endswith(":off")]
+    with pytest.raises(ValueError, match=r"run key 'valid': expected one boolean per saved time"):
+        plot.plot_reactions(_with_valid(run, [True, False]))

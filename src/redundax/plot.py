@@ -8,8 +8,11 @@ A run is the `.npz` file that `redundax simulate CONFIG --out run.npz` (or
 - [`plot_trajectories`][] (`trajectories`): the tracked points in the plane,
   x–y; for spatial runs x–y and x–z, or the projections asked for;
 - [`plot_reactions`][] (`reactions`): per pair, the magnitude of the force on its
-  first moving body over time, or its reaction components; the ones that are not
-  unique dashed on grey;
+  first moving body over time, or its reaction components where the whole pair is
+  not unique but some of its components are (a spatial model of a planar
+  mechanism: the in-plane components); unique lines solid, the ones that are not
+  unique dashed on grey, and every line dotted grey where the run is off its
+  constraints;
 - [`plot_violation_energy`][] (`violation`): position and velocity constraint
   violation (log axis), and the energy change E(t) − E(0);
 - [`plot_solvability`][] (`solvability`): ‖B_X‖ per pair (log axis), coloured
@@ -23,7 +26,11 @@ structure of C M⁻¹ Cᵀ that the block-sparse solver factorises.
 (In brackets: the figure's file name in [`save_all`][] and `redundax plot`.)
 
 A reaction that a rigid model does not determine (not unique) is only the
-redundancy method's choice; the figures never draw it like a unique one.
+redundancy method's choice; the figures never draw it like a unique one. Nor do
+they draw any reaction solid over saved times where the run is off its
+constraints (the run's `valid` flags, one per saved time; files written before
+they were stored count as valid throughout): there the state is no configuration
+of the mechanism, and no reaction is its reaction, unique or not.
 
 The figures are made with `matplotlib.figure.Figure`, not `pyplot`: no window
 opens, no backend is chosen, nothing global changes, and they work on a machine
@@ -71,6 +78,18 @@ NOT_UNIQUE_LABEL = (
 
 UNIQUE_LABEL = "unique: a rigid model determines it"
 """Legend entry of the reactions a rigid model determines."""
+
+OFF_CONSTRAINTS_LABEL = (
+    "off its constraints: the run left them here (valid = False); no verdict, and "
+    "not a reaction of the mechanism"
+)
+"""Legend entry of the stretches of a run that are off its constraints."""
+
+LINE_STYLES = "solid: unique; dashed: not unique"
+"""Title of the reactions figure's legend: what each line style means (with
+`OFF_STYLE` added when the run is off its constraints somewhere)."""
+
+OFF_STYLE = "dotted: off its constraints"
 
 _UNIQUE_COLOUR = "tab:blue"
 _BAR_UNIQUE = "tab:green"
@@ -255,6 +274,78 @@ def _first_moving_body(run: Run, pair: str) -> str:
     return bodies[int(loaded[0])] if loaded.size else bodies[0]
 
 
+def run_validity(run: Run) -> np.ndarray:
+    """Per saved time, whether the run is on its constraints there: the run's
+    `valid` flags (all True for a file written before they were stored).
+
+    **Raises:** `ValueError` naming the key `valid` when it holds other than one
+    flag per saved time.
+    """
+    count = len(run["t"])
+    valid = run.get("valid")
+    if valid is None:
+        return np.ones(count, dtype=bool)
+    valid = np.asarray(valid)
+    if valid.shape != (count,) or valid.dtype.kind not in "bi":
+        raise ValueError(
+            f"run key 'valid': expected one boolean per saved time ({count}), got an array "
+            f"of shape {valid.shape} and dtype {valid.dtype}; write the run again with "
+            "'redundax simulate CONFIG --out RUN'"
+        )
+    return valid.astype(bool)
+
+
+def _off_segments(valid: np.ndarray) -> list[tuple[int, int]]:
+    """The stretches (first, last saved time) of a line that touch a saved time off
+    the constraints: the interval between two saved times is on the constraints
+    only when both are."""
+    if valid.size < 2:
+        return []
+    off = ~(valid[:-1] & valid[1:])  # interval k: from saved time k to k + 1
+    edges = np.diff(np.concatenate([[0], off.astype(int), [0]]))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return [(int(a), int(b)) for a, b in zip(starts, ends, strict=True)]
+
+
+def _draw(ax: Axes, t, values, valid, *, determined: bool, colour, label: str, gid: str):
+    """One reaction line: solid (`determined`) or dashed, where the run is on its
+    constraints; dotted grey (gid `GID:off`) over every interval that touches a
+    saved time off them, where no line is solid."""
+    values = np.asarray(values, dtype=float)
+    ax.plot(
+        t,
+        np.where(valid, values, np.nan),
+        color=colour,
+        linestyle="-" if determined else "--",
+        alpha=1.0 if determined else 0.8,
+        label=label,
+        gid=gid,
+    )
+    stretches = _off_segments(valid)
+    if not stretches:
+        return
+    x, y = [], []
+    for first, last in stretches:
+        x += [*t[first : last + 1], np.nan]
+        y += [*values[first : last + 1], np.nan]
+    ax.plot(x, y, color=_GREY, linestyle=":", linewidth=1.5, gid=f"{gid}:off")
+
+
+def _shade_off(ax: Axes, t, valid) -> None:
+    for first, last in _off_segments(valid):
+        ax.axvspan(t[first], t[last], color=_GREY_BACKGROUND, alpha=0.8, zorder=0, gid="off")
+
+
+def _show_components(run: Run, pair: str, components: bool | None) -> bool:
+    """Whether the panel of `pair` shows its components: always (`True`), never
+    (`False`), or (`None`) where the whole pair is not unique but some of its
+    components are, which its magnitude would hide."""
+    if components is not None:
+        return components
+    flags = run["component_unique"].get(pair, {})
+    return not run["unique"][pair] and any(flags.values()) and pair in run["components"]
+
+
 def _force_magnitude(run: Run, pair: str) -> tuple[np.ndarray, str]:
     """|F| on the pair's first moving body; |M| for a pair that only exerts a moment."""
     body = _first_moving_body(run, pair)
@@ -270,29 +361,35 @@ def plot_reactions(
     run: RunLike,
     pairs: str | Sequence[str] | None = None,
     *,
-    components: bool = False,
+    components: bool | None = None,
     figure: Figure | None = None,
 ) -> Figure:
     """The reactions of the pairs over time, one panel per pair.
 
-    A reaction that is not unique (a rigid model does not determine it; the
-    values are the redundancy method's choice) is drawn dashed in grey on a grey
-    panel; the figure's legend says so.
+    Line styles (the legend's title says so): solid, a reaction a rigid model
+    determines (unique); dashed, one it does not (the values are the redundancy
+    method's choice; for a whole pair, grey on a grey panel); dotted grey, any
+    reaction over the saved times where the run is off its constraints (the run's
+    `valid` flags; shaded): no line is solid there, and no verdict holds.
 
     **Arguments:**
 
     - `run`: the dict of [`redundax.io.read_run`][], or the path of the `.npz`.
     - `pairs`: the pairs to draw (default: all, in model order).
-    - `components`: draw the pair's reaction components (−λ of each of its rows:
-      "force x", "axial force", ...; each dashed when that component is not
-      unique) instead of the magnitude of the force on the pair's first moving
-      body (of the moment, for a pair that only exerts one).
+    - `components`: `None` (default): a pair that is unique, or none of whose
+      components is, is drawn as the magnitude of the force on its first moving
+      body (of the moment, for a pair that only exerts one); a pair that is not
+      unique as a whole but has unique components (a spatial model of a planar
+      mechanism: its in-plane components) is drawn as its components (−λ of each
+      of its rows: "transverse force e1", ...; each solid or dashed by its own
+      verdict). `True`: every pair's components; `False`: every pair's magnitude.
     - `figure`: an empty figure to draw into (default: a new one).
 
-    **Returns:** the figure. Each line's `gid` is the pair's name (`components`:
-    `"PAIR:LABEL"`).
+    **Returns:** the figure. Each line's `gid` is the pair's name (components:
+    `"PAIR:LABEL"`); its dotted part off the constraints, if any, `"GID:off"`.
 
-    **Raises:** `ValueError` for an unknown pair.
+    **Raises:** `ValueError` for an unknown pair, or a run whose `valid` flags are
+    not one per saved time.
     """
     run = _as_run(run)
     names = select_pairs(run, pairs)
@@ -303,37 +400,45 @@ def plot_reactions(
         return _missing(fig, "the run has no pairs")
     if components and not run["components"]:
         return _missing(fig, "this run stores no reaction components (an older file)")
-    t = run["t"]
+    t = np.asarray(run["t"], dtype=float)
+    valid = run_validity(run)
     for ax, pair in zip(_grid(fig, len(names), columns), names, strict=True):
         unique = run["unique"][pair]
         if not unique:
             ax.set_facecolor(_GREY_BACKGROUND)
-        if components:
+        _shade_off(ax, t, valid)
+        if _show_components(run, pair, components):
             flags = run["component_unique"][pair]
             for k, (label, values) in enumerate(run["components"][pair].items()):
-                determined = flags[label]
-                ax.plot(
+                determined = bool(flags[label])
+                _draw(
+                    ax,
                     t,
                     values,
-                    color=f"C{k % 10}",
-                    linestyle="-" if determined else "--",
-                    alpha=1.0 if determined else 0.8,
+                    valid,
+                    determined=determined,
+                    colour=f"C{k % 10}",
                     label=label if determined else f"{label} (not unique)",
                     gid=f"{pair}:{label}",
                 )
             ax.legend(fontsize=_FOOTNOTE - 1)
             ax.set_ylabel("component [N, N m]", fontsize=_FOOTNOTE)
+            title = pair if unique else f"{pair} (not unique as a whole)"
         else:
             values, label = _force_magnitude(run, pair)
-            ax.plot(
+            _draw(
+                ax,
                 t,
                 values,
-                color=_UNIQUE_COLOUR if unique else _GREY,
-                linestyle="-" if unique else "--",
+                valid,
+                determined=unique,
+                colour=_UNIQUE_COLOUR if unique else _GREY,
+                label=pair,
                 gid=pair,
             )
             ax.set_ylabel(label, fontsize=_FOOTNOTE)
-        ax.set_title(pair if unique else f"{pair} (not unique)", fontsize=_FOOTNOTE + 2)
+            title = pair if unique else f"{pair} (not unique)"
+        ax.set_title(title, fontsize=_FOOTNOTE + 2)
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize=_FOOTNOTE)
         ax.set_xlabel("t [s]", fontsize=_FOOTNOTE)
@@ -341,9 +446,29 @@ def plot_reactions(
         Line2D([], [], color=_UNIQUE_COLOUR, linestyle="-", label=UNIQUE_LABEL),
         Line2D([], [], color=_GREY, linestyle="--", label=NOT_UNIQUE_LABEL),
     ]
-    fig.legend(handles=legend, loc="outside lower center", fontsize=_FOOTNOTE, ncols=1)
-    what = "reaction components (-λ of each row)" if components else "reactions"
-    fig.suptitle(f"{_title(run)}: {what}, method {run['meta'].get('method', '?')}")
+    if not valid.all():
+        legend.append(Line2D([], [], color=_GREY, linestyle=":", label=OFF_CONSTRAINTS_LABEL))
+    fig.legend(
+        handles=legend,
+        loc="outside lower center",
+        fontsize=_FOOTNOTE,
+        ncols=1,
+        title=LINE_STYLES if valid.all() else f"{LINE_STYLES}; {OFF_STYLE}",
+        title_fontsize=_FOOTNOTE,
+    )
+    if components:
+        what = "reaction components (-λ of each row)"
+    elif components is None and any(_show_components(run, p, None) for p in names):
+        what = "reactions (components where a whole pair is not unique)"
+    else:
+        what = "reactions"
+    title = f"{_title(run)}: {what}, method {run['meta'].get('method', '?')}"
+    if not valid.all():
+        title += (
+            f"\noff its constraints from t = {t[np.argmin(valid)]:g} s "
+            f"({int((~valid).sum())} of {valid.size} saved times, shaded): no verdict there"
+        )
+    fig.suptitle(title)
     return fig
 
 
@@ -416,6 +541,9 @@ def plot_solvability(
     **Returns:** the figure; the title gives rank C, the degree of redundancy p
     and the mobility. Each bar's `gid` is the pair's name.
 
+    A run off its constraints at its first saved state (`valid`) gets a figure
+    that says so instead: the report was made there.
+
     **Raises:** `ValueError` for an unknown pair.
     """
     run = _as_run(run)
@@ -426,6 +554,12 @@ def plot_solvability(
             fig,
             "this run stores no solvability report (written by an older redundax); "
             "run 'redundax analyze CONFIG'",
+        )
+    if not run_validity(run)[0]:
+        return _missing(
+            fig,
+            f"the run is off its constraints at its first saved state (t = {run['t'][0]:g} s, "
+            "valid = False), where the solvability report was made: no verdict there",
         )
     report = run["solvability"]
     verdict = report.get("unique") or run["unique"]
@@ -636,7 +770,7 @@ def save_all(
     *,
     only: Sequence[str] | None = None,
     pairs: str | Sequence[str] | None = None,
-    components: bool = False,
+    components: bool | None = None,
 ) -> list[Path]:
     """Write the figures of `run` to `out_dir`, one file each: `trajectories`,
     `reactions`, `violation`, `solvability`, `rank` (+ `.png`, `.pdf` or `.svg`).

@@ -18,9 +18,14 @@ DESCRIPTION = (
     "that .npz file) and write them, one file each, to a folder (default: RUN_plots/ "
     "beside RUN, e.g. runs/robot.npz → runs/robot_plots/): trajectories (the tracked "
     "points in the plane; x-y and x-z for spatial mechanisms), reactions (per pair, the "
-    "magnitude of the force on its first moving body over time, or with --components each "
-    "reaction component; reactions a rigid model does not determine are dashed on grey: "
-    "their values are only the method's choice), violation (position and velocity "
+    "magnitude of the force on its first moving body over time; a pair that is not unique "
+    "as a whole but has unique components, e.g. the in-plane components of a spatial or "
+    "MJCF model of a planar mechanism, is drawn as its components; --components draws "
+    "every pair's components, --magnitudes every pair's magnitude. Solid lines are unique "
+    "reactions (a rigid model determines them); dashed ones are not (their values are "
+    "only the method's choice; whole pairs also grey on grey); dotted grey ones are where "
+    "the run is off its constraints (the run's valid flags), where no line is solid and "
+    "no reaction is unique), violation (position and velocity "
     "constraint violation, energy change), solvability (the norm of B_X per pair, the "
     "uniqueness test, with rank C, the degree of redundancy p and the mobility) and rank "
     "(rank of C along the run). Existing files are refused unless --force. Example: "
@@ -58,11 +63,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated pair names for the reactions and solvability figures "
         "(repeatable; default: all pairs)",
     )
-    parser.add_argument(
+    drawn = parser.add_mutually_exclusive_group()
+    drawn.add_argument(
         "--components",
-        action="store_true",
-        help="draw each pair's reaction components (-λ of each row) instead of the "
-        "magnitude of the force on its first moving body",
+        action="store_const",
+        const=True,
+        dest="components",
+        default=None,
+        help="draw every pair's reaction components (-λ of each row) instead of the "
+        "magnitude of the force on its first moving body (default: components only for "
+        "a pair that is not unique as a whole but has unique components)",
+    )
+    drawn.add_argument(
+        "--magnitudes",
+        action="store_const",
+        const=False,
+        dest="components",
+        help="draw every pair's magnitude, also where its components would show what "
+        "is unique",
     )
     parser.add_argument(
         "--format", choices=FORMATS, default="png", help="file format (default: png)"
