@@ -6,6 +6,7 @@ run that left its constraints, and a self-contained configs/README.md."""
 
 import contextlib
 import io
+import json
 import math
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from redundax import models, plot
 from redundax.cli import main
 from redundax.io import read_run
 from redundax._motion import Shifted, shifted
+from redundax._solvability import joint_frames
 
 FOUR_BAR_MJCF = CONFIGS / "mjcf" / "four_bar_connect.xml"
 # Crank angle of the driven four-bar and of its spatial twin at rtol = 1e-10,
@@ -217,3 +219,85 @@ def test_reactions_plot_valid_absent_or_all_true_is_unchanged(mjcf_run):
     assert set(absent) == set(present) and not [g for g in absent if g.endswith(":off")]
     with pytest.raises(ValueError, match=r"run key 'valid': expected one boolean per saved time"):
         plot.plot_reactions(_with_valid(run, [True, False]))
+
+
+# --- finding 3: the joint frames behind the component verdicts of `analyze` ---
+
+
+def _rotation(axis, angle) -> np.ndarray:
+    """Rodrigues' rotation about the unit vector `axis` by `angle` [rad]."""
+    k = np.asarray(axis, dtype=float) / np.linalg.norm(axis)
+    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K @ K
+
+
+def test_joint_frames_are_the_axes_given_and_turn_with_the_second_body():
+    """e0 of each of Bricard's joints is the axis it was given (BRICARD_JOINTS) at the
+    square configuration; turning every moving body by R turns the frame of each pair
+    whose second body moves by R and leaves J0's (second body: the ground) alone."""
+    mech = models.bricard()
+    model, state = mech.build(), mech.initial_state()
+    frames = joint_frames(model, state.q)
+    assert list(frames) == [f"J{k}" for k in range(6)]
+    for k, (_, axis) in enumerate(models.BRICARD_JOINTS):
+        F = frames[f"J{k}"]
+        np.testing.assert_allclose(F[0], axis, rtol=0, atol=TOL_EXACT)
+        np.testing.assert_allclose(F @ F.T, np.eye(3), rtol=0, atol=TOL_EXACT)
+        np.testing.assert_allclose(np.cross(F[0], F[1]), F[2], rtol=0, atol=TOL_EXACT)
+    R = _rotation((1.0, 2.0, 3.0), 0.7)
+    blocks = np.asarray(state.q).reshape(-1, 4, 3)  # r, u, v, w of each body
+    turned = joint_frames(model, (blocks @ R.T).reshape(-1))
+    np.testing.assert_allclose(turned["J0"], frames["J0"], rtol=0, atol=TOL_EXACT)
+    for k in range(1, 6):
+        name = f"J{k}"
+        np.testing.assert_allclose(turned[name], frames[name] @ R.T, rtol=0, atol=TOL_EXACT)
+    assert joint_frames(models.four_bar().build(), models.four_bar().initial_state().q) == {}
+
+
+def test_analyze_prints_each_spatial_joint_frame_beside_its_component_verdicts():
+    """Issue 34 finding 3: "bending moment e1" named an axis that analyze never
+    printed. The MJCF four-bar's hinges are along y (configs/mjcf/), its connect D
+    keeps the global axes."""
+    status, out, err = _cli("analyze", FOUR_BAR_MJCF)
+    assert status == 0, err
+    lines = out.splitlines()
+    o = lines.index(
+        "  O: axial force NOT unique, transverse force e1 unique, transverse force e2 "
+        "unique, bending moment e1 unique, bending moment e2 NOT unique"
+    )
+    assert lines[o + 1] == (
+        "     frame: e0 = (+0.0000, +1.0000, +0.0000)  e1 = (+1.0000, +0.0000, +0.0000)  "
+        "e2 = (+0.0000, +0.0000, -1.0000)"
+    )
+    d = lines.index("  D: force e0 unique, force e1 NOT unique, force e2 unique")
+    assert lines[d + 1].endswith("e2 = (+0.0000, +0.0000, +1.0000)")
+    status, out, err = _cli("analyze", FOUR_BAR_MJCF, "--json")
+    assert status == 0, err
+    result = json.loads(out)
+    for name, entry in result["pairs"].items():
+        frame = entry.pop("frame")
+        assert set(frame) == {"e0", "e1", "e2"}, name
+        if name != "D":
+            assert frame["e0"] == [0.0, 1.0, 0.0], name
+    assert result["pairs"]["D"] == {
+        "kind": "spherical",
+        "rows": [16, 17, 18],
+        "unique": False,
+        "multipliers_unique": False,
+        "b_norm": result["pairs"]["D"]["b_norm"],
+        "row_unique": [True, False, True],
+        "components": {"force e0": True, "force e1": False, "force e2": True},
+    }
+
+
+def test_report_to_dict_keeps_its_keys_and_planar_pairs_have_no_frame():
+    mech = models.four_bar()
+    model, state = mech.build(), mech.initial_state()
+    report = rx.analyze_solvability(model, state.q)
+    plain = report.to_dict()
+    framed = report.to_dict(joint_frames(model, state.q))
+    assert {name: {**e, "frame": None} for name, e in plain["pairs"].items()} == framed["pairs"]
+    assert {k: v for k, v in framed.items() if k != "pairs"} == {
+        k: v for k, v in plain.items() if k != "pairs"
+    }
+    assert str(report) == report.table()

@@ -169,8 +169,28 @@ class SolvabilityReport(eqx.Module):
             )
         return bool(self.unique[self.names.index(name)])
 
-    def to_dict(self) -> dict:
-        """The JSON contract of DESIGN.md §7 (rows 1-based)."""
+    def to_dict(self, frames: Mapping[str, ArrayLike] | None = None) -> dict:
+        """The JSON contract of the command line (rows 1-based; configs/README.md).
+
+        With `frames` (the [`joint_frames`][] at the analysed configuration), every
+        pair also gets a key `"frame"`: `{"e0": [x, y, z], "e1": ..., "e2": ...}`,
+        the axes its components ("bending moment e1") refer to, or `None` for a pair
+        without a joint frame (planar pairs, whose component labels name their
+        directions: "force x", "normal force on body_j along n"). Every other key
+        is the same with or without it.
+        """
+        out = self._dict()
+        if frames is not None:
+            for name, entry in out["pairs"].items():
+                frame = frames.get(name)
+                entry["frame"] = (
+                    None
+                    if frame is None
+                    else {f"e{k}": [_tidy(x) for x in np.asarray(frame)[k]] for k in range(3)}
+                )
+        return out
+
+    def _dict(self) -> dict:
         return {
             "n": self.n,
             "m": self.m,
@@ -200,6 +220,13 @@ class SolvabilityReport(eqx.Module):
         }
 
     def __str__(self) -> str:
+        return self.table()
+
+    def table(self, frames: Mapping[str, ArrayLike] | None = None) -> str:
+        """The readable table of `str(report)`; with `frames` (the
+        [`joint_frames`][] at the analysed configuration) each spatial pair's
+        component verdicts are listed with the axes e0, e1, e2 they refer to."""
+        frames = {} if frames is None else frames
         d = self.to_dict()
         width = max([14] + [len(",".join(map(str, e["rows"]))) + 2 for e in d["pairs"].values()])
         lines = [
@@ -225,18 +252,83 @@ class SolvabilityReport(eqx.Module):
         mixed = [
             (name, e)
             for name, e in d["pairs"].items()
-            if e["kind"] != "group" and 0 < sum(e["components"].values()) < len(e["rows"])
+            if e["kind"] != "group"
+            and name not in frames
+            and 0 < sum(e["components"].values()) < len(e["rows"])
         ]
         if mixed:
             lines.append("")
             lines.append("components of pairs whose reaction is partly unique:")
             for name, e in mixed:
-                parts = ", ".join(
-                    f"{label} {'unique' if u else 'NOT unique'}"
-                    for label, u in e["components"].items()
+                lines.append(f"  {name}: {_verdicts(e)}")
+        framed = [(name, e) for name, e in d["pairs"].items() if name in frames]
+        if framed:
+            lines += [
+                "",
+                "components of the spatial pairs and their joint frames (e0, e1, e2: unit "
+                "axes in global coordinates at this configuration, fixed on the pair's "
+                "second body; a component is the force along, or the moment about, the "
+                "axis it names, on the pair's first body):",
+            ]
+            for name, e in framed:
+                frame = np.asarray(frames[name])
+                axes = "  ".join(
+                    f"e{k} = ({', '.join(f'{_tidy(x):+.4f}' for x in frame[k])})"
+                    for k in range(3)
                 )
-                lines.append(f"  {name}: {parts}")
+                lines.append(f"  {name}: {_verdicts(e)}")
+                lines.append(f"  {' ' * len(name)}  frame: {axes}")
         return "\n".join(lines)
+
+
+def _verdicts(entry: dict) -> str:
+    return ", ".join(
+        f"{label} {'unique' if u else 'NOT unique'}" for label, u in entry["components"].items()
+    )
+
+
+def _tidy(x) -> float:
+    """A frame component for printing: round-off below 1e-12 read as 0 (no "-0")."""
+    return round(float(x), 12) + 0.0
+
+
+def joint_frames(model: Model, q: ArrayLike) -> dict[str, np.ndarray]:
+    """The joint frame of every spatial pair at the configuration `q` (concrete).
+
+    A spatial pair's reaction components ("transverse force e1", "bending moment
+    e2") are the force along, or the moment about, the axes of its joint frame
+    fixed on the pair's second body (body j; the ground's frame is the global
+    one), acting on its first body.
+
+    **Arguments:**
+
+    - `model`: the mechanism; `q`: its coordinates, shape `(nq,)`.
+
+    **Returns:** `{pair name: (3, 3) array}` whose rows are e0, e1, e2 in global
+    coordinates, for the pairs that have a joint frame (spatial joints and
+    drivers), in model order; empty for a planar mechanism.
+    """
+    from ._assembly import _coords
+    from ._bodies import axes
+
+    check_vector(q, model.n_coordinates, "q", "joint_frames")
+    found: dict[int, np.ndarray] = {}
+    Q = None
+    for group in model.holonomic:
+        frame_j = getattr(group, "frame_j", None)
+        if frame_j is None:
+            continue
+        if Q is None:
+            Q = _coords(model, jnp.asarray(q, dtype=float))
+        bodies, rows = np.asarray(group.bodies), np.asarray(group.rows)
+        for k in range(rows.shape[0]):
+            X = axes(Q[int(bodies[k, 1])])  # body j's axes, as columns
+            found[int(rows[k, 0])] = np.asarray(X @ frame_j[k].T).T
+    return {
+        pair.name: found[pair.rows[0]]
+        for pair in model.pairs
+        if pair.rows and pair.rows[0] in found
+    }
 
 
 def solvability_report(structure: Structure) -> SolvabilityReport:

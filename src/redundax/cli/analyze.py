@@ -5,6 +5,7 @@ import json
 
 from .. import Model, ModelError, SolvabilityReport, State, analyze_solvability
 from .._closure import ClosureReport, closure_report
+from .._solvability import joint_frames
 from ..io.config import MUJOCO_SUFFIXES, load_config
 from ..joint_coordinates import (
     JointUniquenessReport,
@@ -47,8 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print one JSON object instead of the table: n, m, h, rank, redundancy, dof "
         "and, for every pair, its rows (1-based), whether its reaction and its multipliers "
-        "are unique, the norm of B_X, and whether each labelled reaction component is "
-        "unique",
+        "are unique, the norm of B_X, whether each labelled reaction component is "
+        "unique, and the joint frame its components refer to: "
+        '"frame": {"e0", "e1", "e2"} in global coordinates at the configuration '
+        "analysed (spatial pairs; null for a planar pair, whose component labels name "
+        "their directions: global x, y or the pair's own normal)",
     )
     parser.add_argument(
         "--coordinates",
@@ -143,12 +147,15 @@ def run(args: argparse.Namespace) -> int:
     closures = None
     if config.path.suffix.lower() in MUJOCO_SUFFIXES:
         closures = _closures(config.model, state.q, state.t, args.rtol)
+    # The axes that the spatial pairs' components ("bending moment e1") refer to
+    # (none for a planar mechanism: its labels name their directions).
+    frames = joint_frames(config.model, state.q)
     if args.json:
         extra = {} if closures is None else {"closures": closures.to_dict()}
         print(
             json.dumps(
                 {
-                    **report.to_dict(),
+                    **report.to_dict(frames),
                     "dim": config.dim,
                     **_initial_keys(config, correction),
                     **extra,
@@ -157,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(_heading(config, correction))
-        print(report)
+        print(report.table(frames))
         legend = _component_legend(config.model)
         if legend:
             print("\n" + "\n".join(legend))
