@@ -127,6 +127,35 @@ class Trajectory(eqx.Module):
         """The saved state number `k`."""
         return State(self.ts[k], self.q[k], self.qd[k])
 
+    def until_valid(self) -> "Trajectory":
+        """The trajectory cut after its last valid saved state (host-side, on
+        concrete values): the part of a run that is the mechanism's motion. Itself
+        when every saved state is valid or none is judged."""
+        if self.valid is None:
+            return self
+        valid = np.asarray(self.valid)
+        if np.all(valid):
+            return self
+        k = int(np.argmin(valid))  # the first invalid state
+        return eqx.tree_at(
+            lambda t: (
+                t.ts, t.q, t.qd, t.position_violation, t.velocity_violation, t.energy, t.valid
+            ),
+            self,
+            tuple(
+                x[:k]
+                for x in (
+                    self.ts,
+                    self.q,
+                    self.qd,
+                    self.position_violation,
+                    self.velocity_violation,
+                    self.energy,
+                    self.valid,
+                )
+            ),
+        )
+
     @property
     def left_constraints(self) -> Bool[Array, ""]:
         """Whether the motion left its constraints somewhere (False where not
@@ -784,10 +813,14 @@ def _error_if_left(trajectory: Trajectory) -> Trajectory:
     return eqx.tree_at(lambda t: t.ts, trajectory, ts)
 
 
-def constraints_left_error(trajectory: Trajectory, what: str = "simulate") -> ConstraintsLeftError:
+def constraints_left_error(
+    trajectory: Trajectory,
+    what: str = "simulate",
+    hint: str = " (throw=False returns the trajectory with Trajectory.valid)",
+) -> ConstraintsLeftError:
     """The [`ConstraintsLeftError`][] of a (concrete) trajectory that left its
     constraints: the time, the violation, the tolerance, and the last saved time
-    on them."""
+    on them; `what` starts the message, `hint` ends it."""
     valid = np.asarray(trajectory.valid)
     ts = np.asarray(trajectory.ts)
     t = float(trajectory.left_at)
@@ -806,8 +839,7 @@ def constraints_left_error(trajectory: Trajectory, what: str = "simulate") -> Co
         f"promises){since}. The mechanism cannot follow the prescribed motion from there: "
         f"a driver moved out of the workspace or past the end of a joint's travel, or the "
         f"motion went through a singular configuration onto no branch. Check the drivers' "
-        f"motions; nothing after that time is the mechanism's motion "
-        f"(throw=False returns the trajectory with Trajectory.valid)",
+        f"motions; nothing after that time is the mechanism's motion{hint}",
         t,
         value,
         tolerance,

@@ -14,8 +14,11 @@ def integration_failure(
     config: Config, options: SimulationOptions, trajectory, q, qd
 ) -> RuntimeError | None:
     """The error to report when the integration did not reach t_final (its result
-    code, or non-finite saved states `q`, `qd`); None when it did. Raises
-    `ModelError` when the energy overflows (the model's units)."""
+    code, or non-finite saved states `q`, `qd`); None when it did, or when it
+    stopped because the motion left its constraints (see [`validity_keys`][]).
+    Raises `ModelError` when the energy overflows (the model's units)."""
+    if bool(getattr(trajectory, "left_constraints", False)):
+        return None
     if trajectory.result == diffrax.RESULTS.max_steps_reached:
         return RuntimeError(
             f"{config.path}: the integrator took [simulation] max_steps = "
@@ -74,4 +77,24 @@ def motion_keys(config: Config, trajectory, q, qd, correction) -> dict[str, Any]
         "energy_error": float(np.max(np.abs(energy - energy[0]))) if conservative else None,
         "rheonomic": list(config.rheonomic),
         "nonconservative": list(config.nonconservative),
+    }
+
+
+def validity_keys(trajectory, error) -> dict[str, Any]:
+    """The summary's keys on whether the run is the mechanism's motion: `valid`,
+    `valid_until` (the last saved time on the constraints, or null),
+    `left_constraints_at` and `left_violation` (null for a valid run). `error`:
+    the run's `ConstraintsLeftError`, or None when it is valid."""
+    if error is None:
+        return {
+            "valid": True,
+            "valid_until": float(np.asarray(trajectory.ts)[-1]),
+            "left_constraints_at": None,
+            "left_violation": None,
+        }
+    return {
+        "valid": False,
+        "valid_until": error.valid_until,
+        "left_constraints_at": error.t,
+        "left_violation": error.violation,
     }

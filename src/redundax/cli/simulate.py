@@ -25,7 +25,7 @@ from .. import (
     singularity_report,
 )
 from .._reactions import MEMORY_BUDGET, chunk_size
-from .._simulate import SingularPassageWarning
+from .._simulate import SingularPassageWarning, constraints_left_error
 from .._singularity import SingularityReport
 from ..io.config import Config, SimulationOptions, load_config
 from ..io.results import check_output, component_labels, write_run
@@ -45,7 +45,7 @@ from ._common import (
 )
 from ._initial import _start, check_projected
 from ._programs import cached_call
-from ._run_summary import integration_failure, motion_keys
+from ._run_summary import integration_failure, motion_keys, validity_keys
 
 SUMMARY = "forward dynamics: motion, constraint drift, energy, reactions over time"
 DESCRIPTION = (
@@ -351,6 +351,16 @@ def _integrate(
     if failure is not None:
         _report(failure)
         return EXIT_FAILURE
+    left = None
+    if bool(trajectory.left_constraints):
+        left = constraints_left_error(trajectory, str(config.path), hint="")
+    if left is not None:
+        # What follows is about the part of the run that is the mechanism's motion;
+        # no reaction is claimed unique for a run that left its constraints.
+        trajectory = trajectory.until_valid()
+        if trajectory.ts.shape[0] < 2:
+            _report(left)
+            return EXIT_FAILURE
     elapsed = time.perf_counter() - start
     _progress(f"integrated in {elapsed:.1f} s, {int(trajectory.num_steps)} steps")
     status.text = f"integrated ({int(trajectory.num_steps)} steps)"
@@ -367,9 +377,9 @@ def _integrate(
     # Every verdict comes from the Structure the motion was simulated with (decided
     # once, at the initial state): the JSON, the reactions and the run file agree.
     structure = trajectory.structure
-    stable = np.asarray(structure.stable_unique)
+    stable = np.asarray(structure.stable_unique) & (left is None)
     unique = {name: bool(stable[g]) for g, name in enumerate(config.model.pair_names)}
-    row_unique = np.asarray(structure.stable_row_unique)
+    row_unique = np.asarray(structure.stable_row_unique) & (left is None)
     components = {
         pair.name: {
             label: bool(row_unique[r])
@@ -397,11 +407,19 @@ def _integrate(
                 **options.choices,
                 "t_final": float(trajectory.ts[-1]),
                 **_singular_keys(singular),
+                **validity_keys(trajectory, left),
             },
             force=args.force,
         )
         _progress(f"wrote {out}")
     summary = _summary(config, options, trajectory, unique, components, singular, out)
+    summary.update(validity_keys(trajectory, left))
+    if left is not None:
+        # One line on the error stream; with --json the object too (valid: false).
+        if args.json:
+            _finish(args, summary, start)
+        _report(left)
+        return EXIT_FAILURE
     return _finish(args, summary, start)
 
 
