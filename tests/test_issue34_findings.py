@@ -301,3 +301,80 @@ def test_report_to_dict_keeps_its_keys_and_planar_pairs_have_no_frame():
         k: v for k, v in plain.items() if k != "pairs"
     }
     assert str(report) == report.table()
+
+
+# --- finding 4: ReactionImpulse.value, and no functional of a run off its constraints ---
+
+G = 9.81  # models.pendulum's gravity [m/s²]
+# A pendulum hanging at rest (Baumgarte-free, projected) holds m g in O to round-off.
+TOL_HANGING = 1e-9
+
+
+@pytest.fixture(scope="module")
+def hanging():
+    """A 2 kg pendulum hanging straight down at rest for 1.5 s: the pin O holds the bob
+    with the constant force (0, m g), so ∫ F dt = (0, m g T)."""
+    mech = models.pendulum(mass=2.0, angle=math.pi / 2)
+    model, state0 = mech.build(), mech.initial_state()
+    traj = rx.simulate(model, state0, 1.5, n_save=16, rtol=1e-10, atol=1e-12)
+    return model, traj
+
+
+def test_reaction_impulse_value_is_the_magnitude_of_the_peak_quantity_integrated(hanging):
+    """Issue 34 finding 4: `ReactionImpulse` had no `.value` while `PeakReaction` has.
+    Both measure the force of the pair on its first moving body (or one component):
+    the peak m g, the impulse m g T."""
+    model, traj = hanging
+    assert bool(np.all(traj.valid))
+    weight, duration = 2.0 * G, 1.5
+    peak = rx.peak_reaction(model, traj, pair="O")
+    impulse = rx.reaction_impulse(model, traj, pair="O")
+    np.testing.assert_allclose(float(peak.value), weight, rtol=TOL_HANGING)
+    np.testing.assert_allclose(float(impulse.value), weight * duration, rtol=TOL_HANGING)
+    np.testing.assert_allclose(
+        np.asarray(impulse.wrench[0, :2]), [0.0, weight * duration], atol=TOL_HANGING * weight
+    )
+    y = rx.reaction_impulse(model, traj, pair="O", component="force y")
+    assert y.components.shape == (1,)
+    np.testing.assert_allclose(float(y.value), abs(float(y.components[0])), rtol=TOL_EXACT)
+    np.testing.assert_allclose(float(y.value), weight * duration, rtol=TOL_HANGING)
+    # Differentiable: d|J|/dm = g T through the simulation's parameters' solve.
+    import equinox as eqx
+
+    def value(mass):
+        m = eqx.tree_at(lambda m: m.bodies.mass, model, model.bodies.mass.at[0].set(mass))
+        return rx.reaction_impulse(m, traj, pair="O", stabilisation=None).value
+
+    np.testing.assert_allclose(float(jax.grad(value)(2.0)), G * duration, rtol=TOL_HANGING)
+
+
+def test_reaction_functionals_refuse_a_trajectory_off_its_constraints(hanging):
+    """Issue 34 item 1: with `Trajectory.valid` False from a saved time on, each
+    functional raises ConstraintsLeftError naming that time; under a trace it
+    computes (the run's own `valid` carries the failure)."""
+    import equinox as eqx
+
+    model, traj = hanging
+    valid = np.ones(traj.ts.shape, dtype=bool)
+    valid[9:] = False
+    off = eqx.tree_at(lambda t: t.valid, traj, jax.numpy.asarray(valid))
+    first = float(traj.ts[9])
+    for what, call in (
+        ("peak_reaction", lambda t: rx.peak_reaction(model, t, pair="O")),
+        ("reaction_impulse", lambda t: rx.reaction_impulse(model, t, pair="O")),
+        ("pair_reaction_history", lambda t: rx.pair_reaction_history(model, t, pair="O")),
+    ):
+        with pytest.raises(rx.ConstraintsLeftError) as caught:
+            call(off)
+        message = str(caught.value)
+        assert message.startswith(f"{what}: pair 'O': the trajectory left its constraints")
+        assert f"the first saved time off them is t = {first:.6g} s" in message
+        assert "False at 7 of 16 saved times" in message
+        assert f"on them until t = {float(traj.ts[8]):.6g} s" in message
+        assert caught.value.t == first and caught.value.valid_until == float(traj.ts[8])
+    # Not judged (a hand-built trajectory): computed.
+    unjudged = eqx.tree_at(lambda t: t.valid, traj, None, is_leaf=lambda x: x is None)
+    assert float(rx.reaction_impulse(model, unjudged, pair="O").value) > 0.0
+    # Under a trace: computed, no host-side refusal.
+    traced = eqx.filter_jit(lambda t: rx.reaction_impulse(model, t, pair="O").value)(off)
+    np.testing.assert_allclose(float(traced), 2.0 * G * 1.5, rtol=TOL_HANGING)

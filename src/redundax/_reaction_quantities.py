@@ -11,6 +11,13 @@ when the mechanism's [`Structure`][] is known on the host (the usual case: it is
 decided once, before any `jax.jit` or `jax.grad`), and by `eqx.error_if` (a runtime
 error) when the structure itself is traced. The verdicts are the structure's
 `stable_unique` / `stable_row_unique`: decided once for the whole motion.
+
+A trajectory that left its constraints (`Trajectory.valid` False at some saved
+time: a driver moved out of the workspace) has no reactions there, unique or not:
+the functionals of a trajectory refuse it with a [`ConstraintsLeftError`][]
+naming the first saved time off them, where `valid` is concrete. Under a trace
+(`jax.jit`, `jax.grad`, the optimiser) they compute as usual, and the run's own
+`valid` and `result` carry the failure (the optimiser rejects such a design).
 """
 
 import equinox as eqx
@@ -28,6 +35,7 @@ from ._solve import solve_terms
 from ._structure import Structure, decide
 from ._types import Scalar
 from ._validation import host_values
+from ._validity import ConstraintsLeftError
 from .methods import AbstractRedundancyMethod, NullSpace, specialise
 
 PEAK_ORDER = 32.0
@@ -83,11 +91,18 @@ class ReactionImpulse(eqx.Module):
     """Time integral of a pair's reaction over a trajectory (trapezoid rule over
     the saved states).
 
+    - `value`: the magnitude of the impulse of the quantity [`PeakReaction`][]`.value`
+      measures: |∫ F dt| of the force F of the pair on its first moving body
+      [N s], or, with a `component`, |∫ (−λ_k) dt| [N s or N m s]; ≥ 0, and
+      differentiable wherever it is not 0. The scalar to optimise (as the
+      optimiser's reaction-impulse objective does). For a constant reaction it
+      is the `PeakReaction.value` times the duration.
     - `wrench`: ∫ wrench dt on every moving body, shape `(nb, ws)` [N s, N m s].
     - `components`: ∫ (−λ_k) dt of the selected components, shape `(k,)`.
     - `unique`: whether a rigid model determines the reaction at every saved state.
     """
 
+    value: Float[Array, ""]
     wrench: Float[Array, "nb ws"]
     components: Float[Array, " k"]
     unique: Bool[Array, ""]
@@ -292,6 +307,42 @@ def pair_reaction(
     )
 
 
+def _refuse_if_left(trajectory: Trajectory, what: str, pair: str) -> None:
+    """Raise [`ConstraintsLeftError`][] when the trajectory's `valid` flags are
+    concrete and some saved time is off the constraints (None: not judged; traced:
+    the run's own `valid` and `result` say it)."""
+    flags = getattr(trajectory, "valid", None)
+    known = None if flags is None else host_values(flags)
+    if known is None:
+        return
+    valid = np.asarray(known[0], dtype=bool).reshape(-1)
+    if valid.all():
+        return
+    ts = np.asarray(trajectory.ts)
+    k = int(np.argmin(valid))
+    t = float(ts[k])
+    violation = float(np.asarray(trajectory.position_violation)[k])
+    tolerances = getattr(trajectory, "tolerances", None)
+    tolerance = float("nan")
+    if tolerances is not None and host_values(tolerances.saved) is not None:
+        tolerance = float(tolerances.saved)
+    valid_until = float(ts[k - 1]) if k > 0 else None
+    above = "" if np.isnan(tolerance) else f", above the tolerance {tolerance:.3g}"
+    since = "" if valid_until is None else f"; it was on them until t = {valid_until:.6g} s"
+    raise ConstraintsLeftError(
+        f"{what}: pair {pair!r}: the trajectory left its constraints: the first saved "
+        f"time off them is t = {t:.6g} s (max |Φ| = {violation:.3g}{above}; "
+        f"Trajectory.valid is False at {int((~valid).sum())} of {valid.size} saved "
+        f"times{since}). There the state is no configuration of the mechanism, and no "
+        "reaction is its reaction, unique or not. Simulate a motion the mechanism can "
+        f"follow (check the drivers' motions), or end the run before t = {t:.6g} s",
+        t,
+        violation,
+        tolerance,
+        valid_until,
+    )
+
+
 def pair_reaction_history(
     model: Model,
     trajectory: Trajectory,
@@ -313,8 +364,19 @@ def pair_reaction_history(
     unique.
 
     **Returns:** a [`PairReaction`][] whose array fields carry a leading time axis.
+
+    **Raises:** as [`pair_reaction`][]; [`ConstraintsLeftError`][] naming the first
+    saved time off the constraints when `trajectory.valid` is concrete and False
+    somewhere (under a trace the run's `valid` says it instead).
     """
+    what = "pair_reaction_history"
+    return _history(model, trajectory, what, pair, component, method, stabilisation, structure)
+
+
+def _history(model, trajectory, what, pair, component, method, stabilisation, structure):
+    """[`pair_reaction_history`][] for the function `what` (named in its errors)."""
     rows, labels = _selection(model, pair, component)
+    _refuse_if_left(trajectory, what, pair)
     if structure is None:
         structure = trajectory.structure
     guarded = method is None
@@ -389,18 +451,14 @@ def peak_reaction(
     `magnitude`, `unique`).
 
     **Raises:** as [`pair_reaction`][] when `method` is None and the reaction is
-    not unique at some saved state; `ValueError` if `order` < 2.
+    not unique at some saved state; `ValueError` if `order` < 2;
+    [`ConstraintsLeftError`][] (a `RuntimeError`) naming the first saved time off
+    the constraints when `trajectory.valid` is concrete and False somewhere.
     """
     if not order >= 2.0:
         raise ValueError(f"peak_reaction: order must be ≥ 2 (got {order})")
-    history = pair_reaction_history(
-        model,
-        trajectory,
-        pair=pair,
-        component=component,
-        method=method,
-        stabilisation=stabilisation,
-        structure=structure,
+    history = _history(
+        model, trajectory, "peak_reaction", pair, component, method, stabilisation, structure
     )
     if component is None:
         force = history.wrench[:, first_moving_body(model, pair), : model.dim]
@@ -442,25 +500,30 @@ def reaction_impulse(
 
     **Arguments:** as [`pair_reaction_history`][].
 
-    **Returns:** a [`ReactionImpulse`][] (`wrench` (nb, ws), `components` (k,),
+    **Returns:** a [`ReactionImpulse`][] (`value`: the magnitude of the impulse
+    of the force on the pair's first moving body, or of the `component`, as
+    [`peak_reaction`][] measures its peak; `wrench` (nb, ws), `components` (k,),
     `unique`).
 
     **Raises:** as [`pair_reaction`][] when `method` is None and the reaction is
-    not unique at some saved state.
+    not unique at some saved state; [`ConstraintsLeftError`][] (a `RuntimeError`)
+    naming the first saved time off the constraints when `trajectory.valid` is
+    concrete and False somewhere.
     """
-    history = pair_reaction_history(
-        model,
-        trajectory,
-        pair=pair,
-        component=component,
-        method=method,
-        stabilisation=stabilisation,
-        structure=structure,
+    history = _history(
+        model, trajectory, "reaction_impulse", pair, component, method, stabilisation, structure
     )
     w = _trapezoid_weights(trajectory.ts)
+    wrench = jnp.einsum("t,tbw->bw", w, history.wrench)
+    components = jnp.einsum("t,tk->k", w, history.components)
+    if component is None:
+        vector = wrench[first_moving_body(model, pair), : model.dim]
+    else:
+        vector = components
     return ReactionImpulse(
-        wrench=jnp.einsum("t,tbw->bw", w, history.wrench),
-        components=jnp.einsum("t,tk->k", w, history.components),
+        value=_safe_sqrt(jnp.sum(vector**2)),
+        wrench=wrench,
+        components=components,
         unique=jnp.all(history.unique),
     )
 
