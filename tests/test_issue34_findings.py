@@ -8,9 +8,12 @@ import contextlib
 import io
 import json
 import math
+import re
 from pathlib import Path
 
+import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -339,8 +342,6 @@ def test_reaction_impulse_value_is_the_magnitude_of_the_peak_quantity_integrated
     np.testing.assert_allclose(float(y.value), abs(float(y.components[0])), rtol=TOL_EXACT)
     np.testing.assert_allclose(float(y.value), weight * duration, rtol=TOL_HANGING)
     # Differentiable: d|J|/dm = g T through the simulation's parameters' solve.
-    import equinox as eqx
-
     def value(mass):
         m = eqx.tree_at(lambda m: m.bodies.mass, model, model.bodies.mass.at[0].set(mass))
         return rx.reaction_impulse(m, traj, pair="O", stabilisation=None).value
@@ -352,12 +353,10 @@ def test_reaction_functionals_refuse_a_trajectory_off_its_constraints(hanging):
     """Issue 34 item 1: with `Trajectory.valid` False from a saved time on, each
     functional raises ConstraintsLeftError naming that time; under a trace it
     computes (the run's own `valid` carries the failure)."""
-    import equinox as eqx
-
     model, traj = hanging
     valid = np.ones(traj.ts.shape, dtype=bool)
     valid[9:] = False
-    off = eqx.tree_at(lambda t: t.valid, traj, jax.numpy.asarray(valid))
+    off = eqx.tree_at(lambda t: t.valid, traj, jnp.asarray(valid))
     first = float(traj.ts[9])
     for what, call in (
         ("peak_reaction", lambda t: rx.peak_reaction(model, t, pair="O")),
@@ -378,3 +377,55 @@ def test_reaction_functionals_refuse_a_trajectory_off_its_constraints(hanging):
     # Under a trace: computed, no host-side refusal.
     traced = eqx.filter_jit(lambda t: rx.reaction_impulse(model, t, pair="O").value)(off)
     np.testing.assert_allclose(float(traced), 2.0 * G * 1.5, rtol=TOL_HANGING)
+
+
+# --- finding 5: configs/README.md is self-contained and lists every shipped file ---
+
+ROOT = CONFIGS.parent
+# Extensions of the files a reference can name (outputs such as run.npz are not files
+# of the repository).
+_REFERENCED = ("md", "py", "toml", "xml", "urdf", "ipynb", "mjcf")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)
+    return {_slug(h) for h in re.findall(r"^#+ (.+)$", text, flags=re.M)}
+
+
+def test_configs_readme_lists_every_shipped_file_and_references_nothing_outside():
+    """Issue 34 finding 5: configs/README.md cited DESIGN.md, which lives outside the
+    repository, and listed 4 of the files in configs/."""
+    readme = CONFIGS / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    shipped = sorted(
+        p.relative_to(CONFIGS).as_posix()
+        for p in CONFIGS.rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    )
+    assert len(shipped) >= 14  # 7 TOML files, 6 MJCF/URDF files and this README
+    unlisted = [name for name in shipped if f"| `{name}` |" not in text]
+    assert not unlisted, f"configs/README.md: add a row '| `NAME` | ... |' for {unlisted}"
+    # Nothing outside the repository: no DESIGN.md, no path above it.
+    for outside in ("DESIGN", "shared/", "../.."):
+        assert outside not in text, outside
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if target.startswith(("http://", "https://")):
+            continue
+        path, _, anchor = target.partition("#")
+        where = (CONFIGS / path).resolve() if path else readme
+        assert where.is_file() and where.is_relative_to(ROOT), target
+        if anchor:
+            assert anchor in _anchors(where), f"{target}: no such heading"
+    names = re.findall(r"[\w./-]+\.(?:" + "|".join(_REFERENCED) + r")\b", prose)
+    for name in names:
+        if Path(name).stem.isupper():  # a placeholder: FILE.xml
+            continue
+        found = [base / name for base in (CONFIGS, CONFIGS / "mjcf", ROOT)]
+        assert any(p.is_file() and p.resolve().is_relative_to(ROOT) for p in found), name
