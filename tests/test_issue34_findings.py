@@ -429,3 +429,14 @@ def test_configs_readme_lists_every_shipped_file_and_references_nothing_outside(
             continue
         found = [base / name for base in (CONFIGS, CONFIGS / "mjcf", ROOT)]
         assert any(p.is_file() and p.resolve().is_relative_to(ROOT) for p in found), name
+
+
+def test_models_docstrings_cite_nothing_outside_the_repository():
+    """The builders' docstrings named DESIGN.md (outside the repository) for the
+    robot and Bricard; they name the shipped configuration files instead."""
+    source = Path(models.__file__).read_text(encoding="utf-8")
+    assert "DESIGN" not in source
+    assert "configs/mobile_robot.toml" in models.mobile_robot.__doc__
+    assert "configs/bricard.toml" in models.bricard.__doc__
+    for name in re.findall(r"configs/[\w./]+\.toml", source):
+        assert (ROOT / name).is_file(), name

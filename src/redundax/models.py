@@ -33,7 +33,7 @@ def mobile_robot_steering(amplitude: float = 0.02, offset: float | None = None) 
 
 def mobile_robot(steering: AbstractMotion | None = None, speed: float = 0.1) -> Mechanism:
     """The four-wheel mobile robot with a one-wheel trolley of Wojtyra & Frączek
-    (2013, §4; DESIGN.md §6): 7 bodies, n = 21, 8 joints, a driver and 5 knife
+    (2013, §4; configs/mobile_robot.toml): 7 bodies, n = 21, 8 joints, a driver and 5 knife
     edges, 22 rows of C in the paper's order, p = 2.
 
     Bodies: `platform` (1), `wheel_left` (2), `wheel_right` (3), `link_left` (4),
@@ -337,13 +337,13 @@ BRICARD_JOINTS = (
     ((0.0, 0.0, 1.0), (1.0, 0.0, 0.0)),
 )
 """Joint points [m] and axes of Bricard's mechanism in the square configuration
-(IFToMM benchmark A04; DESIGN.md §8)."""
+(IFToMM benchmark A04; configs/bricard.toml)."""
 
 
 def bricard(
     length: float = 1.0, mass: float = 1.0, side: float = 0.1, g: float = 9.81
 ) -> Mechanism:
-    """Bricard's mechanism, IFToMM multibody benchmark A04 (DESIGN.md §8; seed 001).
+    """Bricard's mechanism, IFToMM multibody benchmark A04 (configs/bricard.toml).
 
     Five rods `rod1`…`rod5` (length `length` [m], mass `mass` [kg], square
     cross-section `side` × `side` [m], solid-box inertia), each from joint point
