@@ -354,7 +354,11 @@ def test_a_variant_the_nominal_path_does_not_suit_is_flagged(tmp_path):
     )
     out = sw.Evaluator(sweep)(np.concatenate([sweep.nominal()[None, :], sweep.table()]))
     np.testing.assert_array_equal(out["path_accurate"], [True, True, False])
-    assert np.all(out["success"])
+    # The wrong path's projection cannot keep the variant on its constraints: its
+    # run stops where it leaves them (it reached t_final before the validity check,
+    # a silent wrong answer but for `path_accurate`).
+    np.testing.assert_array_equal(out["left_constraints"], [False, False, True])
+    np.testing.assert_array_equal(out["success"], [True, True, False])
     for inertia, bound in zip(inertias, (1e-5, None), strict=True):
         variant = _with_body(mech, "coupler1", inertia=inertia)
         m, s = variant.build(), variant.initial_state()
@@ -375,6 +379,7 @@ def test_a_variant_the_nominal_path_does_not_suit_is_flagged(tmp_path):
         (sw.run_sweep(sweep, tmp_path / "out").parent / "summary.json").read_text()
     )
     assert summary["changed"]["inaccurate_path"] == [1]
+    assert summary["changed"]["off_constraints"] == [1] and summary["changed"]["failed"] == []
 
 
 def test_an_elimination_whose_rows_do_not_span_a_variant_is_flagged(robot):
@@ -519,29 +524,58 @@ def test_initial_velocity_of_a_mechanism_at_rest_is_not_sweepable(tmp_path, caps
     assert status == 0 and "initial.speed" in out and "initial.velocity_scale" in out
 
 
-def test_a_variant_that_reaches_t_final_off_its_constraints_is_flagged(robot):
-    """The robot's steering driven past its singular configuration (amplitude
-    0.11–0.115 m, configs/sweep_mobile_robot.toml) reaches 10 s with the integrator
-    reporting success, a constraint violation of 0.21–0.70 and rank C 21: flagged
-    under `changed/off_constraints` (and `any`), as is a rank that rises alone;
-    a drift of 1e-7 (a looser run) is not."""
+def test_a_variant_that_leaves_its_constraints_is_flagged_and_its_run_stops(robot):
+    """The robot's steering driven past the end of its travel (amplitude 0.115 m
+    instead of 0.02 m, as in configs/sweep_mobile_robot.toml) has no motion on its
+    constraints after about 1.29 s: the variant's run stops there (`left_at`), is
+    flagged under `changed/off_constraints` and in `any` — not as a success, and not
+    under `failed` — while the nominal amplitude and a small one are not flagged.
+    Compared with a single `rx.simulate` of the same variant (a second run)."""
+    _, model, state = robot
+    parameters = (sw.Parameter("pairs.drive.motion.amplitude", values=(0.01, 0.115)),)
+    options = SimulationOptions(t_final=1.5)
+    sweep = sw.Sweep(model, state, parameters, analyze=False, simulate=True, simulation=options)
+    table = sweep.table()
+    data = sw.Evaluator(sweep)(table)
+    assert data["left_constraints"].tolist() == [False, True]
+    assert data["success"].tolist() == [True, False]
+    mech = models.mobile_robot(models.mobile_robot_steering(0.115))
+    single = rx.simulate(mech.build(), mech.initial_state(), 1.5, throw=False)
+    assert bool(single.left_constraints)
+    # Found at a step end: the batched program's steps differ from the single run's
+    # by round-off, so the two step ends differ by a small part of a step.
+    assert data["left_at"][1] == pytest.approx(float(single.left_at), abs=1e-3)
+    assert 1.0 < data["left_at"][1] < 1.5 and np.isnan(data["left_at"][0])
+    nominal = {key: value[0] for key, value in data.items()}
+    masks = sw._store._changes(sweep, nominal, data)
+    assert masks["off_constraints"].tolist() == [False, True]
+    assert masks["failed"].tolist() == [False, False]
+    assert masks["any"].tolist() == [False, True]
+
+
+def test_the_masks_read_the_validity_criterion_not_the_rank(robot):
+    """`changed/off_constraints` is the runs' own validity verdict; a rank that rose
+    (which Bricard's geometric redundancy shows off the manifold by 1e-8) flags
+    nothing by itself, and a run that stopped for another reason is `failed`."""
     _, model, state = robot
     parameters = (sw.Parameter("pairs.drive.motion.amplitude", values=(0.02, 0.115)),)
     simulation = SimulationOptions(t_final=0.2)
     sweep = sw.Sweep(model, state, parameters, analyze=False, simulate=True, simulation=simulation)
     nominal = {"max_constraint_violation": np.float64(4e-9)}
     data = {
-        "consistent": np.ones(5, dtype=bool),
-        "success": np.array([True, True, True, True, False]),
-        "path_accurate": np.ones(5, dtype=bool),
-        "max_constraint_violation": np.array([5e-9, 0.7, 1e-7, 1e-8, np.nan]),
-        "rank_start": np.full(5, 20),
-        "rank_min": np.full(5, 20),
-        "rank_max": np.array([20, 21, 20, 21, 20]),
+        "consistent": np.ones(4, dtype=bool),
+        "success": np.array([True, False, True, False]),
+        "left_constraints": np.array([False, True, False, False]),
+        "path_accurate": np.ones(4, dtype=bool),
+        "max_constraint_violation": np.array([5e-9, 0.7, 1e-7, np.nan]),
+        "rank_start": np.full(4, 20),
+        "rank_min": np.full(4, 20),
+        "rank_max": np.array([20, 21, 21, 20]),
     }
     masks = sw._store._changes(sweep, nominal, data)
-    assert masks["off_constraints"].tolist() == [False, True, False, True, False]
-    assert masks["any"].tolist() == [False, True, False, True, True]
+    assert masks["off_constraints"].tolist() == [False, True, False, False]
+    assert masks["failed"].tolist() == [False, False, False, True]
+    assert masks["any"].tolist() == [False, True, False, True]
 
 
 def test_the_python_api_offers_no_initial_velocity_of_a_mechanism_at_rest(robot):

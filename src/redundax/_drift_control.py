@@ -121,7 +121,7 @@ def symmetric_pinv(S: Float[Array, "k k"], rank) -> Float[Array, "k k"]:
     w, U = jnp.linalg.eigh(S)  # ascending
     keep = jnp.arange(w.shape[0]) >= w.shape[0] - rank
     w_inv = jnp.where(keep, 1.0 / jnp.where(keep, w, 1.0), 0.0)
-    return (U * w_inv) @ U.T
+    return (U * w_inv[None, :]) @ U.T
 
 
 @symmetric_pinv.defjvp

@@ -158,11 +158,13 @@ class Trajectory(eqx.Module):
 
     @property
     def left_constraints(self) -> Bool[Array, ""]:
-        """Whether the motion left its constraints somewhere (False where not
-        judged)."""
-        if self.valid is None:
+        """Whether the motion left its constraints (a saved state off them, or the
+        integration stopped there); False where not judged. A run that stopped for
+        another reason (`max_steps`) did not leave them: its unreached states are
+        not `valid` all the same."""
+        if self.left_at is None:
             return jnp.asarray(False)
-        return ~jnp.all(self.valid, axis=-1)
+        return jnp.isfinite(self.left_at)
 
 
 @eqx.filter_jit
@@ -424,8 +426,11 @@ def _trajectory(
 ) -> Trajectory:
     pos, vel, energy = _diagnostics(model, ts, q, qd)
     # Validity (see `_validity`): every saved state reached and on its constraints.
-    off = off_constraints(pos, tol.saved)
-    valid = ~off
+    # States the integration did not reach are `inf` (not off: a run that stopped
+    # for another reason, e.g. `max_steps`, failed for that reason); a NaN is off.
+    reached = ~jnp.any(jnp.isinf(q), axis=1)
+    off = reached & off_constraints(pos, tol.saved)
+    valid = reached & ~off
     first = jnp.argmax(off)
     left_at = jnp.where(jnp.any(off), ts[first], jnp.inf)
     left_violation = jnp.where(jnp.any(off), pos[first], 0.0)

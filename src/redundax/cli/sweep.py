@@ -308,8 +308,9 @@ def _print_summary(summary: dict[str, Any], data: dict[str, Any], path: Path) ->
         "uniqueness": "some pair's uniqueness differs",
         "singular_along": "rank C drops along the motion (a singular configuration)",
         "failed": "integration failed",
-        "off_constraints": "the motion left the constraints (it reached t_final, but its "
-        "constraint violation or the rank of C rose: past a singular configuration)",
+        "off_constraints": "the motion left its constraints (the variant cannot follow the "
+        "prescribed motion, e.g. driven past the end of a joint's travel: the run stopped "
+        "there, as `redundax simulate` stops it)",
         "inaccurate_path": "the solver's path, chosen on the nominal mechanism, is predicted "
         "inaccurate for it (simulated alone, e.g. by `redundax simulate`, it takes the right one)",
         "inconsistent": "initial state violates the constraints",

@@ -193,6 +193,8 @@ class Evaluator:
                 big = jnp.iinfo(history.rank.dtype).max
                 out.update(
                     success=(trajectory.result == diffrax.RESULTS.successful) & jnp.all(reached),
+                    left_constraints=trajectory.left_constraints,
+                    left_at=jnp.where(trajectory.left_constraints, trajectory.left_at, jnp.nan),
                     steps=trajectory.num_steps,
                     time_reached=trajectory.ts[last],
                     final_q=trajectory.q[last],
@@ -252,7 +254,13 @@ OUTPUTS = {
     "QR, block solver and its pivot metric), are accurate for this variant "
     "(`redundax.methods.path_accurate`): false where, e.g., a swept inertia makes C M⁻¹ Cᵀ "
     "ill conditioned for the Schur path",
-    "success": "the integration reached t_final with finite q, q̇ at every saved state",
+    "success": "the integration reached t_final with finite q, q̇ at every saved state "
+    "and every saved state on its constraints",
+    "left_constraints": "the motion left its constraints (the validity criterion of "
+    "`redundax.simulate`: max |Φ| above what the drift control promises at a step end or "
+    "a saved state): the variant cannot follow the prescribed motion, e.g. driven past "
+    "the end of a joint's travel; the integration stopped there",
+    "left_at": "the time the motion left its constraints [s] (NaN where it did not)",
     "steps": "integrator steps",
     "time_reached": "the last saved time with a finite state (t_final on success) [s]",
     "final_q": "(variants, nq): q at time_reached",

@@ -406,13 +406,6 @@ def run_sweep(
     return out / "sweep.npz"
 
 
-OFF_CONSTRAINTS_TOL = 1e-6
-"""A variant's run has left its constraints when its largest constraint violation
-exceeds this [m, rad, m/s] and 100 times the nominal run's (a run integrated past a
-singular configuration can reach t_final off the mechanism, with the integrator
-reporting success)."""
-
-
 def _changes(sweep: Sweep, nominal: Mapping[str, Any], data: Mapping[str, np.ndarray]):
     """Per-variant masks of what differs from the nominal model (`nominal`: its
     row of each output, NumPy scalars for the per-variant scalars)."""
@@ -422,14 +415,13 @@ def _changes(sweep: Sweep, nominal: Mapping[str, Any], data: Mapping[str, np.nda
         masks["rank"] = data["rank"] != nominal["rank"]
         masks["uniqueness"] = np.any(data["unique"] != nominal["unique"][None, :], axis=1)
     if sweep.simulate:
-        masks["failed"] = ~data["success"]
+        # The validity criterion of `simulate` (redundax._validity), per variant: the
+        # rank of C is not part of it (off the manifold a geometrically redundant
+        # mechanism's C is full rank; on it the rank cannot rise above its start).
+        masks["off_constraints"] = data["left_constraints"]
+        masks["failed"] = ~data["success"] & ~data["left_constraints"]
         masks["inaccurate_path"] = ~data["path_accurate"]
         masks["singular_along"] = data["rank_min"] < data["rank_start"]
-        # Off the constraints, dependent rows turn independent: the rank rises.
-        tolerance = max(OFF_CONSTRAINTS_TOL, 100.0 * float(nominal["max_constraint_violation"]))
-        masks["off_constraints"] = data["success"] & (
-            (data["max_constraint_violation"] > tolerance) | (data["rank_max"] > data["rank_start"])
-        )
     masks["any"] = np.any(np.stack(list(masks.values())), axis=0).reshape(n)
     return masks
 
@@ -499,8 +491,14 @@ def _summary(sweep, describe, nominal, data, masks) -> dict[str, Any]:
         violation = data["max_constraint_violation"]
         summary["nominal"].update(
             success=bool(nominal["success"]),
+            left_constraints=bool(nominal["left_constraints"]),
             max_constraint_violation=float(nominal["max_constraint_violation"]),
-            rank_min=int(nominal["rank_min"]),
+            # None, not int64's maximum, where the nominal run reached no state.
+            rank_min=(
+                int(nominal["rank_min"])
+                if nominal["rank_min"] < np.iinfo(nominal["rank_min"].dtype).max
+                else None
+            ),
         )
         ok = data["success"]
         summary["max_constraint_violation"] = (
