@@ -98,3 +98,25 @@ def validity_keys(trajectory, error) -> dict[str, Any]:
         "left_constraints_at": error.t,
         "left_violation": error.violation,
     }
+
+
+def describe_drift_control(drift_control) -> str:
+    """The drift control a run used, in words, with its gains (for the summary's
+    `drift_control` key and its text)."""
+    from .._drift_control import Baumgarte, NoDriftControl, Projection
+    from .._step_projection import StepProjection
+
+    def gains(b) -> str:
+        if b is None:
+            return "no Baumgarte terms"
+        return f"Baumgarte terms α = {float(b.alpha):g}, β = {float(b.beta):g} /s"
+
+    if isinstance(drift_control, StepProjection):
+        return f"projection after every step ({gains(drift_control.baumgarte)} between)"
+    if isinstance(drift_control, Projection):
+        return f"projection at every saved state ({gains(drift_control.baumgarte)} between)"
+    if isinstance(drift_control, Baumgarte):
+        return gains(drift_control).replace("terms ", "", 1) + " (no projection)"
+    if isinstance(drift_control, NoDriftControl) or drift_control is None:
+        return "none"
+    return type(drift_control).__name__

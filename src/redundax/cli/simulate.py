@@ -45,7 +45,12 @@ from ._common import (
 )
 from ._initial import _start, check_projected
 from ._programs import cached_call
-from ._run_summary import integration_failure, motion_keys, validity_keys
+from ._run_summary import (
+    describe_drift_control,
+    integration_failure,
+    motion_keys,
+    validity_keys,
+)
 
 SUMMARY = "forward dynamics: motion, constraint drift, energy, reactions over time"
 DESCRIPTION = (
@@ -207,7 +212,7 @@ def _print_summary(summary: dict[str, Any], elapsed: float) -> None:
         )
     print(
         f"  method {method}, solver {s['solver']} (rtol {s['rtol']:g}, atol {s['atol']:g}), "
-        f"stabilisation {s['stabilisation']}, {s['saved_states']} saved states"
+        f"drift control: {s['drift_control']}, {s['saved_states']} saved states"
     )
     print(f"  steps: {s['steps']} ({s['accepted_steps']} accepted, {s['rejected_steps']} rejected)")
     print(
@@ -309,6 +314,8 @@ def _integrate(
     start = time.perf_counter()
     if getattr(args, "coordinates", "absolute") == "joint":
         code, summary = _simulate_joint.integrate(args, config, options, out, status)
+        if summary is not None:
+            summary.setdefault("drift_control", describe_drift_control(options.drift_control))
         return code if summary is None else _finish(args, summary, start)
     _progress(
         f"simulating {config.name} to t = {options.t_final:g} s "
@@ -414,6 +421,7 @@ def _integrate(
         _progress(f"wrote {out}")
     summary = _summary(config, options, trajectory, unique, components, singular, out)
     summary.update(validity_keys(trajectory, left))
+    summary["drift_control"] = describe_drift_control(trajectory.drift_control)
     if left is not None:
         # One line on the error stream; with --json the object too (valid: false).
         if args.json:
