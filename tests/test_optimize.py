@@ -4,6 +4,7 @@ robot's steering linkage that decreases its objective monotonically and keeps th
 rank of C, the `redundax optimize` command on the four-bar, and the messages for
 mistakes in design files."""
 
+import csv
 import dataclasses
 import json
 import textwrap
@@ -17,7 +18,7 @@ import redundax as rx
 from helpers import four_bar_design
 from redundax import cli
 from redundax.io.config import ConfigError
-from redundax.optimize import DesignProblem, load_design, optimize_design
+from redundax.optimize import DesignProblem, Evaluation, load_design, optimize_design
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 ROBOT_DESIGN = CONFIGS / "design_mobile_robot.toml"
@@ -259,3 +260,128 @@ def test_steps_help_and_the_warning_for_one_iteration(tmp_path, capsys, monkeypa
         "with no optimiser update (N iterations make at most N - 1 updates)"
     )
     assert err[-1] == "redundax: error: stopped before computing (1 step)"
+
+
+# ------------------------------------------------------------ rejections (issue 34)
+
+MASS_VARIABLE = """
+[[optimize.variables]]
+name = "crank_mass"
+unit = "kg"
+scale = 0.04
+addresses = { "bodies.crank.mass" = 1.0 }
+"""
+
+
+def _with_crank_mass(text):
+    """The four-bar design with a second variable, the crank's mass (0.4 kg)."""
+    return text + MASS_VARIABLE
+
+
+class _ClosedForm(DesignProblem):
+    """The design problem of a design file with its simulation replaced by a
+    closed form (the optimiser's loop, its checks and the files are the real
+    ones): term(x) = 50 (1 + 100 (x₀ − 1.02)²) N, x₀ the ground pivot (52 N at the
+    initial design), its peak 1.25 times that. Subclasses say where the gradient
+    is not finite (`nan_in`)."""
+
+    def __init__(self, design):
+        super().__init__(design)
+        self.value_and_grad = self._closed_form  # in place of the compiled simulation
+
+    def nan_in(self, x):
+        return np.zeros(len(x), dtype=bool)
+
+    def _closed_form(self, z, reference):
+        x = np.asarray(self.x(np.asarray(z)))
+        term = np.array([50.0 * (1.0 + 100.0 * (x[0] - 1.02) ** 2)])
+        grad = np.zeros(len(x))
+        grad[0] = 50.0 * 200.0 * (x[0] - 1.02) * self.scale[0] / reference[0]
+        grad[self.nan_in(x)] = np.nan
+        objective = float(term[0] / reference[0])
+        peaks = 1.25 * term if self.design.objective[0].kind == "peak-reaction" else term * np.nan
+        evaluation = Evaluation(
+            objective=objective,
+            penalty=0.0,
+            terms=term,
+            peaks=peaks,
+            magnitude=np.full((1, 3), term[0]),
+            ts=np.linspace(0.0, 0.6, 3),
+            min_ratio=1.0,
+            initial_correction=0.0,
+        )
+        return (objective, evaluation), grad
+
+
+def _history_rows(folder):
+    with open(folder / "history.csv", newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def test_a_gradient_that_is_not_finite_at_the_initial_design_is_refused_in_one_line(
+    tmp_path, capsys, monkeypatch
+):
+    """A symmetric design (a 3-RRR with identical legs) gave NaN gradients; the
+    first iteration was rejected, and the rejection stepped from a design that did
+    not exist: JAX's 'Expected None, got Array([0.])' (flatten-up-to), exit 1, no
+    files. Now one line names the variable (its addresses) whose derivative is not
+    finite and the design; history.csv keeps the iteration."""
+
+    class NaNInTheMass(_ClosedForm):
+        def nan_in(self, x):
+            return np.array([False, True])
+
+    monkeypatch.setattr("redundax.optimize._optimizer.DesignProblem", NaNInTheMass)
+    design = four_bar_design(tmp_path, _with_crank_mass)
+    out = tmp_path / "out"
+    status = cli.main(["optimize", str(design), "--out", str(out), "--quiet"])
+    captured = capsys.readouterr()
+    reason = (
+        "the gradient of the objective is not finite (NaN) with respect to crank_mass "
+        "(bodies.crank.mass) at ground_pivot_x = 1 m, crank_mass = 0.4 kg"
+    )
+    assert (status, captured.out) == (1, "")
+    assert captured.err == (
+        f"redundax: error: {design}: the initial design was rejected: {reason}; the optimiser "
+        "has no design to step from (start from a design next to it: the variables' "
+        f"'initial') ({out / 'history.csv'} keeps the 1 iteration(s) done)\n"
+    )
+    rows = _history_rows(out)
+    assert [(r["step"], r["accepted"], r["rejection"]) for r in rows] == [("0", "False", reason)]
+    assert not (out / "design.json").exists() and not (out / "design.png").exists()
+    # Python: the same line, as a ValueError.
+    with pytest.raises(ValueError) as info:
+        optimize_design(load_design(design))
+    assert str(info.value).startswith(f"{design}: the initial design was rejected: {reason}; ")
+
+
+def test_rejected_steps_say_why_and_the_optimiser_goes_on(tmp_path, capsys, monkeypatch):
+    """After an accepted step, a design whose gradient is NaN is rejected with its
+    one line (progress, history.csv, design.json), the design goes back and the
+    optimiser goes on with the halved step."""
+
+    class Rejects(_ClosedForm):
+        # Adam's first update moves the pivot by learning_rate · scale = 5 mm
+        # (towards 1.02 m), the next one, halved, by 2.5 mm.
+        def nan_in(self, x):
+            return np.array([x[0] > 1.004, False])
+
+    monkeypatch.setattr("redundax.optimize._optimizer.DesignProblem", Rejects)
+    design = four_bar_design(tmp_path, _with_crank_mass)
+    out = tmp_path / "out"
+    status = cli.main(["optimize", str(design), "--out", str(out), "--json"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    history = json.loads(captured.out)["history"]
+    assert [s["accepted"] for s in history] == [True, False, True]
+    x1, x2 = history[1]["x"][0], history[2]["x"][0]
+    assert x1 == pytest.approx(1.005, abs=1e-6) and x2 == pytest.approx(1.0025, abs=1e-6)
+    nan = (
+        "the gradient of the objective is not finite (NaN) with respect to ground_pivot_x "
+        f"(pairs.D.point_j.x) at ground_pivot_x = {x1:.10g} m, crank_mass = 0.4 kg"
+    )
+    assert [s["rejection"] for s in history] == ["", nan, ""]
+    assert [r["rejection"] for r in _history_rows(out)] == ["", nan, ""]
+    progress = [line for line in captured.err.splitlines() if "optimize iteration" in line]
+    assert progress[1].endswith(f"(rejected: {nan}; learning rate halved)")
+    assert "Traceback" not in captured.err

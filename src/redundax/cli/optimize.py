@@ -14,7 +14,15 @@ from pathlib import Path
 
 from ..io._atomic import check_directory
 from ..io._errors import ConfigError
-from ..optimize import OUTPUTS, Design, Step, load_design, optimize_design, write_result
+from ..optimize import (
+    OUTPUTS,
+    Design,
+    Step,
+    load_design,
+    optimize_design,
+    write_history,
+    write_result,
+)
 from ._common import check_out, positive_float, warn
 
 SUMMARY = "design optimisation (Optax) of a unique reaction over a simulated manoeuvre"
@@ -24,11 +32,14 @@ DESCRIPTION = (
     "addresses, the objective terms and an assemblability requirement; see "
     "configs/README.md, Design optimisation) to minimise the peak (or impulse) of unique "
     "reactions over the simulated manoeuvre. Each iteration simulates the manoeuvre and "
-    "takes the gradient through the solve; a step that does not decrease the objective "
-    "is rejected and the learning rate halved. Writes OUT/design.json (variables before "
-    "and after, objective history, the final design's rank), OUT/history.csv and "
-    "OUT/design.png (objective history, reactions before and after). Exit status: 0 on "
-    "success, 2 on invalid input, 1 if the initial design cannot be simulated."
+    "takes the gradient through the solve; a step that does not decrease the objective, "
+    "whose simulation fails, or whose gradient is not finite is rejected (one line says "
+    "why) and the learning rate halved. Writes OUT/history.csv "
+    "after every iteration, then OUT/design.json (variables before and after, objective "
+    "history, the final design's rank) and OUT/design.png (objective history, reactions "
+    "before and after). Exit status: 0 on success, 2 on invalid input, 1 if the initial "
+    "design cannot be simulated or is rejected (the iterations so far stay in "
+    "OUT/history.csv)."
 )
 
 
@@ -71,7 +82,10 @@ def _printer(design: Design, steps: int, quiet: bool) -> Callable[[Step], None] 
     names = [v.name for v in design.variables]
 
     def show(step: Step) -> None:
-        mark = "" if step.accepted else "  (rejected: no decrease; learning rate halved)"
+        mark = ""
+        if not step.accepted:
+            then = "; learning rate halved" if step.step > 0 else ""
+            mark = f"  (rejected: {step.rejection}{then})"
         xs = ", ".join(f"{n} = {x:.6g}" for n, x in zip(names, step.x, strict=True))
         print(
             f"redundax: optimize iteration {step.step + 1}/{steps}: J = {step.objective:.6g} "
@@ -81,6 +95,24 @@ def _printer(design: Design, steps: int, quiet: bool) -> Callable[[Step], None] 
         )
 
     return show
+
+
+def _recorder(
+    design: Design, out: Path, force: bool, show: Callable[[Step], None] | None
+) -> tuple[Callable[[Step], None], list[Step]]:
+    """`on_step` for the optimiser: the progress line, then OUT/history.csv with the
+    iterations so far (a run that stops or is interrupted keeps them). The first
+    write replaces an existing file only with `force`; later ones replace this
+    run's own."""
+    history: list[Step] = []
+
+    def record(step: Step) -> None:
+        if show is not None:
+            show(step)
+        history.append(step)
+        write_history(design, history, out, force=force or len(history) > 1)
+
+    return record, history
 
 
 def _folder(out: Path) -> None:
@@ -123,14 +155,18 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+    record, history = _recorder(design, out, args.force, _printer(design, design.steps, args.quiet))
     try:
-        result = optimize_design(design, on_step=_printer(design, design.steps, args.quiet))
+        result = optimize_design(design, on_step=record)
     except ConfigError:
         raise  # a design that makes no sense (exit 2), e.g. an objective that is zero
     except ValueError as err:
-        print(f"redundax: error: {err}", file=sys.stderr)
+        kept = (
+            f" ({out / OUTPUTS[1]} keeps the {len(history)} iteration(s) done)" if history else ""
+        )
+        print(f"redundax: error: {err}{kept}", file=sys.stderr)
         return 1
-    paths = write_result(result, out, force=args.force)
+    paths = write_result(result, out, force=args.force, replace=(OUTPUTS[1],) if history else ())
     if args.json:
         print(json.dumps(result.to_dict(), allow_nan=False))
         return 0

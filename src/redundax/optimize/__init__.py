@@ -39,23 +39,31 @@ simulation fails (the linkage locks or comes apart) gives a non-finite J and
 its step is rejected.
 
 **Steps.** Each iteration evaluates J and ∇J at the current design (one
-compiled call). A step that does not decrease J (or gives a non-finite J) is
-rejected: the design goes back and the learning rate is halved, so the accepted
-objective history is monotone. The first iteration evaluates the initial design,
-so `steps` iterations make at most `steps` − 1 optimiser updates (the history has
-one entry per iteration). The optimiser stops after `steps` iterations,
-when the relative decrease of J over an accepted step falls below `tolerance`,
-or after `max_rejections` rejections in a row.
+compiled call). A step that does not decrease J, gives a non-finite J, or a
+gradient that is not finite (named by variable, with its addresses, and design)
+is rejected: the design goes back and the learning rate is halved, so the
+accepted objective history is monotone. The first iteration evaluates the
+initial design, so `steps` iterations make at most `steps` − 1 optimiser updates
+(the history has one entry per iteration). The optimiser stops after `steps`
+iterations, when the relative decrease of J over an accepted step falls below
+`tolerance`, or after `max_rejections` rejections in a row; and at once, with
+that one line, when the initial design is rejected (there is no design to go
+back to).
 
 **Layout.** `_file` (the design file, `load_design`), `_problem` (`DesignProblem`:
 the objective and its gradient), `_optimizer` (`optimize_design`), `_output`
-(`write_result`); parameter addresses are `redundax._parameters` (shared with
-`redundax.sweep`), and the command `redundax optimize` is `redundax.cli.optimize`.
+(`write_result`, `write_history`); parameter addresses are
+`redundax._parameters` (shared with `redundax.sweep`), and the command
+`redundax optimize` is `redundax.cli.optimize`.
 """
 
 from typing import Any
 
-from ._constants import FORMAT as FORMAT, OBJECTIVES as OBJECTIVES, OPTIMIZERS as OPTIMIZERS
+from ._constants import (
+    FORMAT as FORMAT,
+    OBJECTIVES as OBJECTIVES,
+    OPTIMIZERS as OPTIMIZERS,
+)
 from ._file import (
     Assembly as Assembly,
     Design as Design,
@@ -68,7 +76,11 @@ from ._optimizer import (
     Step as Step,
     optimize_design as optimize_design,
 )
-from ._output import OUTPUTS as OUTPUTS, write_result as write_result
+from ._output import (
+    OUTPUTS as OUTPUTS,
+    write_history as write_history,
+    write_result as write_result,
+)
 from ._problem import DesignProblem as DesignProblem, Evaluation as Evaluation
 
 _COMMAND_LINE = ("DESCRIPTION", "SUMMARY", "add_arguments", "run")

@@ -26,10 +26,45 @@ from ._file import _TINY, Design
 from ._problem import DesignProblem, Evaluation
 
 
+# ---------------------------------------------------------------------- rejections
+def _where(design: Design) -> str:
+    return "design" if design.path is None else str(design.path)
+
+
+def _values(design: Design, x) -> str:
+    """`name = value unit, ...` of a design (enough digits to find it again)."""
+    return ", ".join(
+        f"{v.name} = {float(value):.10g}{f' {v.unit}' if v.unit else ''}"
+        for v, value in zip(design.variables, x, strict=True)
+    )
+
+
+def _rejection(design: Design, x, value: float, evaluation: Evaluation, grad, best: float) -> str:
+    """Why the design `x` is rejected, in one line ("" when it is accepted)."""
+    if not math.isfinite(value):
+        return "the simulation failed (the objective is not finite)"
+    bad = [k for k, g in enumerate(grad) if not math.isfinite(float(g))]
+    if bad:
+        variables = [design.variables[k] for k in bad]
+        names = "; ".join(f"{v.name} ({', '.join(a for a, _ in v.addresses)})" for v in variables)
+        kind = "NaN" if any(math.isnan(float(grad[k])) for k in bad) else "infinite"
+        return (
+            f"the gradient of the objective is not finite ({kind}) with respect to {names} "
+            f"at {_values(design, x)}"
+        )
+    if not value < best:
+        return "no decrease"
+    return ""
+
+
 # ---------------------------------------------------------------------- optimiser
 @dataclasses.dataclass
 class Step:
-    """One iteration: the design evaluated, its objective, whether it was accepted."""
+    """One iteration: the design evaluated, its objective, whether it was accepted.
+
+    `rejection` says why a rejected step was rejected, in one line ("" when
+    accepted): no decrease, the simulation failed, or a gradient that is not
+    finite, naming the variables and the design."""
 
     step: int
     x: list[float]
@@ -41,6 +76,7 @@ class Step:
     gradient_norm: float
     learning_rate: float
     accepted: bool
+    rejection: str
     seconds: float
 
 
@@ -169,7 +205,9 @@ def optimize_design(
 
     **Returns:** a [`DesignResult`][].
 
-    **Raises:** `ValueError` if the initial design cannot be simulated;
+    **Raises:** `ValueError` in one line if the initial design cannot be simulated
+    or is rejected (a gradient that is not finite there, naming the variables, their
+    addresses and the design), the optimiser then having no design to step from;
     `redundax.io.ConfigError` naming the objective term whose reaction is zero
     throughout the initial design's manoeuvre (it has no scale to divide by, and
     nothing to minimise).
@@ -216,11 +254,13 @@ def optimize_design(
     for k in range(steps):
         (value, evaluation), grad = problem.value_and_grad(z, reference)
         value, evaluation, grad = float(value), _numpy(evaluation), np.asarray(grad)
-        accepted = bool(np.isfinite(value) and np.all(np.isfinite(grad)) and value < best_value)
+        x = problem.x(np.asarray(z))
+        rejection = _rejection(design, x, value, evaluation, grad, best_value)
+        accepted = not rejection
         lr = float(state.hyperparams["learning_rate"])
         step = Step(
             step=k,
-            x=[float(v) for v in problem.x(np.asarray(z))],
+            x=[float(v) for v in x],
             objective=value,
             terms=[float(v) for v in evaluation.terms],
             peaks=[float(v) for v in evaluation.peaks],
@@ -229,6 +269,7 @@ def optimize_design(
             gradient_norm=float(np.linalg.norm(grad)) if np.all(np.isfinite(grad)) else math.inf,
             learning_rate=lr,
             accepted=accepted,
+            rejection=rejection,
             seconds=time.perf_counter() - start,
         )
         history.append(step)
@@ -243,6 +284,14 @@ def optimize_design(
             if k > 0 and (previous - value) <= design.tolerance * abs(previous):
                 stopped = f"relative decrease below tolerance {design.tolerance:g}"
                 break
+        elif best_z is None:
+            # Nothing accepted yet (the initial design): no design to step back to,
+            # and no direction to step in.
+            raise ValueError(
+                f"{_where(design)}: the initial design was rejected: {rejection}; the "
+                "optimiser has no design to step from (start from a design next to it: "
+                "the variables' 'initial')"
+            )
         else:
             rejections += 1
             if rejections >= design.max_rejections:

@@ -7,12 +7,14 @@ import csv
 import io
 import json
 import math
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ..io._atomic import atomic_write
-from ._optimizer import DesignResult
+from ._file import Design
+from ._optimizer import DesignResult, Step
 
 
 # ------------------------------------------------------------------------- output
@@ -63,19 +65,20 @@ def _figure(result: DesignResult):
     return fig
 
 
-def _history_csv(result: DesignResult) -> str:
+def _history_csv(names: Sequence[str], labels: Sequence[str], history: Sequence[Step]) -> str:
+    """`history.csv`: one row per iteration; `rejection` says why a rejected step
+    was rejected."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    names = [n for n, _ in result.variables]
     writer.writerow(
-        ["step", *names, "objective", *result.labels, "penalty", "min_singular_ratio",
-         "gradient_norm", "learning_rate", "accepted", "seconds"]
+        ["step", *names, "objective", *labels, "penalty", "min_singular_ratio",
+         "gradient_norm", "learning_rate", "accepted", "rejection", "seconds"]
     )  # fmt: skip
-    for s in result.history:
+    for s in history:
         writer.writerow(
             [s.step, *map(_number, s.x), _number(s.objective), *map(_number, s.terms),
              _number(s.penalty), _number(s.min_ratio), _number(s.gradient_norm),
-             _number(s.learning_rate), s.accepted, f"{s.seconds:.3f}"]
+             _number(s.learning_rate), s.accepted, s.rejection, f"{s.seconds:.3f}"]
         )  # fmt: skip
     return buffer.getvalue()
 
@@ -90,9 +93,38 @@ OUTPUTS = ("design.json", "history.csv", "design.png")
 """The files `redundax optimize` writes into its output folder."""
 
 
-def write_result(result: DesignResult, out: str | Path, force: bool = False) -> list[Path]:
+def write_history(
+    design: Design, history: Sequence[Step], out: str | Path, force: bool = False
+) -> Path:
+    """Write `history.csv` with the iterations so far into the folder `out`,
+    atomically (`redundax optimize` does after every iteration, so that a run that
+    stops early, or is interrupted, keeps them).
+
+    **Raises:** `FileExistsError` naming the file if it exists, unless `force`.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / OUTPUTS[1]
+    text = _history_csv(
+        [v.name for v in design.variables], [t.label for t in design.objective], history
+    )
+    with atomic_write(path, force, text=True) as file:
+        file.write(text)
+    return path
+
+
+def write_result(
+    result: DesignResult,
+    out: str | Path,
+    force: bool = False,
+    *,
+    replace: Collection[str] = (),
+) -> list[Path]:
     """Write `design.json`, `history.csv` and `design.png` (objective history and
     the reactions before/after) into the folder `out`, atomically.
+
+    `replace`: names of files in `out` that this study wrote itself (the
+    `history.csv` of [`write_history`][] as it went), replaced even without `force`.
 
     **Raises:** `FileExistsError` naming the first existing file unless `force`.
     """
@@ -102,14 +134,15 @@ def write_result(result: DesignResult, out: str | Path, force: bool = False) -> 
     paths = [out / name for name in OUTPUTS]
     if not force:
         for path in paths:
-            if path.exists():
+            if path.name not in replace and path.exists():
                 raise FileExistsError(f"{path}: already exists; pass --force to overwrite it")
     out.mkdir(parents=True, exist_ok=True)
     with atomic_write(paths[0], force, text=True) as file:
         json.dump(result.to_dict(), file, indent=2, allow_nan=False)
         file.write("\n")
-    with atomic_write(paths[1], force, text=True) as file:
-        file.write(_history_csv(result))
+    names = [n for n, _ in result.variables]
+    with atomic_write(paths[1], force or paths[1].name in replace, text=True) as file:
+        file.write(_history_csv(names, result.labels, result.history))
     fig = _figure(result)
     with atomic_write(paths[2], force, text=False) as file:
         fig.savefig(file, format="png", dpi=120)
