@@ -6,10 +6,14 @@ mistakes in design files."""
 
 import csv
 import dataclasses
+import functools
 import json
+import math
 import textwrap
+import types
 from pathlib import Path
 
+import diffrax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -19,6 +23,7 @@ from helpers import four_bar_design
 from redundax import cli
 from redundax.io.config import ConfigError
 from redundax.optimize import DesignProblem, Evaluation, load_design, optimize_design
+from redundax.optimize._problem import _succeeded
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 ROBOT_DESIGN = CONFIGS / "design_mobile_robot.toml"
@@ -283,7 +288,8 @@ class _ClosedForm(DesignProblem):
     closed form (the optimiser's loop, its checks and the files are the real
     ones): term(x) = 50 (1 + 100 (x₀ − 1.02)²) N, x₀ the ground pivot (52 N at the
     initial design), its peak 1.25 times that. Subclasses say where the gradient
-    is not finite (`nan_in`)."""
+    is not finite (`nan_in`) and where the motion left its constraints
+    (`left_at`)."""
 
     def __init__(self, design):
         super().__init__(design)
@@ -292,13 +298,17 @@ class _ClosedForm(DesignProblem):
     def nan_in(self, x):
         return np.zeros(len(x), dtype=bool)
 
+    def left_at(self, x):
+        return math.inf
+
     def _closed_form(self, z, reference):
         x = np.asarray(self.x(np.asarray(z)))
         term = np.array([50.0 * (1.0 + 100.0 * (x[0] - 1.02) ** 2)])
         grad = np.zeros(len(x))
         grad[0] = 50.0 * 200.0 * (x[0] - 1.02) * self.scale[0] / reference[0]
         grad[self.nan_in(x)] = np.nan
-        objective = float(term[0] / reference[0])
+        left = self.left_at(x)
+        objective = float(term[0] / reference[0]) if math.isinf(left) else math.inf
         peaks = 1.25 * term if self.design.objective[0].kind == "peak-reaction" else term * np.nan
         evaluation = Evaluation(
             objective=objective,
@@ -309,6 +319,7 @@ class _ClosedForm(DesignProblem):
             ts=np.linspace(0.0, 0.6, 3),
             min_ratio=1.0,
             initial_correction=0.0,
+            **({} if math.isinf(left) else {"left_at": left}),  # the default: inf
         )
         return (objective, evaluation), grad
 
@@ -356,15 +367,18 @@ def test_a_gradient_that_is_not_finite_at_the_initial_design_is_refused_in_one_l
 
 
 def test_rejected_steps_say_why_and_the_optimiser_goes_on(tmp_path, capsys, monkeypatch):
-    """After an accepted step, a design whose gradient is NaN is rejected with its
-    one line (progress, history.csv, design.json), the design goes back and the
-    optimiser goes on with the halved step."""
+    """After an accepted step, a design whose gradient is NaN and one whose motion
+    left its constraints are each rejected with their one line (progress, history.csv,
+    design.json), the design goes back and the run ends normally."""
 
     class Rejects(_ClosedForm):
         # Adam's first update moves the pivot by learning_rate · scale = 5 mm
         # (towards 1.02 m), the next one, halved, by 2.5 mm.
         def nan_in(self, x):
             return np.array([x[0] > 1.004, False])
+
+        def left_at(self, x):
+            return 0.25 if 1.001 < x[0] <= 1.004 else math.inf
 
     monkeypatch.setattr("redundax.optimize._optimizer.DesignProblem", Rejects)
     design = four_bar_design(tmp_path, _with_crank_mass)
@@ -373,15 +387,165 @@ def test_rejected_steps_say_why_and_the_optimiser_goes_on(tmp_path, capsys, monk
     captured = capsys.readouterr()
     assert status == 0, captured.err
     history = json.loads(captured.out)["history"]
-    assert [s["accepted"] for s in history] == [True, False, True]
+    assert [s["accepted"] for s in history] == [True, False, False]
     x1, x2 = history[1]["x"][0], history[2]["x"][0]
     assert x1 == pytest.approx(1.005, abs=1e-6) and x2 == pytest.approx(1.0025, abs=1e-6)
     nan = (
         "the gradient of the objective is not finite (NaN) with respect to ground_pivot_x "
         f"(pairs.D.point_j.x) at ground_pivot_x = {x1:.10g} m, crank_mass = 0.4 kg"
     )
-    assert [s["rejection"] for s in history] == ["", nan, ""]
-    assert [r["rejection"] for r in _history_rows(out)] == ["", nan, ""]
+    left = "the motion left its constraints at t = 0.25 s"
+    assert [s["rejection"] for s in history] == ["", nan, left]
+    assert history[2]["objective"] is None
+    assert [r["rejection"] for r in _history_rows(out)] == ["", nan, left]
     progress = [line for line in captured.err.splitlines() if "optimize iteration" in line]
     assert progress[1].endswith(f"(rejected: {nan}; learning rate halved)")
+    assert progress[2].endswith(f"(rejected: {left}; learning rate halved)")
     assert "Traceback" not in captured.err
+
+
+# ------------------------------------------- a motion that leaves its constraints
+
+
+CRANK, COUPLER, ROCKER = 0.4, 1.2, 0.8  # configs/four_bar.toml
+THETA0, SPEED = math.pi / 3, 2 * math.pi  # the driven crank's start [rad], speed [rad/s]
+
+
+def _driven_four_bar(folder, pivot_x):
+    """configs/four_bar.toml with its rocker's ground pivot D at (`pivot_x`, 0),
+    assembled at the crank angle π/3, the crank driven at 2π rad/s (a revolute
+    driver; the initial velocities are projected)."""
+    a = (CRANK * math.cos(THETA0), CRANK * math.sin(THETA0))
+    dx, dy = pivot_x - a[0], -a[1]
+    d = math.hypot(dx, dy)
+    along = (d**2 + COUPLER**2 - ROCKER**2) / (2 * d)
+    up = math.sqrt(COUPLER**2 - along**2)
+    b = (a[0] + (along * dx - up * dy) / d, a[1] + (along * dy + up * dx) / d)
+    text = (CONFIGS / "four_bar.toml").read_text()
+    coupler = f"[{(a[0] + b[0]) / 2!r}, {(a[1] + b[1]) / 2!r}]"
+    for old, new in (
+        ("[0.7694048299802483, 0.535561264061883]", coupler),
+        ("0.3207220116342567", repr(math.atan2(b[1] - a[1], b[0] - a[0]))),
+        ("[1.1694048299802482, 0.3623561833049952]", f"[{(pivot_x + b[0]) / 2!r}, {b[1] / 2!r}]"),
+        ("1.1334775730029172", repr(math.atan2(b[1], b[0] - pivot_x))),
+        ("point_j = [1.0, 0.0]", f"point_j = [{pivot_x!r}, 0.0]"),
+        ("t_final = 2.0", 'initial = "project"\nt_final = 2.0'),
+        (
+            "[[markers]]",
+            '[[pairs]]\nname = "drive"\ntype = "revolute-driver"\nbody_i = "crank"\n'
+            f'body_j = "ground"\nmotion = {{ type = "polynomial", coefficients = [{THETA0!r}, '
+            f"{SPEED!r}] }}\n\n[[markers]]",
+        ),
+    ):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    path = folder / "driven_four_bar.toml"
+    path.write_text(text)
+    return path
+
+
+DRIVEN_DESIGN = """[optimize]
+mechanism = "{mechanism}"
+steps = 3
+t_final = 0.3
+n_save = 7
+
+[[optimize.objective]]
+type = "peak-reaction"
+pair = "O"
+order = 8
+
+[[optimize.objective]]
+type = "reaction-impulse"
+pair = "O"
+
+[[optimize.variables]]
+name = "ground_pivot_x"
+unit = "m"
+lower = 1.4
+upper = 1.7
+scale = 0.05
+addresses = {{ "pairs.D.point_j.x" = 1.0 }}
+"""
+
+
+def _toggle_time(pivot_x):
+    """When the driven crank reaches the angle at which its end A is COUPLER + ROCKER
+    from D: coupler and rocker in line, the end of the linkage's travel (a Grashof
+    four-bar has none; with D beyond 1.6 m it has)."""
+    cos = (CRANK**2 + pivot_x**2 - (COUPLER + ROCKER) ** 2) / (2 * CRANK * pivot_x)
+    return (math.acos(cos) - THETA0) / SPEED
+
+
+@pytest.fixture(scope="module")
+def driven(tmp_path_factory):
+    """A driven four-bar whose ground pivot D is at 1.55 m (its crank turns all the
+    way round) as the initial design, and its forward evaluation, compiled once."""
+    folder = tmp_path_factory.mktemp("driven")
+    path = folder / "design.toml"
+    path.write_text(DRIVEN_DESIGN.format(mechanism=_driven_four_bar(folder, 1.55)))
+    design = load_design(path)
+    return design, DesignProblem(design)
+
+
+def test_a_motion_that_leaves_its_constraints_is_a_failed_evaluation(driven, capsys, monkeypatch):
+    """With D at 1.65 m the four-bar is not Grashof: the driven crank reaches the
+    end of the linkage's travel (coupler and rocker in line) at t = 0.2440 s and
+    the motion leaves its constraints there. That is a failed evaluation, never a
+    design: J = inf, with the time, the first iteration's one line names it, and a
+    rejected step says it."""
+    design, problem = driven
+    references = jnp.ones(2)
+    good = problem.value(jnp.zeros(1), references)[1]
+    assert np.isfinite(float(good.objective)) and float(good.left_at) == math.inf
+    bad_z = jnp.asarray([(1.65 - 1.55) / 0.05])
+    bad = problem.value(bad_z, references)[1]
+    toggle = _toggle_time(1.65)
+    assert float(bad.objective) == math.inf
+    # The integration stops at the first step end past the toggle.
+    assert 0.0 <= float(bad.left_at) - toggle < 1e-4, (float(bad.left_at), toggle)
+
+    # The optimiser on that design (its evaluation, with a zero gradient): one line.
+    def at_the_bad_design(z, reference):
+        return problem.value(bad_z, reference), jnp.zeros(1)
+
+    monkeypatch.setattr(problem, "value_and_grad", at_the_bad_design)
+    expected = (
+        f"{design.path}: the initial design cannot be simulated over 0.3 s: the motion left "
+        f"its constraints at t = {float(bad.left_at):.6g} s"
+    )
+    with pytest.raises(ValueError) as info:
+        optimize_design(design, problem=problem)
+    assert str(info.value) == expected
+    from redundax.cli import optimize as command
+
+    reuse = functools.partial(optimize_design, problem=problem)  # its compiled evaluation
+    monkeypatch.setattr(command, "optimize_design", reuse)
+    out = Path(design.path).parent / "out"
+    status = cli.main(["optimize", str(design.path), "--out", str(out), "--quiet"])
+    assert (status, capsys.readouterr().err) == (1, f"redundax: error: {expected}\n")
+
+
+def test_success_requires_every_saved_state_valid():
+    """An integration that reports success is not a design when a saved state is off
+    its constraints (`Trajectory.valid`): the time of the first one is reported; a
+    trajectory that does not judge validity (`valid` None) is judged by its result."""
+    ts = jnp.array([0.0, 0.1, 0.2, 0.3])
+    successful = diffrax.RESULTS.successful
+    off = types.SimpleNamespace(
+        ts=ts, result=successful, valid=jnp.array([True, True, False, False]), left_at=jnp.inf
+    )
+    ok, left = _succeeded(off)
+    assert (bool(ok), float(left)) == (False, 0.2)
+    stopped = types.SimpleNamespace(
+        ts=ts,
+        result=diffrax.RESULTS.event_occurred,
+        valid=jnp.array([True, True, False, False]),
+        left_at=jnp.asarray(0.1625),
+    )
+    ok, left = _succeeded(stopped)
+    assert (bool(ok), float(left)) == (False, 0.1625)
+    on = types.SimpleNamespace(ts=ts, result=successful, valid=jnp.ones(4, bool), left_at=jnp.inf)
+    assert tuple(map(float, _succeeded(on))) == (1.0, math.inf)
+    unjudged = types.SimpleNamespace(ts=ts, result=successful, valid=None, left_at=None)
+    assert tuple(map(float, _succeeded(unjudged))) == (1.0, math.inf)

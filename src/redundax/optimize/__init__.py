@@ -35,8 +35,10 @@ cannot be driven through it. The design file can require
 σ_r(C)/σ_1(C) ≥ ρ_min at every saved state of the manoeuvre (r the nominal
 rank, σ the singular values of C at q(t)): the penalty
 weight · mean_t max(0, 1 − ρ(t)/ρ_min)² is added to J. A variant whose
-simulation fails (the linkage locks or comes apart) gives a non-finite J and
-its step is rejected.
+simulation fails (the linkage locks or comes apart), or whose motion leaves its
+constraints (`Trajectory.valid`: the drive takes the mechanism out of its
+workspace), is a failed evaluation, never a design: J is non-finite and its step
+is rejected, in one line saying when the motion left its constraints.
 
 **Steps.** Each iteration evaluates J and ∇J at the current design (one
 compiled call). A step that does not decrease J, gives a non-finite J, or a

@@ -39,10 +39,18 @@ def _values(design: Design, x) -> str:
     )
 
 
+def _failure(evaluation: Evaluation) -> str:
+    """Why an evaluation gave no objective, in a few words."""
+    left = float(evaluation.left_at)
+    if math.isfinite(left):
+        return f"the motion left its constraints at t = {left:.6g} s"
+    return "the simulation failed (the integration did not reach t_final)"
+
+
 def _rejection(design: Design, x, value: float, evaluation: Evaluation, grad, best: float) -> str:
     """Why the design `x` is rejected, in one line ("" when it is accepted)."""
     if not math.isfinite(value):
-        return "the simulation failed (the objective is not finite)"
+        return _failure(evaluation)
     bad = [k for k, g in enumerate(grad) if not math.isfinite(float(g))]
     if bad:
         variables = [design.variables[k] for k in bad]
@@ -63,8 +71,9 @@ class Step:
     """One iteration: the design evaluated, its objective, whether it was accepted.
 
     `rejection` says why a rejected step was rejected, in one line ("" when
-    accepted): no decrease, the simulation failed, or a gradient that is not
-    finite, naming the variables and the design."""
+    accepted): no decrease, the simulation failed, the motion left its constraints
+    at a time, or a gradient that is not finite, naming the variables and the
+    design."""
 
     step: int
     x: list[float]
@@ -206,7 +215,8 @@ def optimize_design(
     **Returns:** a [`DesignResult`][].
 
     **Raises:** `ValueError` in one line if the initial design cannot be simulated
-    or is rejected (a gradient that is not finite there, naming the variables, their
+    (naming the time at which its motion left its constraints, where it did) or
+    is rejected (a gradient that is not finite there, naming the variables, their
     addresses and the design), the optimiser then having no design to step from;
     `redundax.io.ConfigError` naming the objective term whose reaction is zero
     throughout the initial design's manoeuvre (it has no scale to divide by, and
@@ -221,9 +231,14 @@ def optimize_design(
     (_, first), _ = problem.value_and_grad(z, jnp.ones(len(design.objective)))
     first = _numpy(first)
     if not np.isfinite(first.objective) or not np.all(np.isfinite(first.terms)):
+        why = (
+            _failure(first)
+            if not np.isfinite(first.objective)
+            else "the solve gave non-finite reactions"
+        )
         raise ValueError(
-            f"{design.path}: the initial design cannot be simulated over "
-            f"{design.simulation.t_final:g} s (the solve failed or gave non-finite reactions)"
+            f"{_where(design)}: the initial design cannot be simulated over "
+            f"{design.simulation.t_final:g} s: {why}"
         )
     zero = [k for k, value in enumerate(first.terms) if not value >= _TINY]
     if zero:

@@ -3,6 +3,7 @@
 Part of [`redundax.optimize`][], whose docstring describes the whole.
 """
 
+import math
 from typing import Any
 
 import diffrax
@@ -28,13 +29,18 @@ from ._file import Design
 class Evaluation(eqx.Module):
     """What one evaluation of a design gives (arrays; batched over nothing).
 
-    - `objective`: J (normalised terms plus penalty); `penalty`: its assembly part.
+    - `objective`: J (normalised terms plus penalty), `inf` when the evaluation
+      failed (the integration did not reach t_final, or the motion left its
+      constraints); `penalty`: its assembly part.
     - `terms`: each term's value in physical units [N, N m, N s] (the smooth peak
       for a peak term), shape `(K,)`; `peaks`: the sampled maximum of each term's
       magnitude, `(K,)`.
     - `magnitude`: each term's reaction magnitude at every saved time, `(K, T)`.
     - `ts`: the saved times; `min_ratio`: the smallest σ_r/σ_1 of C along the
       manoeuvre; `initial_correction`: how far the initial state was projected.
+    - `left_at`: the time [s] at which the motion left its constraints
+      ([`redundax.Trajectory`][]'s `valid` and `left_at`: the drive took the
+      mechanism out of its workspace), `inf` when it did not.
     """
 
     objective: Any
@@ -45,6 +51,7 @@ class Evaluation(eqx.Module):
     ts: Any
     min_ratio: Any
     initial_correction: Any
+    left_at: Any = math.inf
 
 
 class DesignProblem:
@@ -152,7 +159,7 @@ class DesignProblem:
         if design.assembly is not None:
             shortfall = jnp.maximum(0.0, 1.0 - ratio / design.assembly.min_singular_ratio)
             penalty = design.assembly.weight * jnp.mean(shortfall**2)
-        ok = trajectory.result == diffrax.RESULTS.successful
+        ok, left_at = _succeeded(trajectory)
         objective = jnp.where(ok, objective + penalty, jnp.inf)
         return objective, Evaluation(
             objective=objective,
@@ -163,4 +170,23 @@ class DesignProblem:
             ts=trajectory.ts,
             min_ratio=jnp.min(ratio),
             initial_correction=trajectory.initial_correction,
+            left_at=left_at,
         )
+
+
+def _succeeded(trajectory):
+    """Whether a simulated design is a design: the integration reached t_final
+    (`diffrax.RESULTS.successful`; a run stopped where the motion left its
+    constraints ends with `event_occurred`) and the motion is on its constraints at
+    every saved state (`Trajectory.valid`; None, not judged, on a trajectory built
+    by hand). Returns `(ok, left_at)`, `left_at` the time the motion left its
+    constraints (where the integration stopped, or the first saved state off
+    them), `inf` when it did not."""
+    ok = trajectory.result == diffrax.RESULTS.successful
+    if trajectory.valid is None:
+        return ok, jnp.asarray(jnp.inf)
+    off = ~trajectory.valid
+    first = jnp.where(jnp.any(off), trajectory.ts[jnp.argmax(off)], jnp.inf)
+    stopped = trajectory.left_at
+    left_at = first if stopped is None else jnp.minimum(stopped, first)
+    return ok & jnp.all(trajectory.valid), left_at
