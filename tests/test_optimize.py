@@ -107,7 +107,7 @@ def test_optimize_command_writes_the_result(tmp_path, capsys):
     assert (out / "design.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((out / "design.json").read_text()) == summary
     rows = (out / "history.csv").read_text().splitlines()
-    assert rows[0].startswith("step,ground_pivot_x,objective,peak-reaction O")
+    assert rows[0].startswith("step,ground_pivot_x,objective,peak-reaction O: smooth peak")
     assert len(rows) == 1 + len(summary["history"])
     # A second run refuses to overwrite, and names the file and the fix.
     status = cli.main(["optimize", str(design), "--out", str(out), "--quiet"])
@@ -404,6 +404,45 @@ def test_rejected_steps_say_why_and_the_optimiser_goes_on(tmp_path, capsys, monk
     assert "Traceback" not in captured.err
 
 
+@pytest.mark.parametrize("kind", ["peak-reaction", "reaction-impulse"])
+def test_one_word_per_quantity_on_the_console_in_history_csv_and_design_json(
+    tmp_path, capsys, monkeypatch, kind
+):
+    """The console's 'peak' was the sampled maximum while history.csv held the
+    smooth peak under the term's label: now 'peak' is the sampled maximum and
+    'smooth peak' the power mean (a peak term's value) everywhere; an impulse term
+    has an 'impulse' and no peak."""
+    monkeypatch.setattr("redundax.optimize._optimizer.DesignProblem", _ClosedForm)
+    design = four_bar_design(tmp_path, lambda s: s.replace('"peak-reaction"', f'"{kind}"'))
+    out = tmp_path / "out"
+    status = cli.main(["optimize", str(design), "--out", str(out), "--quiet"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    result = json.loads((out / "design.json").read_text())
+    label = f"{kind} O"
+    rows = (out / "history.csv").read_text().splitlines()
+    first = _history_rows(out)[0]
+    t1 = result["final"]["terms"][0]
+    if kind == "peak-reaction":
+        assert result["term_quantities"] == ["smooth peak"]
+        assert (result["initial"]["terms"], result["initial"]["peaks"]) == ([52.0], [65.0])
+        assert rows[0] == (
+            "step,ground_pivot_x,objective,peak-reaction O: smooth peak,peak-reaction O: peak,"
+            "penalty,min_singular_ratio,gradient_norm,learning_rate,accepted,rejection,seconds"
+        )
+        assert (first[f"{label}: smooth peak"], first[f"{label}: peak"]) == ("52.0", "65.0")
+        p1 = result["final"]["peaks"][0]
+        change = f"{100 * (t1 / 52.0 - 1):+.1f} %"
+        line = f"  {label}: peak 65 -> {p1:.6g} ({change}), smooth peak 52 -> {t1:.6g} ({change})"
+    else:
+        assert result["term_quantities"] == ["impulse"]
+        assert (result["initial"]["terms"], result["initial"]["peaks"]) == ([52.0], [None])
+        assert rows[0].split(",")[3:5] == ["reaction-impulse O: impulse", "penalty"]
+        assert first[f"{label}: impulse"] == "52.0"
+        line = f"  {label}: impulse 52 -> {t1:.6g} ({100 * (t1 / 52.0 - 1):+.1f} %)"
+    assert line in captured.out.splitlines(), captured.out
+
+
 # ------------------------------------------- a motion that leaves its constraints
 
 
@@ -498,6 +537,8 @@ def test_a_motion_that_leaves_its_constraints_is_a_failed_evaluation(driven, cap
     references = jnp.ones(2)
     good = problem.value(jnp.zeros(1), references)[1]
     assert np.isfinite(float(good.objective)) and float(good.left_at) == math.inf
+    # An impulse term has no peak; a peak term's peak lies above its smooth peak.
+    assert np.isnan(float(good.peaks[1])) and float(good.peaks[0]) > float(good.terms[0]) > 0.0
     bad_z = jnp.asarray([(1.65 - 1.55) / 0.05])
     bad = problem.value(bad_z, references)[1]
     toggle = _toggle_time(1.65)

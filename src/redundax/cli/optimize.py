@@ -16,6 +16,7 @@ from ..io._atomic import check_directory
 from ..io._errors import ConfigError
 from ..optimize import (
     OUTPUTS,
+    QUANTITIES,
     Design,
     Step,
     load_design,
@@ -37,9 +38,10 @@ DESCRIPTION = (
     "rejected (one line says why) and the learning rate halved. Writes OUT/history.csv "
     "after every iteration, then OUT/design.json (variables before and after, objective "
     "history, the final design's rank) and OUT/design.png (objective history, reactions "
-    "before and after). Exit status: 0 on success, 2 on invalid input, 1 if the initial "
-    "design cannot be simulated or is rejected (the iterations so far stay in "
-    "OUT/history.csv)."
+    "before and after). 'peak' is the sampled maximum of a reaction's magnitude, 'smooth "
+    "peak' the power mean that the objective minimises. Exit status: 0 on success, 2 on "
+    "invalid input, 1 if the initial design cannot be simulated or is rejected (the "
+    "iterations so far stay in OUT/history.csv)."
 )
 
 
@@ -174,8 +176,19 @@ def run(args: argparse.Namespace) -> int:
     for (name, unit), a, b in zip(result.variables, result.initial, result.final, strict=True):
         print(f"  {name:<12} {a:12.6g} -> {b:12.6g} {unit}")
     for k, label in enumerate(result.labels):
-        before, after = result.initial_evaluation.peaks[k], result.final_evaluation.peaks[k]
-        print(f"  {label}: peak {before:.6g} -> {after:.6g} ({100 * (after / before - 1):+.1f} %)")
+        # One word per quantity (as in history.csv and design.json): 'peak' is the
+        # sampled maximum, 'smooth peak' the power mean that the objective holds.
+        first, last = result.initial_evaluation, result.final_evaluation
+        changes = [(result.quantities[k], first.terms[k], last.terms[k])]
+        if result.quantities[k] == QUANTITIES["peak-reaction"]:
+            changes.insert(0, ("peak", first.peaks[k], last.peaks[k]))
+        print(
+            f"  {label}: "
+            + ", ".join(
+                f"{word} {before:.6g} -> {after:.6g} ({100 * (after / before - 1):+.1f} %)"
+                for word, before, after in changes
+            )
+        )
     print(
         f"  objective {result.accepted[0].objective:.6g} -> {result.accepted[-1].objective:.6g} "
         f"(−{100 * result.decrease:.1f} %), {len(result.accepted)} accepted of "

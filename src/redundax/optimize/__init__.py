@@ -65,6 +65,7 @@ from ._constants import (
     FORMAT as FORMAT,
     OBJECTIVES as OBJECTIVES,
     OPTIMIZERS as OPTIMIZERS,
+    QUANTITIES as QUANTITIES,
 )
 from ._file import (
     Assembly as Assembly,

@@ -8,6 +8,11 @@ FORMAT = "redundax design 1"
 OBJECTIVES = ("peak-reaction", "reaction-impulse")
 """The kinds of objective term."""
 
+QUANTITIES = {"peak-reaction": "smooth peak", "reaction-impulse": "impulse"}
+"""What the value of each kind of objective term is called, everywhere (the console,
+`history.csv`, `design.json`): a peak-reaction term's value is its *smooth peak* (a
+power mean over the saved states); its *peak* is the sampled maximum."""
+
 OPTIMIZERS = {"adam": optax.adam, "sgd": optax.sgd, "adabelief": optax.adabelief}
 """Optax optimisers by the name a design file gives."""
 

@@ -21,7 +21,7 @@ from .. import (
     velocity_residual,
 )
 from ..io._errors import ConfigError, Problem, Where
-from ._constants import FORMAT, OPTIMIZERS
+from ._constants import FORMAT, OPTIMIZERS, QUANTITIES
 from ._file import _TINY, Design
 from ._problem import DesignProblem, Evaluation
 
@@ -70,7 +70,10 @@ def _rejection(design: Design, x, value: float, evaluation: Evaluation, grad, be
 class Step:
     """One iteration: the design evaluated, its objective, whether it was accepted.
 
-    `rejection` says why a rejected step was rejected, in one line ("" when
+    `terms` are the terms' values (the smooth peak of a peak-reaction term, the
+    impulse of a reaction-impulse term), `peaks` the peak (sampled maximum) of a
+    peak-reaction term's reaction (NaN for an impulse term), both in physical
+    units. `rejection` says why a rejected step was rejected, in one line ("" when
     accepted): no decrease, the simulation failed, the motion left its constraints
     at a time, or a gradient that is not finite, naming the variables and the
     design."""
@@ -104,6 +107,9 @@ class DesignResult:
       Σ_k weight_k · term_k / reference_k + penalty (1 + penalty at x₀), `terms`
       and `peaks` are in physical units.
     - `references`: each term's value at x₀ [N, N m, N s], its normaliser.
+    - `quantities`: what each term's value is: "smooth peak" (a peak-reaction
+      term: the power mean over the saved states) or "impulse"; a term's "peak"
+      is always the sampled maximum.
     - `initial_rank`, `final_rank`: rank of C at the (projected) initial state of
       each design; `final_unique`: the solvability verdict per pair there.
     - `stopped`: why the optimiser stopped.
@@ -121,6 +127,7 @@ class DesignResult:
     stopped: str
     labels: list[str]
     references: list[float]
+    quantities: list[str]
 
     @property
     def accepted(self) -> list[Step]:
@@ -153,6 +160,7 @@ class DesignResult:
                     for (n, u), a, b in zip(self.variables, self.initial, self.final, strict=True)
                 ],
                 "objective_terms": self.labels,
+                "term_quantities": self.quantities,
                 "objective_normalisation": NORMALISATION,
                 "objective_references": self.references,
                 "initial": ev(self.initial_evaluation),
@@ -172,7 +180,10 @@ NORMALISATION = (
     "objective = sum over the terms of weight * term / reference (the term's value at the "
     "initial design, in objective_references) + penalty: 1 + penalty at the initial design, "
     "in both 'initial' and 'final' and in every step; terms and peaks are in physical units "
-    "(N, N m, N s)"
+    "(N, N m, N s): 'terms' hold each term's value (term_quantities: the smooth peak, a "
+    "power mean over the saved states, of a peak-reaction term; the impulse of a "
+    "reaction-impulse term), 'peaks' the peak, the sampled maximum over the saved states, "
+    "of a peak-reaction term's reaction (null for an impulse term)"
 )
 """How `design.json` says what its objective values are."""
 
@@ -344,4 +355,5 @@ def optimize_design(
         final_unique={name: bool(u) for name, u in zip(report.names, report.unique, strict=True)},
         stopped=stopped,
         labels=labels,
+        quantities=[QUANTITIES[t.kind] for t in design.objective],
     )

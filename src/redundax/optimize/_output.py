@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..io._atomic import atomic_write
+from ._constants import QUANTITIES
 from ._file import Design
 from ._optimizer import DesignResult, Step
 
@@ -46,16 +47,17 @@ def _figure(result: DesignResult):
     ax.grid(alpha=0.3)
     for k, label in enumerate(result.labels):
         ax = axes[1 + k]
+        quantity = result.quantities[k]
         for evaluation, name, style in (
             (result.initial_evaluation, "initial design", "--"),
             (result.final_evaluation, "optimised design", "-"),
         ):
-            ax.plot(
-                evaluation.ts,
-                evaluation.magnitude[k],
-                style,
-                label=f"{name}: peak {evaluation.peaks[k]:.4g}",
+            value = (
+                f"peak {evaluation.peaks[k]:.4g}, smooth peak {evaluation.terms[k]:.4g}"
+                if quantity == "smooth peak"
+                else f"{quantity} {evaluation.terms[k]:.4g}"
             )
+            ax.plot(evaluation.ts, evaluation.magnitude[k], style, label=f"{name}: {value}")
         ax.set_xlabel("t [s]")
         ax.set_ylabel("reaction magnitude [N or N m]")
         ax.set_title(label)
@@ -65,18 +67,28 @@ def _figure(result: DesignResult):
     return fig
 
 
-def _history_csv(names: Sequence[str], labels: Sequence[str], history: Sequence[Step]) -> str:
-    """`history.csv`: one row per iteration; `rejection` says why a rejected step
-    was rejected."""
+def _history_csv(
+    names: Sequence[str], labels: Sequence[str], quantities: Sequence[str], history: Sequence[Step]
+) -> str:
+    """`history.csv`: one row per iteration. Each term has the column `LABEL: smooth
+    peak` (its value, a peak-reaction term) and `LABEL: peak` (the sampled maximum),
+    or `LABEL: impulse`; `rejection` says why a rejected step was rejected."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
+    peak = [q == QUANTITIES["peak-reaction"] for q in quantities]
+    columns = []
+    for label, quantity, has_peak in zip(labels, quantities, peak, strict=True):
+        columns += [f"{label}: {quantity}"] + ([f"{label}: peak"] if has_peak else [])
     writer.writerow(
-        ["step", *names, "objective", *labels, "penalty", "min_singular_ratio",
+        ["step", *names, "objective", *columns, "penalty", "min_singular_ratio",
          "gradient_norm", "learning_rate", "accepted", "rejection", "seconds"]
     )  # fmt: skip
     for s in history:
+        values = []
+        for term, top, has_peak in zip(s.terms, s.peaks, peak, strict=True):
+            values += [_number(term)] + ([_number(top)] if has_peak else [])
         writer.writerow(
-            [s.step, *map(_number, s.x), _number(s.objective), *map(_number, s.terms),
+            [s.step, *map(_number, s.x), _number(s.objective), *values,
              _number(s.penalty), _number(s.min_ratio), _number(s.gradient_norm),
              _number(s.learning_rate), s.accepted, s.rejection, f"{s.seconds:.3f}"]
         )  # fmt: skip
@@ -106,7 +118,10 @@ def write_history(
     out.mkdir(parents=True, exist_ok=True)
     path = out / OUTPUTS[1]
     text = _history_csv(
-        [v.name for v in design.variables], [t.label for t in design.objective], history
+        [v.name for v in design.variables],
+        [t.label for t in design.objective],
+        [QUANTITIES[t.kind] for t in design.objective],
+        history,
     )
     with atomic_write(path, force, text=True) as file:
         file.write(text)
@@ -142,7 +157,7 @@ def write_result(
         file.write("\n")
     names = [n for n, _ in result.variables]
     with atomic_write(paths[1], force or paths[1].name in replace, text=True) as file:
-        file.write(_history_csv(names, result.labels, result.history))
+        file.write(_history_csv(names, result.labels, result.quantities, result.history))
     fig = _figure(result)
     with atomic_write(paths[2], force, text=False) as file:
         fig.savefig(file, format="png", dpi=120)

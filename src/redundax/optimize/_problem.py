@@ -32,10 +32,15 @@ class Evaluation(eqx.Module):
     - `objective`: J (normalised terms plus penalty), `inf` when the evaluation
       failed (the integration did not reach t_final, or the motion left its
       constraints); `penalty`: its assembly part.
-    - `terms`: each term's value in physical units [N, N m, N s] (the smooth peak
-      for a peak term), shape `(K,)`; `peaks`: the sampled maximum of each term's
-      magnitude, `(K,)`.
-    - `magnitude`: each term's reaction magnitude at every saved time, `(K, T)`.
+    - `terms`: each term's value in physical units [N, N m, N s], shape `(K,)`:
+      the *smooth peak* (power mean of order p over the saved states) of a
+      peak-reaction term, the *impulse* (magnitude of the time integral) of a
+      reaction-impulse term. `peaks`: the *peak* (the sampled maximum over the
+      saved states) of a peak-reaction term's reaction magnitude, NaN for an
+      impulse term, `(K,)`. (The same words name them on the command line, in
+      `history.csv` and in `design.json`.)
+    - `magnitude`: each peak term's reaction magnitude at every saved time, zeros
+      for an impulse term, `(K, T)`.
     - `ts`: the saved times; `min_ratio`: the smallest σ_r/σ_1 of C along the
       manoeuvre; `initial_correction`: how far the initial state was projected.
     - `left_at`: the time [s] at which the motion left its constraints
@@ -148,7 +153,7 @@ class DesignProblem:
                     vector = impulse.components
                 value = jnp.sqrt(jnp.sum(vector**2))
                 values.append(value)
-                peaks.append(value)
+                peaks.append(jnp.full_like(value, jnp.nan))  # an impulse has no peak
                 magnitudes.append(jnp.zeros_like(trajectory.ts))
         values = jnp.stack(values)
         weights = jnp.asarray([t.weight for t in design.objective])
