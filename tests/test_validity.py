@@ -207,3 +207,18 @@ def test_gradients_at_a_symmetric_design_are_finite():
         g = float(jax.grad(f)(x))
         fd = central_difference(lambda y, f=f: f(y[0]), np.array([float(x)]), h=h)[0]
         assert np.isfinite(g) and g == pytest.approx(fd, rel=TOL_GRADIENT_H, abs=TOL_GRADIENT)
+
+
+def test_submodules_are_attributes_after_import_redundax():
+    """`rx.sweep`, `rx.optimize` and `rx.plot` work after `import redundax` alone
+    (a fresh interpreter: they raised AttributeError until imported by name)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import redundax as rx; "
+        "print(rx.sweep.Sweep.__name__, rx.optimize.__name__, rx.plot.plot_reactions.__name__); "
+        "print(all(name in dir(rx) for name in ('sweep', 'optimize', 'plot')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["Sweep", "redundax.optimize", "plot_reactions", "True"]

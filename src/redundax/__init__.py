@@ -208,3 +208,21 @@ from .io._mujoco import (
     from_mjcf as from_mjcf,
     from_mujoco as from_mujoco,
 )
+
+# Submodules that pull in heavier dependencies (matplotlib for `plot`; the sweep's
+# and the design study's machinery) are imported on first use, so that
+# `rx.sweep`, `rx.optimize` and `rx.plot` work after `import redundax` alone without
+# making every import pay for them.
+_LAZY_SUBMODULES = ("optimize", "plot", "sweep")
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBMODULES:
+        import importlib  # noqa: PLC0415 - only for the lazy submodules
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY_SUBMODULES})
