@@ -321,6 +321,8 @@ def test_joint_runs_of_the_robot_report_the_absolute_runs_verdicts(tmp_path: Pat
         runs[coordinates] = (json.loads(stdout), read_run(out))
     (absolute, absolute_file), (joint, joint_file) = runs["absolute"], runs["joint"]
     assert joint["coordinates"] == "joint"
+    assert joint["valid"] is True and joint["left_constraints_at"] is None
+    assert joint["valid_until"] == joint["t_final"] == 0.2
     assert joint["unique"] == absolute["unique"]
     assert joint["components"] == absolute["components"]
     for name in ("B", "C"):

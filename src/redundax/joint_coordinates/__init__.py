@@ -10,6 +10,9 @@ divide-and-conquer algorithm and the reaction-uniqueness analysis inside it.
 - `_dynamics.py`: the decisions taken once and the forward dynamics.
 - `_uniqueness.py`: seed 002's propagation of the verdicts.
 - `_simulate.py`: motion (Diffrax), drift control by the DCA's projection.
+- `_run_validity.py`: whether a run is the mechanism's motion (off its
+  constraints, or stopped at the edge of its workspace).
+- `_segments.py`: a run in segments, for progress reports.
 - `_reactions.py`: the DCA's multipliers as reactions with seed 002's verdicts.
 """
 

@@ -14,6 +14,15 @@ Rotation vectors (spherical and free spatial joints) are re-charted at step ends
 before they come near the singular length 2π
 ([`rechart_rotation_vectors`][redundax.joint_coordinates._kinematics.rechart_rotation_vectors]):
 the state is the same, only its chart changes (the saved θ then jumps).
+
+A run is judged as an absolute one is (`redundax._validity`), inside the
+integration: it stops at the first step end off its constraints (max |Φ| of the
+cut joints and drivers, after the projection), or where its steps collapse at a
+point the motion cannot be continued past (drivers that push the mechanism to the
+edge of its workspace: the loops stay closed there, the joint rates grow without
+bound), instead of integrating a motion that no longer exists to `max_steps`;
+every saved state is judged afterwards (`JointTrajectory.valid`). See
+[`_run_validity`][redundax.joint_coordinates._run_validity].
 """
 
 from typing import NamedTuple
@@ -23,17 +32,20 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._assembly import kinetic_energy, potential_energy
 from .._drift_control import AbstractDriftControl, Baumgarte, NoDriftControl
 from .._model import State
+from .._progress import Progress
+from .._simulate import Tolerances
 from .._step_projection import AbstractStepEnd, ProjectedSteps, StepProjection
 from .._validation import host_values
 from ._dca import dca_solve
 from ._dynamics import JointStructure, dca_dynamics, decide_joint
 from ._kinematics import has_rotation_vectors, joint_rates, rechart_rotation_vectors
 from ._model import JointModel
+from ._run_validity import checked, controller, judge, left_event, tolerances
 from ._terms import BodyTerms, body_terms
 
 DEFAULT_DRIFT_CONTROL = StepProjection()
@@ -63,7 +75,20 @@ class JointTrajectory(eqx.Module):
       the rows the tree does not hold (the tree's hold exactly).
     - `energy` (T,): kinetic + potential energy [J] (of the absolute model).
     - `num_steps`, `num_accepted_steps`, `num_rejected_steps`, `result`: Diffrax's
-      counts and result code.
+      counts and result code (`diffrax.RESULTS.event_occurred`: the motion left
+      its constraints; `dt_min_reached`: it ran into a point it cannot be continued
+      past, the edge of the workspace; see `valid`).
+    - `valid` (T,): per saved state, whether the motion is the mechanism's there:
+      reached by the integration and on its constraints (max |Φ| within
+      `tolerances.saved`), as [`redundax.Trajectory`][]'s. A run that is not valid
+      everywhere failed: no reaction is unique over its invalid part.
+    - `left_at`, `left_violation`: the time at which the motion was first found off
+      its constraints (the step end that stopped the integration, or the first
+      invalid saved time) and max |Φ| there; `inf` and 0 for a valid run.
+    - `tolerances`: the largest max |Φ| the run accepted at a step end (after the
+      projection, when it projects) and at a saved state.
+    - `end`: the state where the integration stopped (at `t1` for a run that got
+      there).
     - `structure`: the decisions the motion was computed with.
     - `drift_control`: the Baumgarte terms in the accelerations (None: none), for
       reactions that belong to the motion's accelerations.
@@ -83,6 +108,11 @@ class JointTrajectory(eqx.Module):
     num_accepted_steps: Array
     num_rejected_steps: Array
     result: diffrax.RESULTS
+    valid: Bool[Array, " T"]
+    left_at: Float[Array, ""]
+    left_violation: Float[Array, ""]
+    tolerances: Tolerances
+    end: State
     structure: JointStructure
     drift_control: Baumgarte | None
     projected: bool = eqx.field(static=True)
@@ -92,6 +122,14 @@ class JointTrajectory(eqx.Module):
     def absolute(self) -> AbsoluteStates:
         """The saved states in the absolute coordinates of the model."""
         return AbsoluteStates(self.ts, self.x, self.xd)
+
+    @property
+    def left_constraints(self) -> Bool[Array, ""]:
+        """Whether the motion left its constraints, or ran into a point where it
+        cannot go on (a run that failed otherwise, e.g. at `max_steps`, did not:
+        its `valid` is False where it was not reached)."""
+        stopped = self.result == diffrax.RESULTS.event_occurred
+        return stopped | (self.result == diffrax.RESULTS.dt_min_reached)
 
 
 def simulate_joint(
@@ -108,6 +146,7 @@ def simulate_joint(
     drift_control: AbstractDriftControl | None = DEFAULT_DRIFT_CONTROL,
     max_steps: int = 100_000,
     throw: bool = True,
+    progress: Progress | None = None,
 ) -> JointTrajectory:
     """Integrate the equations of motion of a joint-coordinate model from `state` to
     `t1` [s], the accelerations by the divide-and-conquer algorithm.
@@ -127,15 +166,22 @@ def simulate_joint(
       solved by the DCA; its `baumgarte` terms in between), [`redundax.Baumgarte`][]
       terms alone, or None.
     - `max_steps`: the integrator's step budget.
-    - `throw`: raise when the integration fails (default); False: return the
-      trajectory with its `result` code (the states after the failure are not
-      finite).
+    - `throw`: raise when the integration fails or the motion leaves its
+      constraints (default); False: return the trajectory with its `result` code
+      and `valid` flags (the states after the failure are not finite).
+    - `progress`: a [`redundax.Progress`][] whose `report(t, t1, steps)` is called
+      on the host every `progress.steps` integrator steps (the run in segments, as
+      `simulate(progress=...)`; concrete inputs only). None: one program.
 
     **Returns:** a [`JointTrajectory`][].
 
     **Raises:** `ValueError` when the state is not finite; `TypeError` for a drift
     control joint coordinates do not offer (a projection at saved states only:
-    use `StepProjection`).
+    use `StepProjection`); [`redundax.ConstraintsLeftError`][] (with `throw`) when
+    the motion leaves its constraints or cannot go on: drivers that push the
+    mechanism out of its workspace fail at its edge, naming the time, max |Φ| and
+    the last saved time on the constraints; `RuntimeError` when the integration
+    fails otherwise (`max_steps`).
     """
     values = host_values(state.q, state.qd)  # None when traced (vmap over states)
     if values is not None and not all(np.all(np.isfinite(v)) for v in values):
@@ -154,10 +200,28 @@ def simulate_joint(
     if has_rotation_vectors(jm.joints):  # start in the short chart
         q0, qd0 = rechart_rotation_vectors(jm.joints, jnp.asarray(q0), jnp.asarray(qd0))
     save = jnp.linspace(state.t, t1, n_save) if ts is None else jnp.asarray(ts, dtype=float)
-    return _simulate(
-        jm, structure, State(state.t, q0, qd0), save, float(t1), rtol, atol,
-        diffrax.Dopri8() if solver is None else solver, drift_control, max_steps, throw,
-    )  # fmt: skip
+    solver = diffrax.Dopri8() if solver is None else solver
+    tol = tolerances(jm, q0, drift_control, rtol)
+    # Times and tolerances as arrays: one program for every t1 and rtol.
+    start = State(jnp.asarray(state.t, dtype=float), q0, qd0)
+    numbers = tuple(jnp.asarray(x, dtype=float) for x in (t1, rtol, atol))
+    if progress is not None:
+        from ._segments import in_segments  # noqa: PLC0415 - it builds on this module
+
+        if values is None:
+            raise ValueError(
+                "simulate_joint field 'progress': reports on the host need concrete inputs; "
+                "it cannot be used under jax.jit, jax.vmap or jax.grad"
+            )
+        trajectory = in_segments(
+            progress, jm, structure, start, save, *numbers, solver, drift_control,
+            max_steps, tol,
+        )  # fmt: skip
+    else:
+        trajectory = _simulate(
+            jm, structure, start, save, *numbers, solver, drift_control, max_steps, tol
+        )
+    return checked(jm, trajectory, throw)
 
 
 class JointStepEnd(AbstractStepEnd):
@@ -213,8 +277,9 @@ def project_joint_state(
     return q, qd
 
 
-@eqx.filter_jit
-def _simulate(jm, structure, state, save, t1, rtol, atol, solver, drift, max_steps, throw):
+def setup(jm: JointModel, structure: JointStructure, solver, drift):
+    """`(term, solver, baumgarte, projection)` of a run: the DCA's q̈ as a Diffrax
+    term, the solver wrapped with the step ends (projection, re-charting)."""
     projection = drift if isinstance(drift, StepProjection) else None
     baumgarte = projection.baumgarte if projection is not None else drift
 
@@ -225,19 +290,45 @@ def _simulate(jm, structure, state, save, t1, rtol, atol, solver, drift, max_ste
     recharts = has_rotation_vectors(jm.joints)
     if projection is not None or recharts:
         solver = ProjectedSteps(solver, JointStepEnd(jm, structure, projection, recharts))
+    return diffrax.ODETerm(rhs), solver, baumgarte, projection
+
+
+@eqx.filter_jit
+def _simulate(jm, structure, state, save, t1, rtol, atol, solver, drift, max_steps, tol):
+    term, solver, baumgarte, projection = setup(jm, structure, solver, drift)
     sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(rhs),
+        term,
         solver,
         t0=state.t,
         t1=t1,
         dt0=None,
         y0=(state.q, state.qd),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
-        saveat=diffrax.SaveAt(ts=save),
+        stepsize_controller=controller(rtol, atol, state.t, t1),
+        saveat=diffrax.SaveAt(ts=save, t1=True),
         max_steps=max_steps,
-        throw=throw,
+        throw=False,  # judged with the saved states (`checked`)
+        event=left_event(jm, state.t, tol.step),
     )
-    q, qd = sol.ys
+    # Diffrax puts the end of the solve right after the last saved time it reached
+    # (before the `inf` of those it did not reach).
+    n = save.shape[0]
+    reached = sol.ts[:n] == save
+    q, qd = (jnp.where(reached[:, None], y[:n], jnp.inf) for y in sol.ys)
+    last = jnp.sum(jnp.isfinite(sol.ts)) - 1
+    end = State(sol.ts[last], sol.ys[0][last], sol.ys[1][last])
+    stats = (sol.stats["num_steps"], sol.stats["num_accepted_steps"])
+    stats += (sol.stats["num_rejected_steps"],)
+    return trajectory_of(
+        jm, structure, save, q, qd, stats, sol.result, baumgarte, projection is not None,
+        tol, end, t1,
+    )  # fmt: skip
+
+
+def trajectory_of(
+    jm, structure, ts, q, qd, stats, result, baumgarte, projected, tol, end, t1
+) -> JointTrajectory:
+    """The [`JointTrajectory`][] of the saved states `q`, `qd` at `ts` (`inf` where
+    not reached), judged: `end` is the state where the integration stopped."""
 
     def diagnostics(qk, qdk, tk):
         terms = body_terms(jm, structure.rows, qk, qdk, tk)
@@ -246,9 +337,12 @@ def _simulate(jm, structure, state, save, t1, rtol, atol, solver, drift, max_ste
         pv = jnp.max(jnp.abs(terms.phi), initial=0.0)
         return x, xd, pv, jnp.max(jnp.abs(terms.velocity_error), initial=0.0), energy
 
-    x, xd, pv, vv, energy = jax.vmap(diagnostics)(q, qd, sol.ts)
+    x, xd, pv, vv, energy = jax.vmap(diagnostics)(q, qd, ts)
+    valid, left_at, left_violation, result = judge(
+        jm, ts, q, pv, result, tol, (end.t, end.q), t1
+    )
     return JointTrajectory(
-        ts=sol.ts,
+        ts=ts,
         q=q,
         qd=qd,
         x=x,
@@ -256,12 +350,17 @@ def _simulate(jm, structure, state, save, t1, rtol, atol, solver, drift, max_ste
         position_violation=pv,
         velocity_violation=vv,
         energy=energy,
-        num_steps=sol.stats["num_steps"],
-        num_accepted_steps=sol.stats["num_accepted_steps"],
-        num_rejected_steps=sol.stats["num_rejected_steps"],
-        result=sol.result,
+        num_steps=stats[0],
+        num_accepted_steps=stats[1],
+        num_rejected_steps=stats[2],
+        result=result,
+        valid=valid,
+        left_at=left_at,
+        left_violation=left_violation,
+        tolerances=tol,
+        end=end,
         structure=structure,
         drift_control=baumgarte,
-        projected=projection is not None,
+        projected=projected,
         coordinate_names=jm.coordinate_names,
     )
