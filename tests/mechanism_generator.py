@@ -39,7 +39,8 @@ Families (`FAMILIES`; `generate(family, seed)`):
   `feasible` inside its range of motion (a Grashof crank, transmission angle
   bounded away from 0 and π), or driven 0.4 rad past the end of its travel
   (a rocker input of a non-Grashof linkage): then no configuration satisfies the
-  constraints and a simulation must say so.
+  constraints and a simulation must say so. `twin_four_bar_drive`: their
+  spatial twins (p = 3).
 
 Spatial inertias: `SpatialBody` refuses a principal moment of exactly 0 (not
 positive definite), so a slender rod's axial moment is 1e-6 or 1e-13 of the
@@ -523,6 +524,7 @@ def _twin(planar: Generated, family: str, seed: int, rng, loops: int) -> Generat
     return Generated(
         family, seed, mech, why, p=planar.p + 3 * loops, dof=planar.dof,
         symmetric=planar.symmetric, special=planar.special, inertia=tuple(kinds),
+        drive=planar.drive, t_drive=planar.t_drive,
     )
 
 
@@ -755,6 +757,13 @@ def four_bar_drive(seed: int) -> Generated:
     )
 
 
+def twin_four_bar_drive(seed: int) -> Generated:
+    """The spatial twin of `four_bar_drive(seed)` (its SmoothSteps drive becomes a
+    `RevoluteDriver3D`): feasible for even seeds, past the end of travel for odd."""
+    planar = four_bar_drive(seed)
+    return _twin(planar, "twin_four_bar_drive", seed, np.random.default_rng([13, seed]), 1)
+
+
 FAMILIES = {
     "four_bar": four_bar,
     "parallelogram3": parallelogram3,
@@ -768,6 +777,7 @@ FAMILIES = {
     "bennett": bennett,
     "spatial_4r": spatial_4r,
     "four_bar_drive": four_bar_drive,
+    "twin_four_bar_drive": twin_four_bar_drive,
 }
 """Every family by name: `FAMILIES[name](seed) -> Generated`."""
 
