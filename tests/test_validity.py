@@ -222,3 +222,20 @@ def test_submodules_are_attributes_after_import_redundax():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["Sweep", "redundax.optimize", "plot_reactions", "True"]
+
+
+def test_a_projection_weighted_by_a_singular_mass_is_refused_by_body():
+    """`rx.Projection` (initial projection or drift control) weights by M⁻¹: with a
+    flat coupler it would be NaN, and the run would report an unassemblable
+    mechanism. Refused naming the body and the way out; the default drift control
+    runs the same mechanism."""
+    mech = _flat(models.spatial_twin(models.four_bar()), "coupler")
+    model, state = mech.build(), mech.initial_state()
+    for field, keywords in (
+        ("initial_projection", {"initial_projection": rx.Projection()}),
+        ("drift_control", {"drift_control": rx.Projection()}),
+    ):
+        with pytest.raises(rx.ModelError, match=rf"field '{field}'.*\n  - body 'coupler'"):
+            rx.simulate(model, state, 0.1, **keywords)
+    traj = rx.simulate(model, state, 0.1)
+    assert bool(np.all(traj.valid))

@@ -107,33 +107,54 @@ class Baumgarte(AbstractDriftControl):
         return terms.gamma - 2.0 * self.alpha * velocity_error - self.beta**2 * phi
 
 
+def _pinv_parts(S, rank):
+    """`(apply, project)`: v ↦ S⁺ v and v ↦ S S⁺ v for the symmetric positive
+    semi-definite S at `rank` (its `rank` largest eigenvalues kept), applied to a
+    vector through S's eigenvectors (no S⁺ is formed: with a tiny eigenvalue kept,
+    a formed S⁺ has huge entries whose product with v cancels)."""
+    w, U = jnp.linalg.eigh(S)  # ascending
+    keep = jnp.arange(w.shape[0]) >= w.shape[0] - rank
+    w_inv = jnp.where(keep, 1.0 / jnp.where(keep, w, 1.0), 0.0)
+
+    def apply(v):
+        return U @ (w_inv * (U.T @ v))
+
+    def project(v):
+        return U @ (jnp.where(keep, 1.0, 0.0) * (U.T @ v))
+
+    return apply, project
+
+
 @jax.custom_jvp
-def symmetric_pinv(S: Float[Array, "k k"], rank) -> Float[Array, "k k"]:
-    """S⁺ of the symmetric positive semi-definite S at `rank` (its `rank` largest
-    eigenvalues kept), by a symmetric eigensolver.
+def symmetric_pinv_solve(S: Float[Array, "k k"], r: Float[Array, " k"], rank) -> Float[Array, " k"]:
+    """x = S⁺ r for the symmetric positive semi-definite S at `rank` (its `rank`
+    largest eigenvalues kept), by a symmetric eigensolver.
 
     Its derivative is the one of the pseudoinverse at fixed rank (Golub & Pereyra
     1973): dS⁺ = −S⁺ dS S⁺ + S⁺² dS P + P dS S⁺², P = I − S S⁺ — not the
     derivative of the eigendecomposition, which has 1/(w_i − w_j) terms and is NaN
-    where eigenvalues repeat (a 3-fold symmetric mechanism, identical links). JAX
-    differentiates `jnp.linalg.pinv` the same way; the rank here is the structure's,
-    not a cut-off."""
-    w, U = jnp.linalg.eigh(S)  # ascending
-    keep = jnp.arange(w.shape[0]) >= w.shape[0] - rank
-    w_inv = jnp.where(keep, 1.0 / jnp.where(keep, w, 1.0), 0.0)
-    return (U * w_inv[None, :]) @ U.T
+    where eigenvalues repeat (a 3-fold symmetric mechanism, identical links, the
+    p zero eigenvalues of a redundant one). JAX differentiates `jnp.linalg.pinv` the
+    same way; the rank here is the structure's, not a cut-off."""
+    apply, _ = _pinv_parts(S, rank)
+    return apply(r)
 
 
-@symmetric_pinv.defjvp
-def _symmetric_pinv_jvp(primals, tangents):
-    S, rank = primals
-    dS, _ = tangents
-    P_plus = symmetric_pinv(S, rank)
+@symmetric_pinv_solve.defjvp
+def _symmetric_pinv_solve_jvp(primals, tangents):
+    S, r, rank = primals
+    dS, dr, _ = tangents
+    apply, project = _pinv_parts(S, rank)
+    x = apply(r)
     dS = 0.5 * (dS + dS.T)
-    P = jnp.eye(S.shape[0], dtype=S.dtype) - S @ P_plus
-    P2 = P_plus @ P_plus
-    d = -P_plus @ dS @ P_plus + P2 @ dS @ P + P @ dS @ P2
-    return P_plus, d
+    tail = dS @ apply(x)  # dS S⁺² r
+    dx = (
+        apply(dr - dS @ x)  # S⁺ dr − S⁺ dS S⁺ r
+        + apply(apply(dS @ (r - project(r))))  # S⁺² dS P r
+        + tail
+        - project(tail)  # P dS S⁺² r
+    )
+    return x, dx
 
 
 def weighted_pinv_step(M, A, residual, rank):
@@ -141,14 +162,14 @@ def weighted_pinv_step(M, A, residual, rank):
     correction (W = L⁻¹ (A L⁻¹)⁺ of González et al.).
 
     Computed as M⁻¹ Aᵀ S⁺ residual with S = A M⁻¹ Aᵀ = (A L⁻¹)(A L⁻¹)ᵀ, whose
-    pseudoinverse keeps the `rank` largest eigenvalues ([`symmetric_pinv`][]:
+    pseudoinverse keeps the `rank` largest eigenvalues ([`symmetric_pinv_solve`][]:
     several times cheaper than an SVD of A L⁻¹, and differentiable where
     eigenvalues repeat): near the manifold, dependent rows of A are independent
     only by tiny amounts, which must not be inverted."""
     MiAt = jnp.linalg.solve(M, A.T)
     S = A @ MiAt
     S = 0.5 * (S + S.T)
-    return MiAt @ (symmetric_pinv(S, rank) @ residual)
+    return MiAt @ symmetric_pinv_solve(S, residual, rank)
 
 
 class Projection(AbstractDriftControl):
@@ -197,6 +218,36 @@ class Projection(AbstractDriftControl):
 
     def gamma(self, terms) -> Float[Array, " nc"]:
         return terms.gamma if self.baumgarte is None else self.baumgarte.gamma(terms)
+
+    def check_mass(self, model: Model, what: str) -> None:
+        """[`ModelError`][redundax.ModelError] naming the bodies whose block of M
+        is singular (a lamina: I_z = I_x + I_y), on concrete masses: this
+        projection weights by M⁻¹, which would be NaN. `what` names the caller's
+        field."""
+        from ._errors import ModelError
+        from ._structure import MASS_DEFINITE_RTOL
+        from ._validation import host_values
+
+        known = host_values(model.bodies.mass_blocks())
+        if known is None or np.ndim(known[0]) != 3:
+            return
+        eig = np.linalg.eigvalsh(np.asarray(known[0]))
+        singular = np.flatnonzero(~(eig[:, 0] > MASS_DEFINITE_RTOL * eig[:, -1]))
+        if singular.size:
+            problems = [
+                f"body {model.bodies.names[k]!r}: its block of the mass matrix is singular "
+                f"(principal moments with I_z = I_x + I_y: a lamina)"
+                for k in singular
+            ]
+            raise ModelError(
+                f"{what}: rx.Projection weights its correction by M⁻¹, but M is singular:\n"
+                + "\n".join(f"  - {p}" for p in problems)
+                + "\nuse drift_control=rx.StepProjection() (the default, which solves "
+                "without M⁻¹ for such a mechanism) and start from a consistent state, or "
+                "give the bodies some thickness (I_z < I_x + I_y)",
+                problems,
+                what,
+            )
 
     def project(self, model: Model, q, qd, t, ranks=None):
         return self(model, q, qd, t, ranks)

@@ -708,6 +708,10 @@ def simulate(
             f"simulate field 'drift_control': expected a drift control (rx.Baumgarte(), "
             f"rx.Projection(), rx.NoDriftControl()), got {drift_control!r}"
         )
+    if isinstance(initial_projection, Projection):
+        initial_projection.check_mass(model, "simulate field 'initial_projection'")
+    if isinstance(drift_control, Projection):
+        drift_control.check_mass(model, "simulate field 'drift_control'")
     q0, qd0, correction, phi, vel = _initial_state(model, state0, initial_projection)
     residuals = host_values(phi, vel)
     if residuals is not None and initial_projection is None:
