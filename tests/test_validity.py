@@ -69,7 +69,10 @@ def test_a_motion_out_of_the_workspace_is_a_failure(three_rrr_out):
     assert _assembly_residual(model, traj.q[last], t_left + 0.02) > TOL_UNASSEMBLABLE
     with pytest.raises(rx.ConstraintsLeftError, match=r"left its constraints at t = 0\.\d+ s") as e:
         rx.simulate(model, state, 1.5)
-    assert e.value.t == pytest.approx(t_left) and e.value.valid_until == pytest.approx(ts[last])
+    # The same motion by a program that differs (throw): its step ends differ by
+    # round-off amplified by the step-size control, within a small part of a step.
+    assert e.value.t == pytest.approx(t_left, abs=1e-3)
+    assert e.value.valid_until == pytest.approx(ts[last], abs=0.01)
 
 
 def test_a_motion_inside_the_workspace_stays_valid():
