@@ -289,7 +289,7 @@ def _parallelogram(seed: int, n: int, family: str, family_id: int) -> Generated:
         f"{n}-crank parallelogram, cranks {L:.4g} m at {theta:.4g} rad, pivots "
         f"{'on a line' if collinear else 'anywhere'} {np.round(pivots, 3).tolist()}, "
         f"masses {mode}{', special (cranks perpendicular to the line)' if special else ''}"
-        f"{', symmetric' if symmetric else ''}"
+        f"{(', symmetric' if collinear else ', identical cranks') if symmetric else ''}"
     )
     mech = rx.Mechanism(bodies, pairs, gravity=_gravity2(rng))
     inertia = ("tiny" if mode == "tiny" else "planar",) * (n + 1)
@@ -382,12 +382,15 @@ def _rrr3_mechanism(rng, symmetric: bool):
         # Polynomial (not Constant): rx.models.spatial_twin reads its coefficients.
         pairs.append(rx.RevoluteDriver(f"drive{i + 1}", f"prox{i + 1}", "ground",
                                        rx.Polynomial([angle])))
-    gravity = (0.0, 0.0) if symmetric else _gravity2(rng)
+    # Gravity in the plane in every case: a symmetric design (what makes the
+    # eigenvalues repeat) under a load that is not symmetric, so that reactions
+    # and their derivatives are not all zero.
+    gravity = _gravity2(rng)
     why = (
         f"3-RRR base radius {Rb:.4g} m, platform radius {Rp:.4g} m at {psi:.4g} rad, "
         f"centre {np.round(centre, 4).tolist()}, proximal {np.round(l1s, 4).tolist()} m, "
         f"elbow offsets {np.round(deltas, 4).tolist()} rad, masses {mode}"
-        f"{', exactly 3-fold symmetric, no gravity' if symmetric else ''}"
+        f"{', exactly 3-fold symmetric' if symmetric else ''}"
     )
     inertia = ("tiny" if mode == "tiny" else "planar",) * 7
     return rx.Mechanism(bodies, pairs, gravity=gravity), why, inertia
