@@ -137,6 +137,7 @@ default 100,000)."""
 class Tally:
     def __init__(self):
         self.families: dict = {}
+        self.inertia: dict = {}  # (family, seed): the bodies' inertia kinds
 
     def add(self, family, prop, seed, status, problems):
         fam = self.families.setdefault(family, {"count": 0, "properties": {}})
@@ -144,8 +145,16 @@ class Tally:
             prop, {"checked": 0, "failed": 0, "inconclusive": 0, "examples": []}
         )
         entry["checked"] += 1
+        kinds = sorted(set(self.inertia.get((family, seed), ())))
+        for kind in kinds:
+            by = entry.setdefault("checked_with_inertia", {})
+            by[kind] = by.get(kind, 0) + 1
         if status in ("failed", "error"):
             entry["failed"] += 1
+            entry.setdefault("failed_seeds", []).append(seed)
+            for kind in kinds:
+                by = entry.setdefault("failed_with_inertia", {})
+                by[kind] = by.get(kind, 0) + 1
             if len(entry["examples"]) < EXAMPLES:
                 try:
                     g = mg.generate(family, seed)
@@ -163,6 +172,7 @@ class Tally:
                 entry["inconclusive_examples"].append({"seed": seed, "problems": problems[:2]})
 
     def describe(self, family, g):
+        self.inertia[(family, g.seed)] = g.inertia
         fam = self.families.setdefault(family, {"count": 0, "properties": {}})
         fam["count"] += 1
         kinds = fam.setdefault("inertia_kinds", {})

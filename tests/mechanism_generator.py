@@ -70,8 +70,8 @@ class Generated:
     - `special`: the initial configuration is a special one of a family whose
       verdicts can change along the motion (parallelogram cranks perpendicular to
       the pivot line): only the stable verdicts hold nearby.
-    - `inertia`: the kind of inertia of each body ("generic", "lamina", "rod",
-      "isotropic", "planar", "tiny").
+    - `inertia`: the kind of inertia of each body ("generic", "lamina",
+      "rod 1e-6", "rod 1e-13", "isotropic", "planar", "tiny").
     - `drive`: "feasible", "infeasible" or None (not driven over time).
     - `t_drive`: the time at which the drive ends [s] (driven families).
     """
@@ -494,6 +494,19 @@ def spatial_inertia(rng, kind: str, scale: float, turned: bool):
 INERTIA_KINDS = ("generic", "lamina", "rod", "isotropic")
 
 
+def _labels(kinds, bodies) -> tuple[str, ...]:
+    """The kinds of the bodies' inertias, a rod's with its ε read back from the
+    tensor ("rod 1e-6", "rod 1e-13")."""
+    out = []
+    for kind, body in zip(kinds, bodies, strict=True):
+        if kind == "rod":
+            tensor = np.asarray(body.inertia, dtype=float)
+            m = np.linalg.eigvalsh(np.diag(tensor) if tensor.ndim == 1 else tensor)
+            kind = f"rod 1e{round(math.log10(m[0] / m[-1]))}"
+        out.append(kind)
+    return tuple(out)
+
+
 def _spatial_kinds(rng, n: int, symmetric: bool) -> list[str]:
     """Inertia kinds of `n` bodies: all one kind (a third of the time, always when
     `symmetric`: identical bodies), else drawn body by body."""
@@ -526,7 +539,7 @@ def _twin(planar: Generated, family: str, seed: int, rng, loops: int) -> Generat
     why = f"spatial twin of [{planar.why}], inertias {kinds}"
     return Generated(
         family, seed, mech, why, p=planar.p + 3 * loops, dof=planar.dof,
-        symmetric=planar.symmetric, special=planar.special, inertia=tuple(kinds),
+        symmetric=planar.symmetric, special=planar.special, inertia=_labels(kinds, bodies),
         drive=planar.drive, t_drive=planar.t_drive,
     )
 
@@ -661,7 +674,7 @@ def bennett(seed: int) -> Generated:
     )
     mech = rx.Mechanism(bodies, pairs, gravity=_tup(g))
     return Generated("bennett", seed, mech, why, p=3, dof=1, symmetric=symmetric,
-                     inertia=tuple(kinds))
+                     inertia=_labels(kinds, bodies))
 
 
 def spatial_4r(seed: int) -> Generated:
@@ -678,7 +691,7 @@ def spatial_4r(seed: int) -> Generated:
         f"{np.round(axes, 4).tolist()}, inertias {kinds}"
     )
     mech = rx.Mechanism(bodies, pairs, gravity=_tup(g))
-    return Generated("spatial_4r", seed, mech, why, p=2, dof=0, inertia=tuple(kinds))
+    return Generated("spatial_4r", seed, mech, why, p=2, dof=0, inertia=_labels(kinds, bodies))
 
 
 # --------------------------------------------------------------- driven four-bars
