@@ -175,12 +175,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="N ≤ 64, results to $TMPDIR")
     parser.add_argument("--max-n", type=int, default=1024)
     parser.add_argument("--dense-max", type=int, default=128)
+    parser.add_argument("--sizes", default=None, help="comma-separated N (default 2…max-n)")
+    parser.add_argument("--batches", default="1,16,256", help="batches for the N = 16 chain")
+    parser.add_argument("--out", default=None, help="JSON file (default results/bench_dca/cpu.json)")
     args = parser.parse_args()
     max_n = 64 if args.quick else args.max_n
     base = pathlib.Path(tempfile.gettempdir()) / "redundax_quick" if args.quick else None
     out = (base or pathlib.Path(__file__).resolve().parent / "results") / "bench_dca"
     out.mkdir(parents=True, exist_ok=True)
     sizes = [n for n in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if n <= max_n]
+    if args.sizes:
+        sizes = [int(n) for n in args.sizes.split(",")]
+    out_file = pathlib.Path(args.out) if args.out else out / "cpu.json"
+    out_file.parent.mkdir(parents=True, exist_ok=True)
     results = {
         "machine": {
             "platform": platform.platform(),
@@ -207,11 +214,12 @@ def main() -> None:
         }
         for family, rows in results["families"].items()
     }
-    results["batched_a02_N16"] = batched(16, (1, 16, 256))
-    (out / "cpu.json").write_text(json.dumps(results, indent=1) + "\n")
-    plot(results, out / "scaling.png")
+    results["batched_a02_N16"] = batched(16, [int(b) for b in args.batches.split(",")])
+    out_file.write_text(json.dumps(results, indent=1) + "\n")
+    stem = "" if out_file.stem == "cpu" else out_file.stem + "_"
+    plot(results, out_file.with_name(stem + "scaling.png"))
     print(json.dumps(results["slopes_from_64"], indent=1))
-    print("wrote", out)
+    print("wrote", out_file)
 
 
 if __name__ == "__main__":
