@@ -95,7 +95,8 @@ def _run(check, family, seed):
 def check_validity(family, seed, max_steps=100_000):
     """Property d. With the validity API (`Trajectory.valid`): as the test, a
     feasible drive valid everywhere with a successful result, an infeasible one
-    with False entries in `valid` and the event result (stopped where it left).
+    with False entries in `valid` and the event or step-size-floor result, stopped
+    within [-T_STOP_BEFORE, T_STOP_AFTER] of the crank's end of travel.
     Without it (before the fix): flagged when simulate raised or its result was
     not successful."""
     g, model, state, _ = tg.case(family, seed)
@@ -108,7 +109,9 @@ def check_validity(family, seed, max_steps=100_000):
         valid = getattr(traj, "valid", None)
         strict = valid is not None
         successful = traj.result == diffrax.RESULTS.successful
-        stopped = traj.result == diffrax.RESULTS.event_occurred
+        stopped = (traj.result == diffrax.RESULTS.event_occurred) | (
+            traj.result == diffrax.RESULTS.dt_min_reached
+        )
         invalid = strict and not bool(np.all(np.asarray(valid)))
         violation = np.asarray(traj.position_violation)
         how = (
@@ -122,8 +125,13 @@ def check_validity(family, seed, max_steps=100_000):
     if g.drive == "feasible" and flagged:
         return [f"a feasible drive was flagged: {how}"]
     if g.drive == "infeasible" and not flagged:
-        by = " (the validity event)" if strict else ""
+        by = " (the validity event or the step-size floor)" if strict else ""
         return [f"a drive past the end of travel was not flagged{by}: {how}"]
+    if g.drive == "infeasible" and strict:
+        # Stopped where the crank reaches the end of its travel (closed form)?
+        t_star = tg.end_of_travel(g)
+        if not -tg.T_STOP_BEFORE <= float(traj.left_at) - t_star <= tg.T_STOP_AFTER:
+            return [f"stopped at {float(traj.left_at):.6g} s, end of travel at {t_star:.6g} s: {how}"]
     return []
 
 

@@ -482,6 +482,28 @@ def test_a_missing_mechanism_file_names_the_sweep_file_and_its_key(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("value", ["inf", "nan", "-1.0"])
+def test_a_sweep_t_final_that_is_not_a_positive_finite_time_is_refused(tmp_path, capsys, value):
+    """`[sweep] t_final = inf` used to run and exit 0: refused naming the file, the
+    table and the key (exit 2), like NaN and negative times."""
+    from redundax import cli
+
+    (tmp_path / "four_bar.toml").write_text((ROOT / "configs" / "four_bar.toml").read_text())
+    path = tmp_path / "sweep.toml"
+    path.write_text(
+        f'[sweep]\nmechanism = "four_bar.toml"\nsimulate = true\nt_final = {value}\n'
+        '[[sweep.parameters]]\nname = "bodies.crank.mass"\nvalues = [0.3]\n'
+    )
+    with pytest.raises(ConfigError) as info:
+        sw.load_sweep(path)
+    assert (info.value.path, info.value.table, info.value.key) == (str(path), "sweep", "t_final")
+    assert "a positive finite number [s]" in str(info.value)
+    status = cli.main(["sweep", str(path), "--out", str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    assert status == 2 and "t_final" in captured.err and len(captured.err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
 def test_initial_velocity_of_a_mechanism_at_rest_is_not_sweepable(tmp_path, capsys):
     """The four-bar starts at rest: `initial.speed` is refused saying so (not "unknown"
     while listed among the addresses), and neither it nor `initial.velocity_scale`

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import math
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -83,6 +84,24 @@ def test_a_motion_inside_the_workspace_stays_valid():
     assert bool(np.all(traj.valid)) and not bool(traj.left_constraints)
     assert float(traj.left_at) == math.inf
     assert float(np.max(traj.position_violation)) < 1e-8
+
+
+def test_a_run_out_of_steps_did_not_leave_its_constraints():
+    """A run stopped by `max_steps` inside the workspace failed for that reason:
+    `RuntimeError` naming Diffrax's reason (not `ConstraintsLeftError`), and with
+    `throw=False` its unreached states are not valid while `left_constraints` is
+    False — eagerly and under `jax.jit`."""
+    mech = three_rrr(-0.15)
+    model, state = mech.build(), mech.initial_state()
+    with pytest.raises(RuntimeError, match="maximum number of solver steps") as caught:
+        rx.simulate(model, state, 1.5, max_steps=5)
+    assert not isinstance(caught.value, rx.ConstraintsLeftError)
+    run = jax.jit(lambda q: rx.simulate(model, rx.State(state.t, q, state.qd), 1.5,
+                                        max_steps=5, throw=False))
+    for traj in (rx.simulate(model, state, 1.5, max_steps=5, throw=False), run(state.q)):
+        assert traj.result == diffrax.RESULTS.max_steps_reached
+        assert not bool(traj.left_constraints) and not bool(np.all(traj.valid))
+        assert bool(traj.valid[0])
 
 
 def test_the_spatial_twin_out_of_its_workspace_is_a_failure():

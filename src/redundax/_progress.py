@@ -224,7 +224,7 @@ def _finish(
         log,
         singular,
         tol,
-        (run.t, run.y[0]) if model.n_holonomic else None,
+        (run.t, run.y[0]),
     )
 
 
@@ -272,7 +272,11 @@ def in_segments(
         # steps (`max_steps_reached`): the run's own limit is checked between them.
         if not run.result == diffrax.RESULTS.max_steps_reached or steps >= max_steps:
             break
-    stopped = run.result == diffrax.RESULTS.event_occurred
+    # Left the constraints, or met the step-size floor (where the motion cannot go
+    # on, or at the final time itself): judged by `_trajectory`.
+    stopped = (run.result == diffrax.RESULTS.event_occurred) | (
+        run.result == diffrax.RESULTS.dt_min_reached
+    )
     if throw and not (run.result == diffrax.RESULTS.successful or stopped):
         raise RuntimeError(
             f"the integration stopped at t = {float(run.t):.6g} s of {t1:g} s after "

@@ -35,12 +35,14 @@ from ._step_projection import StepProjection
 from ._structure import Structure, decide
 from ._validation import check_vector, host_values
 from ._validity import (
+    STALL_STEP,
     ConstraintsLeftError,
-    first_left,
+    judge,
     left_event,
-    off_constraints,
     position_tolerance,
     scale_of,
+    stall_reason,
+    stalled,
     violation,
 )
 
@@ -271,7 +273,6 @@ def _simulate(
     controller,
     drift_control,
     max_steps,
-    throw,
     progress_meter,
     watch,
     tol,
@@ -299,7 +300,7 @@ def _simulate(
             saveat=diffrax.SaveAt(ts=ts, t1=True, solver_state=logged),
             stepsize_controller=controller,
             max_steps=max_steps,
-            throw=throw,
+            throw=False,  # judged afterwards (`_checked_run`)
             progress_meter=progress_meter,
             event=event,
         )
@@ -329,7 +330,7 @@ def _simulate(
                     saveat=diffrax.SaveAt(t1=True, solver_state=logged),
                     stepsize_controller=controller,
                     max_steps=max_steps,
-                    throw=throw,
+                    throw=False,
                     event=event,
                 )
                 y = jax.tree.map(lambda x: x[-1], sol.ys)
@@ -357,6 +358,13 @@ def _simulate(
             going = res == diffrax.RESULTS.successful
             y_new, counts, result, t_reached, logs = jax.lax.cond(
                 going, solve, stopped, y, logs
+            )
+            # The step-size floor met at the segment's end (its last step clipped
+            # short onto the saved time) is no stall.
+            result = diffrax.RESULTS.where(
+                (result == diffrax.RESULTS.dt_min_reached) & (t_reached >= span[1]),
+                diffrax.RESULTS.successful,
+                result,
             )
             y_new = jax.lax.cond(
                 going & (result == diffrax.RESULTS.successful),
@@ -391,7 +399,6 @@ def _simulate(
         q = jnp.concatenate([q0[None], q])
         qd = jnp.concatenate([qd0[None], qd])
         stats = (steps, acc, rej)
-    event_end = (t_end, q_end) if event is not None else None
     return _trajectory(
         model,
         ts,
@@ -405,7 +412,7 @@ def _simulate(
         log,
         singular,
         tol,
-        event_end,
+        (t_end, q_end),
     )
 
 
@@ -422,29 +429,14 @@ def _trajectory(
     log,
     singular,
     tol,
-    event_end=None,
+    end,
 ) -> Trajectory:
     pos, vel, energy = _diagnostics(model, ts, q, qd)
-    # Validity (see `_validity`): every saved state reached and on its constraints.
-    # States the integration did not reach are `inf` (not off: a run that stopped
-    # for another reason, e.g. `max_steps`, failed for that reason); a NaN is off.
-    reached = ~jnp.any(jnp.isinf(q), axis=1)
-    off = reached & off_constraints(pos, tol.saved)
-    valid = reached & ~off
-    first = jnp.argmax(off)
-    left_at = jnp.where(jnp.any(off), ts[first], jnp.inf)
-    left_violation = jnp.where(jnp.any(off), pos[first], 0.0)
-    if event_end is not None:
-        t_end, q_end = event_end
-        stopped = result == diffrax.RESULTS.event_occurred
-        left_at = jnp.where(stopped, t_end, left_at)
-        left_violation = jnp.where(stopped, violation(model, q_end, t_end), left_violation)
-    # A run whose saved states are off while the integration went on (the saved
-    # states of a drift control that projects at saved times) failed all the same.
-    result = diffrax.RESULTS.where(
-        (result == diffrax.RESULTS.successful) & jnp.any(off),
-        diffrax.RESULTS.event_occurred,
-        result,
+    # Validity (see `_validity`): every saved state reached and on its constraints;
+    # the solve's end judged where it stopped (the event, the step-size floor).
+    t_end, q_end = end
+    valid, left_at, left_violation, result = judge(
+        ts, q, pos, tol.saved, result, t_end, violation(model, q_end, t_end)
     )
     return Trajectory(
         ts=ts,
@@ -572,11 +564,17 @@ def default_drift_control(method: AbstractRedundancyMethod) -> AbstractDriftCont
 
 
 def default_controller(
-    model: Model, rtol: float, atol: float
+    model: Model, rtol: float, atol: float, t0=None, t1=None
 ) -> diffrax.AbstractStepSizeController:
     """A PID controller at (rtol, atol) that steps onto the knots of the prescribed
-    motions (e.g. `SmoothSteps`) instead of rejecting steps across them."""
-    controller = diffrax.PIDController(rtol=rtol, atol=atol)
+    motions (e.g. `SmoothSteps`) instead of rejecting steps across them. With the
+    run's span `t0`, `t1`: no step shorter than `STALL_STEP` (t1 − t0) — a run that
+    needs one stopped where the motion cannot go on (`diffrax.RESULTS.dt_min_reached`,
+    judged as leaving the constraints there; see `redundax._validity`)."""
+    floor = {}
+    if t0 is not None and t1 is not None:
+        floor = dict(dtmin=STALL_STEP * (t1 - t0), force_dtmin=False)
+    controller = diffrax.PIDController(rtol=rtol, atol=atol, **floor)
     knots = breakpoints(model)
     if knots.shape[0]:
         controller = diffrax.ClipStepSizeController(controller, step_ts=knots)
@@ -622,8 +620,11 @@ def simulate(
       `diffrax.Dopri8()` when `rtol < 1e-6`, else `diffrax.Tsit5()`. Implicit ones
       such as `diffrax.Kvaerno5()` work too.
     - `stepsize_controller`: any Diffrax step-size controller; default
-      [`default_controller`][]`(model, rtol, atol)`: a PID controller that steps
-      onto the knots of the prescribed motions.
+      [`default_controller`][]`(model, rtol, atol, t0, t1)`: a PID controller that
+      steps onto the knots of the prescribed motions and takes no step shorter
+      than 1e-9 of the run's length (a run that needs one stops there, where the
+      motion cannot go on: judged as leaving its constraints). A controller of
+      your own runs to `max_steps` there instead.
     - `rtol`, `atol`: tolerances of the default controller (and the default
       solver's choice).
     - `drift_control`: how the state is kept on the constraint manifold; default
@@ -640,7 +641,12 @@ def simulate(
       assembled, is refused); if None, an inconsistent `state0` is refused.
     - `consistency_tol`: the largest constraint residual accepted in `state0`.
     - `n_save` / `ts`: save times (default: `n_save` equally spaced in [t0, t1]).
-    - `max_steps`, `throw`: as in `diffrax.diffeqsolve`.
+    - `max_steps`: as in `diffrax.diffeqsolve`.
+    - `throw`: raise when the run fails: [`ConstraintsLeftError`][] where the motion
+      left its constraints or cannot go on, `RuntimeError` with Diffrax's reason
+      where the integration stopped for another (`max_steps`); under `jax.jit` and
+      friends the program stops with the same meaning. With `throw=False` the
+      trajectory says it (`result`, `valid`, `left_at`).
     - `progress_meter`: a Diffrax progress meter (e.g. `diffrax.TextProgressMeter()`),
       used when the drift control does not project (with a projection the solve
       runs save interval by save interval).
@@ -731,7 +737,7 @@ def simulate(
     if solver is None:
         solver = default_solver(rtol)
     if stepsize_controller is None:
-        stepsize_controller = default_controller(model, rtol, atol)
+        stepsize_controller = default_controller(model, rtol, atol, state0.t, ts[-1])
     method = specialise(method, structure, model)
     measure = singularity_measure(monitor_singularities, method)
     watch = None if measure is None else Watch(singular_threshold, measure)
@@ -775,7 +781,6 @@ def simulate(
         stepsize_controller,
         drift_control,
         max_steps,
-        throw,
         progress_meter,
         watch,
         tol,
@@ -795,29 +800,44 @@ def host_number(x) -> float | None:
 
 def _checked_run(trajectory: Trajectory, method, throw: bool) -> Trajectory:
     """The run judged on the host where its values are concrete: with `throw`, one
-    that left its constraints raises [`ConstraintsLeftError`][]; otherwise the
-    warnings about passages. Traced runs carry the verdict in `valid` and `result`
-    (and, with `throw`, stop the program with the same message)."""
-    known = host_values(trajectory.valid, trajectory.left_at, trajectory.left_violation)
+    that left its constraints (or cannot go on) raises [`ConstraintsLeftError`][],
+    one stopped for another reason `RuntimeError`; otherwise the warnings about
+    passages. Traced runs carry the verdict in `valid` and `result` (and, with
+    `throw`, stop the program with the same meaning)."""
+    known = host_values(trajectory.valid, trajectory.left_at)
     if known is None:
         if throw:
-            return eqx.filter_jit(_error_if_left)(trajectory)
+            return eqx.filter_jit(_error_if_failed)(trajectory)
         return trajectory
-    valid, left_at, value = known
-    if throw and not np.all(valid):
+    valid, left_at = known
+    if throw and np.isfinite(left_at):
         raise constraints_left_error(trajectory)
+    if throw and not trajectory.result == diffrax.RESULTS.successful:
+        reached = np.flatnonzero(np.all(np.isfinite(np.asarray(trajectory.q)), axis=1))
+        last = float(np.asarray(trajectory.ts)[reached[-1]]) if reached.size else float("nan")
+        raise RuntimeError(
+            f"simulate: the integration stopped after {int(trajectory.num_steps)} steps, "
+            f"before t1 = {float(trajectory.ts[-1]):g} s (last saved time reached: "
+            f"{last:g} s): {diffrax.RESULTS[trajectory.result]}"
+        )
     if np.all(valid):
         _warn_if_branch_at_risk(trajectory, method)
     return trajectory
 
 
-def _error_if_left(trajectory: Trajectory) -> Trajectory:
+def _error_if_failed(trajectory: Trajectory) -> Trajectory:
     ts = eqx.error_if(
         trajectory.ts,
         trajectory.left_constraints,
-        "the motion left its constraints (Trajectory.left_at says when): the mechanism "
-        "cannot follow the prescribed motion from there; pass throw=False to get the "
-        "trajectory with Trajectory.valid",
+        "the motion left its constraints or cannot go on (Trajectory.left_at says "
+        "when): the mechanism cannot follow the prescribed motion from there; pass "
+        "throw=False to get the trajectory with Trajectory.valid",
+    )
+    ts = eqx.error_if(
+        ts,
+        ~(trajectory.result == diffrax.RESULTS.successful),
+        "the integration stopped before t1 (Trajectory.result says why, e.g. "
+        "max_steps reached); pass throw=False to get the trajectory",
     )
     return eqx.tree_at(lambda t: t.ts, trajectory, ts)
 
@@ -835,17 +855,24 @@ def constraints_left_error(
     t = float(trajectory.left_at)
     value = float(trajectory.left_violation)
     tol = trajectory.tolerances
-    stopped = bool(trajectory.result == diffrax.RESULTS.event_occurred) and not np.isin(
-        t, ts
+    stall = stalled(trajectory)
+    stopped = stall or (
+        bool(trajectory.result == diffrax.RESULTS.event_occurred) and not np.isin(t, ts)
     )
     tolerance = float(tol.step if stopped else tol.saved)
     before = np.flatnonzero(valid & (ts <= t)) if np.isfinite(t) else np.flatnonzero(valid)
     valid_until = float(ts[before[-1]]) if before.size and valid[0] else None
     since = "" if valid_until is None else f"; it was on them until the saved time {valid_until:.6g} s"
+    if stall:
+        reason = stall_reason(t, value, tolerance)
+    else:
+        reason = (
+            f"the motion left its constraints at t = {t:.6g} s (max |Φ| = {value:.3g}, "
+            f"above the {tolerance:.3g} its drift control "
+            f"{type(trajectory.drift_control).__name__} promises)"
+        )
     return ConstraintsLeftError(
-        f"{what}: the motion left its constraints at t = {t:.6g} s (max |Φ| = {value:.3g}, "
-        f"above the {tolerance:.3g} its drift control {type(trajectory.drift_control).__name__} "
-        f"promises){since}. The mechanism cannot follow the prescribed motion from there: "
+        f"{what}: {reason}{since}. The mechanism cannot follow the prescribed motion from there: "
         f"a driver moved out of the workspace or past the end of a joint's travel, or the "
         f"motion went through a singular configuration onto no branch. Check the drivers' "
         f"motions; nothing after that time is the mechanism's motion{hint}",
@@ -853,6 +880,7 @@ def constraints_left_error(
         value,
         tolerance,
         valid_until,
+        stall,
     )
 
 

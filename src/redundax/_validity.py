@@ -34,6 +34,17 @@ there ends with `diffrax.RESULTS.event_occurred` (redundax runs no other event);
 `simulate(throw=True)` raises [`ConstraintsLeftError`][] naming the time and the
 violation.
 
+**A motion that cannot go on.** A driver that pushes a mechanism onto the edge of
+its workspace (a crank driven into a four-bar's dead point, an actuator driven
+into a singular configuration and beyond) may keep the state on its constraints
+(max |Φ| ≈ 1e-9) while the velocities the drivers ask for grow as (t* − t)^(−1/2):
+the steps shrink without bound and the run would end at `max_steps` ("raise
+max_steps", the wrong fix). The default step-size controllers take no step
+shorter than [`STALL_STEP`][] of the run's length; a run that meets that floor
+before its final time (`diffrax.RESULTS.dt_min_reached`) stopped at a point the
+motion cannot be continued past, and it is judged as one that left its
+constraints there ([`judge`][]; `ConstraintsLeftError.stalled`).
+
 **Why the rank of C is not part of it.** A state off the manifold by more than
 the rank tolerance makes C of a geometrically redundant mechanism (Bricard's)
 full rank, so "the rank rose along the motion" flags valid runs; on the manifold
@@ -56,25 +67,47 @@ UNPROJECTED_TOL = 1e-3
 """The largest constraint residual [m, rad] of a state the run did not project
 (relative to max(1, max |q₀|)): IFToMM's accuracy tolerance for positions."""
 
+STALL_STEP = 1e-9
+"""The shortest step [fraction of t1 − t0] the default step-size controllers take:
+at that size a run needs 1e9 steps, which only a motion running into a point it
+cannot pass asks for (the 3-RRR and the mobile robot driven past their
+workspaces reach it about 170 steps after their steps left 1e-2 s; a four-bar's
+crank driven into its dead point likewise). Smooth drivers need far longer steps:
+the robot's steering, at the knots of its C² smooth steps, 3e-4 s at rtol 1e-8."""
+
 
 class ConstraintsLeftError(RuntimeError):
     """A simulated motion left its constraints: the mechanism cannot follow the
     prescribed motion from there (an actuator driven out of the workspace, a joint
     past the end of its travel), or the integration lost the manifold.
 
-    - `t`: the first time at which the state was off its constraints [s];
+    - `t`: the first time at which the state was off its constraints, or the run
+      stopped where the motion cannot go on [s];
     - `violation`: max |Φ| there [m, rad];
     - `tolerance`: what the run's drift control promised [m, rad];
     - `valid_until`: the last saved time at which the run was on its constraints
-      (None: not even at the start).
+      (None: not even at the start);
+    - `stalled`: True where the run stopped because its steps fell below
+      [`STALL_STEP`][] of its length before its final time (the motion cannot be
+      continued past `t`; the state there may still be on its constraints, so
+      `violation` may be below `tolerance`).
     """
 
-    def __init__(self, message: str, t: float, violation: float, tolerance: float, valid_until):
+    def __init__(
+        self,
+        message: str,
+        t: float,
+        violation: float,
+        tolerance: float,
+        valid_until,
+        stalled: bool = False,
+    ):
         super().__init__(message)
         self.t = t
         self.violation = violation
         self.tolerance = tolerance
         self.valid_until = valid_until
+        self.stalled = stalled
 
 
 def scale_of(q0) -> jnp.ndarray:
@@ -116,17 +149,56 @@ def left_event(model, tolerance) -> diffrax.Event:
     return diffrax.Event(cond)
 
 
-def first_left(ts, position_violation, tolerance, reached=None):
-    """`(k, t, value)` of the first saved state off its constraints (host-side,
-    from concrete arrays), or None when every saved state is on them. `reached`:
-    per saved state, whether the integration got there (a run stopped early leaves
-    the rest unsaved)."""
-    ts = np.asarray(ts)
-    v = np.asarray(position_violation)
-    bad = ~(v <= tolerance)
-    if reached is not None:
-        bad |= ~np.asarray(reached)
-    if not np.any(bad):
-        return None
-    k = int(np.argmax(bad))
-    return k, float(ts[k]), float(v[k])
+def judge(ts, q, position_violation, tolerance, result, t_end, end_violation):
+    """`(valid, left_at, left_violation, result)` of a run saved at `ts` (`q`:
+    `inf` where the integration did not reach a saved time; NaN is reached, and
+    off) whose solve ended with `result` at `t_end`, max |Φ| `end_violation` there:
+
+    - `valid`: per saved state, reached and within `tolerance`;
+    - `left_at`: where the motion was first found off — the step end that stopped
+      the solve (the validity event, or the step-size floor met before `ts[-1]`),
+      else the first saved state off; `inf` for a run that never left;
+    - `left_violation`: max |Φ| there (0 where it never left);
+    - `result`: the solve's, with a step-size floor met at the final time itself
+      (a last step clipped short) turned into success and a run whose saved
+      states are off while every step end was on them (the dense output between
+      projected step ends) into `event_occurred`.
+
+    States the integration did not reach are not "off": a run stopped for another
+    reason (`max_steps`) failed for that reason."""
+    stalled = (result == diffrax.RESULTS.dt_min_reached) & (t_end < ts[-1])
+    result = diffrax.RESULTS.where(
+        (result == diffrax.RESULTS.dt_min_reached) & ~stalled,
+        diffrax.RESULTS.successful,
+        result,
+    )
+    reached = ~jnp.any(jnp.isinf(q), axis=1)
+    off = reached & off_constraints(position_violation, tolerance)
+    first = jnp.argmax(off)
+    left_at = jnp.where(jnp.any(off), ts[first], jnp.inf)
+    left_violation = jnp.where(jnp.any(off), position_violation[first], 0.0)
+    stopped = (result == diffrax.RESULTS.event_occurred) | stalled
+    left_at = jnp.where(stopped, t_end, left_at)
+    left_violation = jnp.where(stopped, end_violation, left_violation)
+    result = diffrax.RESULTS.where(
+        (result == diffrax.RESULTS.successful) & jnp.any(off),
+        diffrax.RESULTS.event_occurred,
+        result,
+    )
+    return reached & ~off, left_at, left_violation, result
+
+
+def stalled(trajectory) -> bool:
+    """Whether a (concrete) run stopped at the step-size floor before its final
+    time ([`judge`][] turns one met at the end into success)."""
+    return bool(trajectory.result == diffrax.RESULTS.dt_min_reached)
+
+
+def stall_reason(t: float, value: float, tolerance: float, where: str = "") -> str:
+    """One sentence (no line break) on a run that stopped at the step-size floor at
+    `t`, max |Φ| `value` there."""
+    return (
+        f"the motion cannot go on past t = {t:.6g} s: its steps fell below {STALL_STEP:g} "
+        f"of the run's length{where}; no configuration satisfies the constraints after "
+        f"that time (max |Φ| {value:.3g} there, tolerance {tolerance:.3g})"
+    )

@@ -37,22 +37,17 @@ from .._singularity import THRESHOLD
 from .._step_projection import StepProjection
 from .._validation import host_values
 from .._validity import (
+    STALL_STEP,
     ConstraintsLeftError,
     off_constraints,
     position_tolerance,
     scale_of,
+    stall_reason,
+    stalled,
     violation,
 )
+from .._validity import judge as _judge
 from ._model import JointModel
-
-STALL_STEP = 1e-9
-"""The shortest step [fraction of t1 − t0] a joint-coordinate run takes: at that
-size a run needs 1e9 steps, which only a motion running into a point it cannot
-pass asks for (the edge of the workspace: the 3-RRR and the mobile robot driven
-past theirs reach it about 170 steps after their steps left 1e-2 s). Smooth
-drivers need far longer steps: the robot's steering, at the knots of its C²
-smooth steps, 3e-4 s at rtol 1e-8."""
-
 
 def tolerances(jm: JointModel, q0, drift_control: AbstractDriftControl | None, rtol) -> Tolerances:
     """What a run promises (see `redundax._validity`), scaled by the size of the
@@ -97,38 +92,14 @@ def left_event(jm: JointModel, t0, tolerance) -> diffrax.Event | None:
     return diffrax.Event(cond)
 
 
-def judge(jm: JointModel, ts, q, position_violation, result, tol: Tolerances, end, t1):
+def judge(jm: JointModel, ts, q, position_violation, result, tol: Tolerances, end):
     """`(valid, left_at, left_violation, result)` of a run saved at `ts` (`q`:
     `inf` where not reached) that ended with `result` at `end` = (t, q): the
-    saved states reached and within `tol.saved`, where the motion was first found
-    off (the step end that stopped the solve, or the first invalid saved state)
-    and max |Φ| there. A step-size floor met at `t1` itself (a last step clipped
-    short) is no stall."""
+    absolute runs' judgement (`redundax._validity.judge`) with max |Φ| of the
+    absolute model at the end."""
     t_end, q_end = end
-    reached_end = t_end >= t1
-    stalled = (result == diffrax.RESULTS.dt_min_reached) & ~reached_end
-    result = diffrax.RESULTS.where(
-        (result == diffrax.RESULTS.dt_min_reached) & reached_end,
-        diffrax.RESULTS.successful,
-        result,
-    )
-    # Unreached saved states are `inf`, their violation NaN: off their constraints.
-    off = off_constraints(position_violation, tol.saved) | ~jnp.all(jnp.isfinite(q), axis=1)
-    first = jnp.argmax(off)
-    left_at = jnp.where(jnp.any(off), ts[first], jnp.inf)
-    left_violation = jnp.where(jnp.any(off), position_violation[first], 0.0)
-    stopped = (result == diffrax.RESULTS.event_occurred) | stalled
-    left_at = jnp.where(stopped, t_end, left_at)
     at_end = violation(jm.model, jm.absolute_coordinates(q_end), t_end)
-    left_violation = jnp.where(stopped, at_end, left_violation)
-    # Saved states off their constraints while every step end was on them (the
-    # dense output between them) fail the run all the same.
-    result = diffrax.RESULTS.where(
-        (result == diffrax.RESULTS.successful) & jnp.any(off),
-        diffrax.RESULTS.event_occurred,
-        result,
-    )
-    return ~off, left_at, left_violation, result
+    return _judge(ts, q, position_violation, tol.saved, result, t_end, at_end)
 
 
 def valid_until(trajectory) -> float | None:
@@ -161,12 +132,6 @@ def _singular_ratio(jm: JointModel, trajectory) -> float:
     return float(s[r - 1] / s[0]) if r > 0 and s[0] > 0 else 1.0
 
 
-def stalled(trajectory) -> bool:
-    """Whether a (concrete) run stopped at the step-size floor before its end
-    (`judge` turns one met at the end into success)."""
-    return bool(trajectory.result == diffrax.RESULTS.dt_min_reached)
-
-
 def reason(jm: JointModel, trajectory) -> str:
     """One sentence (no line break) on why a (concrete) run is not valid from
     `left_at` on: off its constraints, or stopped where the motion cannot go on."""
@@ -182,12 +147,7 @@ def reason(jm: JointModel, trajectory) -> str:
             )
         else:
             where = f"(σ_r/σ_1 of the loop rows {ratio:.2g}, max |q̇| = {speed:.3g})"
-        return (
-            f"the motion cannot go on past t = {t:.6g} s: its steps fell below {STALL_STEP:g} "
-            f"of the run's length {where}; no configuration satisfies the constraints after "
-            f"that time (max |Φ| of the cut joints and drivers {value:.3g} there, "
-            f"tolerance {float(tol.step):.3g})"
-        )
+        return stall_reason(t, value, float(tol.step), f" {where}")
     stopped = bool(trajectory.result == diffrax.RESULTS.event_occurred) and not np.isin(
         t, np.asarray(trajectory.ts)[~np.asarray(trajectory.valid)]
     )
@@ -212,7 +172,8 @@ def constraints_left_error(
     until = valid_until(trajectory)
     since = "" if until is None else f"; it was on them until the saved time {until:.6g} s"
     tol = trajectory.tolerances
-    stopped = stalled(trajectory) or bool(trajectory.result == diffrax.RESULTS.event_occurred)
+    stall = stalled(trajectory)
+    stopped = stall or bool(trajectory.result == diffrax.RESULTS.event_occurred)
     return ConstraintsLeftError(
         f"{what}: {reason(jm, trajectory)}{since}. The mechanism cannot follow the "
         "prescribed motion from there: a driver moved out of the workspace or past the end "
@@ -223,6 +184,7 @@ def constraints_left_error(
         float(trajectory.left_violation),
         float(tol.step if stopped else tol.saved),
         until,
+        stall,
     )
 
 

@@ -118,7 +118,7 @@ def _finish(jm, structure, save, t1, drift, tol, run: _Run) -> JointTrajectory:
     baumgarte = drift.baumgarte if isinstance(drift, StepProjection) else drift
     return trajectory_of(
         jm, structure, save, run.q, run.qd, tuple(run.stats), run.result, baumgarte,
-        isinstance(drift, StepProjection), tol, State(run.t, *run.y), t1,
+        isinstance(drift, StepProjection), tol, State(run.t, *run.y),
     )  # fmt: skip
 
 

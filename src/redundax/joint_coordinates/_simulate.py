@@ -320,12 +320,12 @@ def _simulate(jm, structure, state, save, t1, rtol, atol, solver, drift, max_ste
     stats += (sol.stats["num_rejected_steps"],)
     return trajectory_of(
         jm, structure, save, q, qd, stats, sol.result, baumgarte, projection is not None,
-        tol, end, t1,
+        tol, end,
     )  # fmt: skip
 
 
 def trajectory_of(
-    jm, structure, ts, q, qd, stats, result, baumgarte, projected, tol, end, t1
+    jm, structure, ts, q, qd, stats, result, baumgarte, projected, tol, end
 ) -> JointTrajectory:
     """The [`JointTrajectory`][] of the saved states `q`, `qd` at `ts` (`inf` where
     not reached), judged: `end` is the state where the integration stopped."""
@@ -339,7 +339,7 @@ def trajectory_of(
 
     x, xd, pv, vv, energy = jax.vmap(diagnostics)(q, qd, ts)
     valid, left_at, left_violation, result = judge(
-        jm, ts, q, pv, result, tol, (end.t, end.q), t1
+        jm, ts, q, pv, result, tol, (end.t, end.q)
     )
     return JointTrajectory(
         ts=ts,

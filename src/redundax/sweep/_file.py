@@ -462,7 +462,11 @@ def load_sweep(path: str | Path) -> Sweep:
     check("chunk_size", is_integer, "an integer")
     check("analyze", lambda v: isinstance(v, bool), "true or false")
     check("simulate", lambda v: isinstance(v, bool), "true or false")
-    check("t_final", lambda v: is_number(v) and v > 0, "a positive number [s]")
+    check(
+        "t_final",
+        lambda v: is_number(v) and math.isfinite(v) and v > 0,
+        "a positive finite number [s]",
+    )
     check(
         "max_steps",
         lambda v: is_integer(v) and 0 < v <= MAX_STEPS,
