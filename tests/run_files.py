@@ -70,6 +70,7 @@ XLA_EMITTERS = "--xla_cpu_use_fusion_emitters=false"  # see the module docstring
 # Files that take longest first, so that two workers finish together (measured on a fresh
 # clone on a 2-core machine, 2026-11-25; unknown files go after these, in name order).
 LONGEST_FIRST = (
+    "test_validity.py",  # with the other files of issue 34 (TOGETHER)
     "test_block.py",
     "test_notebooks.py",
     "test_joint_coordinates.py",  # with test_joint_runs.py (TOGETHER)
@@ -98,6 +99,10 @@ LONGEST_FIRST = (
 
 TOGETHER = (
     ("test_joint_coordinates.py", "test_joint_runs.py"),
+    # The 3-RRR driven in and out of its workspace, in absolute and joint
+    # coordinates, and the generated mechanisms (measured as four processes in a
+    # `make test` under load ~2: 83 + 83 + 52 + 77 s).
+    ("test_validity.py", "test_joint_validity.py", "test_issue34_findings.py", "test_generated.py"),
     (
         "test_dca_kernel.py",
         "test_singularity.py",

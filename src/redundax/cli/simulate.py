@@ -376,7 +376,7 @@ def _integrate(
         _warn(
             f"{config.path}: the motion passed {len(singular.passages)} singular "
             f"configuration(s), the first at t = {singular.passages[0].t:.4g} s, with "
-            f"{options.choices.get('stabilisation', 'this drift control')} drift control, "
+            f"drift control {describe_drift_control(trajectory.drift_control)}, "
             f"which does not keep a closed chain on its branch there: the motion may have "
             f'left it; set [simulation] projection = "steps" (the default)'
         )
