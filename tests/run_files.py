@@ -67,33 +67,27 @@ TESTS = Path(__file__).resolve().parent
 CACHE = TESTS.parent / ".pytest_jax_cache"
 XLA_OPTIMIZATION = "--xla_backend_optimization_level=0"  # see the module docstring
 XLA_EMITTERS = "--xla_cpu_use_fusion_emitters=false"  # see the module docstring
-# Files that take longest first, so that two workers finish together (measured on a fresh
-# clone on a 2-core machine, 2026-11-25; unknown files go after these, in name order).
+# Files that take longest first, so that two workers finish together (measured in a
+# fresh-cache `make test` on the 2-core machine, load ~2, 2026-11-27; a group of
+# `TOGETHER` goes by its first file; unknown files go after these, in name order).
 LONGEST_FIRST = (
-    "test_validity.py",  # with the other files of issue 34 (TOGETHER)
-    "test_block.py",
-    "test_notebooks.py",
-    "test_joint_coordinates.py",  # with test_joint_runs.py (TOGETHER)
-    "test_dynamics.py",
-    "test_structure.py",
-    "test_design.py",
-    "test_spatial.py",
-    "test_readme.py",
-    "test_cli_simulate.py",
-    "test_optimize.py",
-    "test_step_projection.py",
-    "test_plot.py",
-    "test_dca_kernel.py",  # with the other short files (TOGETHER)
-    "test_sweep.py",
-    "test_compliant_stepping.py",
-    "test_sweep_distributed.py",
-    "test_compliance.py",
-    "test_config_spatial.py",
-    "test_mujoco_compare.py",
-    "test_forces.py",
-    "test_user_mistakes.py",
-    "test_mjcf.py",
-    "test_cli_imports.py",
+    "test_validity.py",  # with the other files of issue 34: 278 s
+    "test_joint_coordinates.py",  # with test_joint_runs.py: 226 s
+    "test_block.py",  # 197 s
+    "test_dca_kernel.py",  # with the other short files: 196 s
+    "test_notebooks.py",  # 150 s
+    "test_plot.py",  # with the force elements' and user mistakes' files
+    "test_config_spatial.py",  # with the MJCF files
+    "test_dynamics.py",  # 91 s
+    "test_optimize.py",  # 91 s
+    "test_readme.py",  # 88 s
+    "test_sweep.py",  # 78 s
+    "test_cli_simulate.py",  # 78 s
+    "test_step_projection.py",  # 77 s
+    "test_design.py",  # 68 s
+    "test_structure.py",  # 66 s
+    "test_spatial.py",  # 56 s
+    "test_sweep_distributed.py",  # 44 s
 )
 
 
@@ -103,6 +97,14 @@ TOGETHER = (
     # coordinates, and the generated mechanisms (measured as four processes in a
     # `make test` under load ~2: 83 + 83 + 52 + 77 s).
     ("test_validity.py", "test_joint_validity.py", "test_issue34_findings.py", "test_generated.py"),
+    # Short files that build the same spatial and imported models (MJCF, spatial
+    # TOML files), and those of force elements and user mistakes: each process
+    # pays JAX's start-up and its own first compilations of the common models
+    # (a fresh-cache `make test`, load ~2: 33 + 33 + 27 + 31 s and 28 + 25 + 31 +
+    # 23 + 38 s as separate processes).
+    ("test_config_spatial.py", "test_mujoco_compare.py", "test_mjcf.py", "test_cli_imports.py"),
+    ("test_plot.py", "test_forces.py", "test_compliance.py", "test_compliant_stepping.py",
+     "test_user_mistakes.py"),
     (
         "test_dca_kernel.py",
         "test_singularity.py",
