@@ -278,9 +278,11 @@ def _simulate(
     tol,
 ):
     if saved_times is not None:
-        # Save times known on the host are constants of the program: Diffrax's
-        # checks of them are then decided while tracing, and the program has no
-        # host callback (so the persistent compilation cache can keep it).
+        # Save times known on the host are constants of the program (one program
+        # for eager calls and calls under `jax.jit`). Diffrax still checks them
+        # with `eqx.error_if` inside its trace: two host callbacks remain, which keep
+        # the program out of the persistent compilation cache and from exporting
+        # for another platform (measured 2026-11-27, Diffrax 0.7.2; issue 35).
         ts = jnp.asarray(saved_times.values)
     term = diffrax.ODETerm(_vector_field)
     args = (model, structure, method, drift_control)
@@ -730,7 +732,10 @@ def simulate(
         if host_values(structure.rank, structure.rank_nearby) is not None:
             structure.raise_if_singular()
     if ts is None:
-        ts = jnp.linspace(state0.t, t1, n_save)
+        # Evaluated now where t0 and t1 are known, also under an outer `jax.jit`: the
+        # save times are then the same constants as in an eager call (one program).
+        with jax.ensure_compile_time_eval():
+            ts = jnp.linspace(state0.t, t1, n_save)
     ts = jnp.asarray(ts, dtype=float)
     known_ts = host_values(ts)
     saved_times = None if known_ts is None else _Times(tuple(map(float, known_ts[0])))
