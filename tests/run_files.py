@@ -43,6 +43,13 @@ taken 11:33-12:29 (673-726 s) on the same machine the day before.
 Generated code rounds differently at -O0 than at the default level, so a test that
 starts a process with XLA_FLAGS of its own must keep these (test_sweep does).
 
+2026-11-27, 40 files (the suite has grown by the generated mechanisms and the
+validity tests), empty cache, this machine under no other load: 934–1,031 s of tests,
+15:34–17:11 wall, over the 15 minutes CI allows with its set-up. The cache helps
+less than it could: JAX never writes a program with host callbacks to it, and every
+`simulate` program holds two (Diffrax's checks of the save times), so each process
+compiles its own.
+
 Files that compile the same programs share a process (`TOGETHER`): the joint
 coordinates' two files build the same joint models, structures and DCA programs
 (measured cold: 129 s as two processes, 105 s as one). So do the twelve short
