@@ -90,7 +90,7 @@ def test_a_run_out_of_steps_did_not_leave_its_constraints():
     """A run stopped by `max_steps` inside the workspace failed for that reason:
     `RuntimeError` naming Diffrax's reason (not `ConstraintsLeftError`), and with
     `throw=False` its unreached states are not valid while `left_constraints` is
-    False — eagerly and under `jax.jit`."""
+    False — eagerly and under `jax.jit`, where `throw=True` stops the program."""
     mech = three_rrr(-0.15)
     model, state = mech.build(), mech.initial_state()
     with pytest.raises(RuntimeError, match="maximum number of solver steps") as caught:
@@ -102,6 +102,12 @@ def test_a_run_out_of_steps_did_not_leave_its_constraints():
         assert traj.result == diffrax.RESULTS.max_steps_reached
         assert not bool(traj.left_constraints) and not bool(np.all(traj.valid))
         assert bool(traj.valid[0])
+    # With throw=True under jax.jit the program stops, also when only q is used
+    # (a check tied to one field of the trajectory was removed by XLA).
+    final = jax.jit(lambda q: rx.simulate(model, rx.State(state.t, q, state.qd), 1.5,
+                                          max_steps=5).q[-1])
+    with pytest.raises(Exception, match="the integration stopped before t1"):
+        jax.block_until_ready(final(state.q))
 
 
 def test_the_spatial_twin_out_of_its_workspace_is_a_failure():

@@ -831,20 +831,23 @@ def _checked_run(trajectory: Trajectory, method, throw: bool) -> Trajectory:
 
 
 def _error_if_failed(trajectory: Trajectory) -> Trajectory:
-    ts = eqx.error_if(
-        trajectory.ts,
+    # Every array of the trajectory carries the check: one tied to a single field
+    # would be removed by XLA wherever that field is not used.
+    arrays, rest = eqx.partition(trajectory, eqx.is_array)
+    arrays = eqx.error_if(
+        arrays,
         trajectory.left_constraints,
         "the motion left its constraints or cannot go on (Trajectory.left_at says "
         "when): the mechanism cannot follow the prescribed motion from there; pass "
         "throw=False to get the trajectory with Trajectory.valid",
     )
-    ts = eqx.error_if(
-        ts,
+    arrays = eqx.error_if(
+        arrays,
         ~(trajectory.result == diffrax.RESULTS.successful),
         "the integration stopped before t1 (Trajectory.result says why, e.g. "
         "max_steps reached); pass throw=False to get the trajectory",
     )
-    return eqx.tree_at(lambda t: t.ts, trajectory, ts)
+    return eqx.combine(arrays, rest)
 
 
 def constraints_left_error(

@@ -210,12 +210,15 @@ def checked(jm: JointModel, trajectory, throw: bool):
 
 
 def _error_if_failed(trajectory):
-    ts = eqx.error_if(
-        trajectory.ts,
-        ~jnp.all(trajectory.valid, axis=-1),
+    # Every array of the trajectory carries the check: one tied to a single field
+    # would be removed by XLA wherever that field is not used.
+    arrays, rest = eqx.partition(trajectory, eqx.is_array)
+    arrays = eqx.error_if(
+        arrays,
+        ~jnp.all(trajectory.valid, axis=-1) | ~(trajectory.result == diffrax.RESULTS.successful),
         "simulate_joint: the run failed: the integration stopped before t1, or the motion "
         "left its constraints (JointTrajectory.left_at says when, result why): the "
         "mechanism cannot follow the prescribed motion from there; pass throw=False to get "
         "the trajectory with JointTrajectory.valid",
     )
-    return eqx.tree_at(lambda t: t.ts, trajectory, ts)
+    return eqx.combine(arrays, rest)
