@@ -76,7 +76,10 @@ class Trajectory(eqx.Module):
     - `energy` (T,): kinetic + potential energy of the applied constant loads [J].
     - `initial_correction`: max |Δq|, |Δq̇| of the initial projection (0 if none).
     - `num_steps`, `num_accepted_steps`, `num_rejected_steps`: integrator counts.
-    - `result`: Diffrax's `RESULTS` code.
+    - `result`: Diffrax's `RESULTS` code: `successful`; `event_occurred` where the
+      motion left its constraints; `dt_min_reached` where it stalled at a point it
+      cannot be continued past (steps below `STALL_STEP` of the run's length, see
+      `redundax._validity`); `max_steps_reached` and Diffrax's other failures.
     - `structure`: the mechanism's [`Structure`][] the motion was computed with
       (decided at the initial state unless given): reactions along the motion read
       their rank and verdicts from it.
@@ -99,8 +102,10 @@ class Trajectory(eqx.Module):
       no reaction is claimed unique over its invalid part. None: not judged (a
       trajectory built by hand).
     - `left_at`, `left_violation`: the time at which the motion was first found
-      off its constraints (the step end that stopped the integration, or the
-      first invalid saved time) and max |Φ| there; `inf` and 0 for a valid run.
+      off its constraints (the step end that stopped the integration — the
+      validity event or the step-size floor — or the first invalid saved time) and
+      max |Φ| there; `inf` and 0 for a valid run, and for one stopped by
+      `max_steps` (its unreached states are not `valid` all the same).
     - `tolerances`: the largest max |Φ| the run accepted at a step end and at a
       saved state (what its drift control promises).
     """
