@@ -636,7 +636,7 @@ def _decide(model, q, t, names, kinds, rows, labels, rtol, utol) -> Structure:
     sigma_ratio = jnp.take(s, jnp.clip(rank - 1, 0, s.shape[0] - 1)) / jnp.maximum(s[0], 1e-300)
     # The generic configuration next to q: its rank (regularity) and its verdicts,
     # each decided there. Where q itself is only nearly consistent (a state to be
-    # projected, or a geometry moved under finite differences) dependent rows look
+    # projected, or a geometry a caller perturbed slightly) dependent rows look
     # independent at q by about the defect; the nearby configuration is back on the
     # manifold and sees the structure as it is.
     q1 = _nearby(model, q, t)
