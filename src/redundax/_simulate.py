@@ -45,9 +45,7 @@ from ._validity import (
     stalled,
     violation,
 )
-
-if TYPE_CHECKING:
-    from ._progress import Progress
+from ._saving import save_at, saved_states
 from ._wrapped_solver import around
 from .methods import (
     AbstractNullSpaceMethod,
@@ -56,6 +54,9 @@ from .methods import (
     specialise,
     uses_block_solver,
 )
+
+if TYPE_CHECKING:
+    from ._progress import Progress
 
 
 class Tolerances(eqx.Module):
@@ -246,23 +247,6 @@ def tolerances(drift_control: AbstractDriftControl, q0, rtol) -> Tolerances:
     )
 
 
-def _end_of_solve(sol, ts):
-    """`(saved states, t_end, y_end)` of a solve saved at the times `ts` and at its
-    end (`SaveAt(ts=ts, t1=True)`). Diffrax puts the end right after the last saved
-    time it reached, before the `inf` of those it did not reach (a solve an event
-    stopped): a saved state is one whose time is the time asked for, the others
-    are set to `inf`."""
-    n = ts.shape[0]
-    last = jnp.sum(jnp.isfinite(sol.ts)) - 1
-    t_end = sol.ts[last]
-    y_end = jax.tree.map(lambda x: x[last], sol.ys)
-    reached = sol.ts[:n] == ts
-    saved = jax.tree.map(
-        lambda x: jnp.where(reached[:, None], x[:n], jnp.inf), sol.ys
-    )
-    return saved, t_end, y_end
-
-
 @eqx.filter_jit
 def _simulate(
     model,
@@ -284,10 +268,7 @@ def _simulate(
 ):
     if saved_times is not None:
         # Save times known on the host are constants of the program (one program
-        # for eager calls and calls under `jax.jit`). Diffrax still checks them
-        # with `eqx.error_if` inside its trace: two host callbacks remain, which keep
-        # the program out of the persistent compilation cache and from exporting
-        # for another platform (measured 2026-11-27, Diffrax 0.7.2; issue 35).
+        # for eager calls and calls under `jax.jit`).
         ts = jnp.asarray(saved_times.values)
     term = diffrax.ODETerm(_vector_field)
     args = (model, structure, method, drift_control)
@@ -296,23 +277,26 @@ def _simulate(
     log = singular = None
     event = left_event(model, tol.step) if model.n_holonomic else None
     if not drift_control.projects:
+        # The states at `ts` are saved by the solver (`_saving`: no host callback,
+        # unlike `diffrax.SaveAt(ts=...)`'s checks); `inf` where not reached.
         sol = diffrax.diffeqsolve(
             term,
-            solver,
+            save_at(solver, ts),
             ts[0],
             ts[-1],
             None,
             (q0, qd0),
             args,
-            saveat=diffrax.SaveAt(ts=ts, t1=True, solver_state=logged),
+            saveat=diffrax.SaveAt(t1=True, solver_state=True),
             stepsize_controller=controller,
             max_steps=max_steps,
             throw=False,  # judged afterwards (`_checked_run`)
             progress_meter=progress_meter,
             event=event,
         )
-        (q, qd), t_end, (q_end, _) = _end_of_solve(sol, ts)
-        log, singular = _logs(sol.solver_state, monitored, watched)
+        state, (q, qd) = saved_states(sol.solver_state)
+        t_end, q_end = sol.ts[-1], sol.ys[0][-1]
+        log, singular = _logs(state, monitored, watched)
         stats = (
             sol.stats["num_steps"],
             sol.stats["num_accepted_steps"],

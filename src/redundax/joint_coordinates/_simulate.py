@@ -38,6 +38,7 @@ from .._assembly import kinetic_energy, potential_energy
 from .._drift_control import AbstractDriftControl, Baumgarte, NoDriftControl
 from .._model import State
 from .._progress import Progress
+from .._saving import save_at, saved_states
 from .._simulate import Tolerances
 from .._step_projection import AbstractStepEnd, ProjectedSteps, StepProjection
 from .._validation import host_values
@@ -296,26 +297,23 @@ def setup(jm: JointModel, structure: JointStructure, solver, drift):
 @eqx.filter_jit
 def _simulate(jm, structure, state, save, t1, rtol, atol, solver, drift, max_steps, tol):
     term, solver, baumgarte, projection = setup(jm, structure, solver, drift)
+    # Saved by the solver (`redundax._saving`: no host callback, unlike the checks
+    # of `diffrax.SaveAt(ts=...)`); `inf` where not reached.
     sol = diffrax.diffeqsolve(
         term,
-        solver,
+        save_at(solver, save),
         t0=state.t,
         t1=t1,
         dt0=None,
         y0=(state.q, state.qd),
         stepsize_controller=controller(rtol, atol, state.t, t1),
-        saveat=diffrax.SaveAt(ts=save, t1=True),
+        saveat=diffrax.SaveAt(t1=True, solver_state=True),
         max_steps=max_steps,
         throw=False,  # judged with the saved states (`checked`)
         event=left_event(jm, state.t, tol.step),
     )
-    # Diffrax puts the end of the solve right after the last saved time it reached
-    # (before the `inf` of those it did not reach).
-    n = save.shape[0]
-    reached = sol.ts[:n] == save
-    q, qd = (jnp.where(reached[:, None], y[:n], jnp.inf) for y in sol.ys)
-    last = jnp.sum(jnp.isfinite(sol.ts)) - 1
-    end = State(sol.ts[last], sol.ys[0][last], sol.ys[1][last])
+    _, (q, qd) = saved_states(sol.solver_state)
+    end = State(sol.ts[-1], sol.ys[0][-1], sol.ys[1][-1])
     stats = (sol.stats["num_steps"], sol.stats["num_accepted_steps"])
     stats += (sol.stats["num_rejected_steps"],)
     return trajectory_of(
