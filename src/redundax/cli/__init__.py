@@ -32,7 +32,7 @@ from types import ModuleType
 import jax
 
 from . import analyze, optimize, plot, simulate, sweep
-from ._cache import HELP as _CACHE_HELP, cacheable_programs, enable_compilation_cache
+from ._cache import HELP as _CACHE_HELP, enable_compilation_cache
 from ._common import (
     EXIT_FAILURE as EXIT_FAILURE,
     EXIT_INTERRUPTED as EXIT_INTERRUPTED,
@@ -176,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     args.cache = enable_compilation_cache()
     try:
-        with cacheable_programs(args.cache is not None), _terminable(), _warnings_as_lines():
+        with _terminable(), _warnings_as_lines():
             return COMMANDS[args.command].run(args)
     except _Terminated:  # SIGTERM (kill, a batch system's time limit): files cleaned up
         print("redundax: terminated", file=sys.stderr)

@@ -6,9 +6,7 @@ command loads them from disk instead. The library itself never turns it on: a
 program that imports redundax chooses for itself.
 """
 
-import contextlib
 import os
-import sys
 from pathlib import Path
 
 import jax
@@ -93,27 +91,3 @@ def _quiet_cache_loads() -> None:
         utils.absl_set_min_log_level(3)  # absl: 0 info, 1 warning, 2 error, 3 fatal
     except (ImportError, AttributeError):  # another jaxlib: its logs stay as they are
         pass
-
-
-@contextlib.contextmanager
-def cacheable_programs(enabled: bool):
-    """Within the block, Equinox's runtime checks (`eqx.error_if`, e.g. Diffrax's
-    checks of the save times) return NaN instead of raising from a host callback:
-    JAX never writes a program with a host callback to the persistent cache, so
-    without this the simulation program of `redundax simulate` would be compiled
-    again at every call. This is Equinox's own `EQX_ON_ERROR=nan` mode, which the
-    command line can afford: it validates its inputs on the host and checks every
-    result for non-finite values before reporting it. Nothing changes when the
-    cache is off or the user has set `EQX_ON_ERROR` themselves, and the mode is
-    restored on leaving (the command line may run inside a longer process).
-    """
-    errors = sys.modules.get("equinox._errors")
-    mode = getattr(errors, "EQX_ON_ERROR", None)
-    switch = enabled and "EQX_ON_ERROR" not in os.environ and mode == "raise"
-    if switch:
-        errors.EQX_ON_ERROR = "nan"
-    try:
-        yield
-    finally:
-        if switch:
-            errors.EQX_ON_ERROR = mode

@@ -274,6 +274,13 @@ def _decision(model: Model, state: State, initial_projection):
     return decide(model, q, state.t), residuals
 
 
+def _reactions(model: Model, trajectory: Trajectory, method, memory_budget: float):
+    """The reactions at every saved state (one program, kept by `cached_call`)."""
+    return reaction_history(
+        model, trajectory, method=method, memory_budget=int(memory_budget * 2**30)
+    )
+
+
 def _simulation(model: Model, state: State, t_final: float, keywords: dict) -> Trajectory:
     return simulate(model, state, t_final, **keywords)
 
@@ -397,11 +404,8 @@ def _integrate(
     if out is not None:
         _progress(f"reactions at {trajectory.ts.shape[0]} saved states...")
         status.text = f"integrated ({int(trajectory.num_steps)} steps), reactions along the run"
-        history = reaction_history(
-            config.model,
-            trajectory,
-            method=options.method,
-            memory_budget=int(args.memory_budget * 2**30),
+        history = cached_call(
+            cache, _reactions, config.model, trajectory, options.method, args.memory_budget
         )
         write_run(
             out,
