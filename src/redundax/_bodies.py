@@ -24,7 +24,8 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float
 
 from ._math import OMEGA, rot2
 
@@ -341,14 +342,15 @@ def rigid_body_residual(p: Float[Array, " 12"]) -> Float[Array, " 6"]:
 
 
 def natural_from_pose(
-    position: Float[Array, " 3"], rotation: Float[Array, "3 3"]
-) -> Float[Array, " 12"]:
+    position: Float[ArrayLike, " 3"], rotation: Float[ArrayLike, "3 3"]
+) -> Float[ArrayLike, " 12"]:
     """Natural coordinates of a body frame at `position` [m] with rotation matrix
     `rotation` (body to global components, columns u, v, w).
 
     **Returns:** p = [r, u, v, w], shape `(12,)`.
     """
-    return jnp.concatenate([position, rotation.T.reshape(9)])
+    xp = np if isinstance(position, np.ndarray) and isinstance(rotation, np.ndarray) else jnp
+    return xp.concatenate([position, rotation.T.reshape(9)])
 
 
 def pose_from_natural(p: Float[Array, " 12"]) -> tuple[Float[Array, " 3"], Float[Array, "3 3"]]:
@@ -378,9 +380,11 @@ def angular_velocity(p: Float[Array, " 12"], pd: Float[Array, " 12"]) -> Float[A
 
 
 def natural_velocity(
-    p: Float[Array, " 12"], velocity: Float[Array, " 3"], omega: Float[Array, " 3"]
-) -> Float[Array, " 12"]:
+    p: Float[ArrayLike, " 12"], velocity: Float[ArrayLike, " 3"], omega: Float[ArrayLike, " 3"]
+) -> Float[ArrayLike, " 12"]:
     """ṗ = [ṙ, ω × u, ω × v, ω × w] from the velocity of the frame origin [m/s] and
     the angular velocity ω [rad/s], both in global components."""
-    X = axes(p)
-    return jnp.concatenate([velocity, jnp.cross(omega[None, :], X.T).reshape(9)])
+    host = all(isinstance(x, np.ndarray) for x in (p, velocity, omega))
+    xp = np if host else jnp  # NumPy while a model is built
+    X = p[3:].reshape(3, 3).T
+    return xp.concatenate([velocity, xp.cross(omega[None, :], X.T).reshape(9)])

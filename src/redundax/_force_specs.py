@@ -25,6 +25,7 @@ from ._forces import (
     SpringDamperElement,
     TimeDependentLoadElement,
 )
+from ._math import device
 from ._motion import AbstractMotion
 from .joints import joint_frame
 
@@ -35,7 +36,7 @@ Matrix = Sequence[Sequence[float]] | Any
 def _scalar(p, value, where: str):
     """A finite number, as a float64 array (not weakly typed: a parameter changed with
     `eqx.tree_at` to a float64 array then needs no new compilation)."""
-    return jnp.asarray(np.float64(p.scalar(value, where)))
+    return device(np.float64(p.scalar(value, where)))
 
 
 def _non_negative(p, value, where: str):
@@ -117,7 +118,7 @@ class SpringDamper:
             )
         )
         if self.free_length is None:
-            free_length = jnp.asarray(distance, dtype=float)
+            free_length = device(distance)
         else:
             free_length = _non_negative(p, self.free_length, f"{where} 'free_length'")
         if distance == 0.0 and (float(free_length) != 0.0 or float(preload) != 0.0):
@@ -187,11 +188,11 @@ class RotationalSpringDamper:
             if self.axis is not None:
                 p.add(f"{where} 'axis': spatial mechanisms only (the plane's normal is the axis)")
             reference = ctx.initial_angle(self.body_i) - ctx.initial_angle(self.body_j)
-            return RotationalSpringDamperElement(bodies=bodies, reference=reference, **law)
+            return RotationalSpringDamperElement(bodies=bodies, reference=device(reference), **law)
         G = _axis_frame(p, self.axis, f"{where} 'axis'")
         (_, R_i), (_, R_j) = ctx.pose(self.body_i), ctx.pose(self.body_j)
         return RotationalSpringDamperElement3D(
-            bodies=bodies, frame_i=G @ R_i, frame_j=G @ R_j, **law
+            bodies=bodies, frame_i=device(G @ R_i), frame_j=device(G @ R_j), **law
         )
 
     def conservative(self) -> bool:
@@ -247,15 +248,15 @@ class Bushing:
             for key in ("stiffness", "rotational_stiffness", "damping", "rotational_damping")
         }
         _nothing_to_do(p, f"force {k}", law.values())
-        x = p.vector(self.point, 3, f"{where} 'point'")
+        x = np.asarray(p.vector(self.point, 3, f"{where} 'point'"))
         A = ctx.rotation(self.axes, f"{where} 'axes'")
         (r_i, R_i), (r_j, R_j) = ctx.pose(self.body_i), ctx.pose(self.body_j)
         return BushingElement(
             bodies=bodies,
-            s_i=R_i.T @ (x - r_i),
-            s_j=R_j.T @ (x - r_j),
-            frame_i=A.T @ R_i,
-            frame_j=A.T @ R_j,
+            s_i=device(R_i.T @ (x - r_i)),
+            s_j=device(R_j.T @ (x - r_j)),
+            frame_i=device(A.T @ R_i),
+            frame_j=device(A.T @ R_j),
             **law,
         )
 
@@ -397,9 +398,9 @@ def _axis_frame(p, axis, where: str):
     """A right-handed frame (rows e₀, e₁, e₂, global) with e₀ along `axis`."""
     if axis is None:
         p.add(f"{where}: required in a spatial mechanism (the axis of rotation)")
-        return jnp.eye(3)
-    a = p.vector(axis, 3, where)
-    if not float(jnp.linalg.norm(a)) > 0.0:
+        return np.eye(3)
+    a = np.asarray(p.vector(axis, 3, where))
+    if not float(np.linalg.norm(a)) > 0.0:
         p.add(f"{where}: must be a non-zero vector")
-        return jnp.eye(3)
+        return np.eye(3)
     return joint_frame(a)

@@ -10,6 +10,14 @@ from jaxtyping import Array, Float
 OMEGA = np.array([[0.0, -1.0], [1.0, 0.0]])
 
 
+def device(x) -> Array:
+    """A host value (computed with NumPy while a model is built) as a JAX array:
+    a transfer, with no XLA program compiled for it (a `jnp` operation would compile
+    one program per operation and shape at its first use: ~0.7 s of building
+    Bricard's model in a fresh process)."""
+    return jnp.asarray(np.asarray(x))
+
+
 def rot2(phi: Float[Array, ""]) -> Float[Array, "2 2"]:
     """Planar rotation matrix R(φ) mapping body-frame to global components."""
     c, s = jnp.cos(phi), jnp.sin(phi)

@@ -7,10 +7,19 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ._types import Scalar
 
+
+
+def _floats(x) -> Array:
+    """`x` as a float JAX array; host numbers through NumPy (no XLA program is
+    compiled for them), traced values as they are."""
+    if isinstance(x, (int, float, list, tuple, np.ndarray, np.generic)):
+        return jnp.asarray(np.asarray(x, dtype=float))
+    return jnp.asarray(x, dtype=float)
 
 class AbstractMotion(eqx.Module):
     """A prescribed scalar function of time d(t), differentiable in t and in its
@@ -34,7 +43,7 @@ class Constant(AbstractMotion):
     value: Float[Array, ""]
 
     def __init__(self, value: Float[ArrayLike, ""]):
-        self.value = jnp.asarray(value, dtype=float)
+        self.value = _floats(value)
 
     def __call__(self, t: Scalar) -> Float[Array, ""]:
         del t
@@ -50,7 +59,7 @@ class Polynomial(AbstractMotion):
     coefficients: Float[Array, " deg"]
 
     def __init__(self, coefficients: ArrayLike | Sequence[float]):
-        self.coefficients = jnp.asarray(coefficients, dtype=float)
+        self.coefficients = _floats(coefficients)
 
     def __call__(self, t: Scalar) -> Float[Array, ""]:
         return jnp.polyval(self.coefficients[::-1], jnp.asarray(t, dtype=float))
@@ -71,8 +80,8 @@ class SmoothSteps(AbstractMotion):
     values: Float[Array, " knots"]
 
     def __init__(self, times: ArrayLike | Sequence[float], values: ArrayLike | Sequence[float]):
-        self.times = jnp.asarray(times, dtype=float)
-        self.values = jnp.asarray(values, dtype=float)
+        self.times = _floats(times)
+        self.values = _floats(values)
 
     def __call__(self, t: Scalar) -> Float[Array, ""]:
         t = jnp.asarray(t, dtype=float)
@@ -129,7 +138,7 @@ class Shifted(AbstractMotion):
                 f"SmoothSteps, Function, ...), got {motion!r}"
             )
         self.motion = motion
-        self.offset = jnp.asarray(offset, dtype=float)
+        self.offset = _floats(offset)
 
     def __call__(self, t: Scalar) -> Float[Array, ""]:
         return self.motion(t) + self.offset

@@ -12,9 +12,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
+from ._math import device
 from ._motion import AbstractMotion
 from .joints import (
     CylindricalConstraint,
@@ -67,19 +67,19 @@ def check_inertia(p, value, where: str):
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         p.add(f"{where}: expected a 3 × 3 matrix or 3 principal moments, got {value!r}")
-        return jnp.eye(3)
+        return np.eye(3)
     if arr.shape == (3,):
         arr = np.diag(arr)
     if arr.shape != (3, 3):
         p.add(f"{where}: expected a 3 × 3 matrix or 3 principal moments, got shape {arr.shape}")
-        return jnp.eye(3)
+        return np.eye(3)
     if not np.all(np.isfinite(arr)):
         p.add(f"{where}: contains a non-finite value")
-        return jnp.eye(3)
+        return np.eye(3)
     scale = max(float(np.max(np.abs(arr))), 1e-300)
     if np.max(np.abs(arr - arr.T)) > 1e-9 * scale:
         p.add(f"{where}: must be symmetric")
-        return jnp.eye(3)
+        return np.eye(3)
     moments = np.linalg.eigvalsh(arr)
     if moments[0] <= 0.0:
         p.add(f"{where}: must be positive definite, principal moments {moments.tolist()}")
@@ -88,7 +88,7 @@ def check_inertia(p, value, where: str):
             f"{where}: principal moments {moments.tolist()} violate the triangle inequality "
             "(no mass distribution has them)"
         )
-    return jnp.asarray(0.5 * (arr + arr.T))
+    return np.asarray(0.5 * (arr + arr.T))
 
 
 def check_rotation(p, value, where: str):
@@ -97,18 +97,18 @@ def check_rotation(p, value, where: str):
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         p.add(f"{where}: expected a 3 × 3 rotation matrix, got {value!r}")
-        return jnp.eye(3)
+        return np.eye(3)
     if arr.shape != (3, 3) or not np.all(np.isfinite(arr)):
         p.add(f"{where}: expected a finite 3 × 3 rotation matrix, got shape {arr.shape}")
-        return jnp.eye(3)
+        return np.eye(3)
     err = float(np.max(np.abs(arr.T @ arr - np.eye(3))))
     if err > 1e-9 or np.linalg.det(arr) < 0.0:
         p.add(
             f"{where}: not a proper rotation matrix (|RᵀR − I| = {err:.2g}, det = "
             f"{np.linalg.det(arr):.3g}); its columns are the body axes in global components"
         )
-        return jnp.eye(3)
-    return jnp.asarray(arr)
+        return np.eye(3)
+    return np.asarray(arr)
 
 
 class _Joint3D:
@@ -124,16 +124,16 @@ class _Joint3D:
         if axis is None:
             if self.axis_required:
                 p.add(f"{where} 'axis': required for a {self.kind} joint")
-            return joint_frame(None)
-        a = p.vector(axis, 3, f"{where} 'axis'")
-        if float(jnp.linalg.norm(a)) == 0.0:
+            return np.eye(3)
+        a = np.asarray(p.vector(axis, 3, f"{where} 'axis'"))
+        if float(np.linalg.norm(a)) == 0.0:
             p.add(f"{where} 'axis': must be a non-zero vector")
-            return jnp.eye(3)
+            return np.eye(3)
         if normal is None:
             return joint_frame(a)
-        n = p.vector(normal, 3, f"{where} 'normal'")
-        a_hat = a / jnp.linalg.norm(a)
-        if float(jnp.linalg.norm(n - (n @ a_hat) * a_hat)) <= 1e-9 * float(jnp.linalg.norm(n)):
+        n = np.asarray(p.vector(normal, 3, f"{where} 'normal'"))
+        a_hat = a / np.linalg.norm(a)
+        if float(np.linalg.norm(n - (n @ a_hat) * a_hat)) <= 1e-9 * float(np.linalg.norm(n)):
             p.add(f"{where} 'normal': must not be parallel to the axis (or zero)")
             return joint_frame(a)
         return joint_frame(a, n)
@@ -143,14 +143,14 @@ class _Joint3D:
         if self.point is not None:
             if self.point_i is not None or self.point_j is not None:
                 p.add(f"{where} 'point': give either 'point' (global) or 'point_i' and 'point_j'")
-            x = p.vector(self.point, 3, f"{where} 'point'")
+            x = np.asarray(p.vector(self.point, 3, f"{where} 'point'"))
             return Ri.T @ (x - ri), Rj.T @ (x - rj)
         if self.point_i is None or self.point_j is None:
             p.add(f"{where} 'point': give 'point' (global) or both 'point_i' and 'point_j'")
-            return jnp.zeros(3), jnp.zeros(3)
+            return np.zeros(3), np.zeros(3)
         return (
-            p.vector(self.point_i, 3, f"{where} 'point_i'"),
-            p.vector(self.point_j, 3, f"{where} 'point_j'"),
+            np.asarray(p.vector(self.point_i, 3, f"{where} 'point_i'")),
+            np.asarray(p.vector(self.point_j, 3, f"{where} 'point_j'")),
         )
 
     def _fields(self, p, ctx, rows):
@@ -159,7 +159,8 @@ class _Joint3D:
         s_i, s_j = self._points(p, ctx, where)
         G = self._frame(p, where)
         (_, Ri), (_, Rj) = ctx.pose(self.body_i), ctx.pose(self.body_j)
-        return dict(bodies=bodies, rows=rows, s_i=s_i, s_j=s_j, frame_i=G @ Ri, frame_j=G @ Rj)
+        arrays = dict(s_i=s_i, s_j=s_j, frame_i=G @ Ri, frame_j=G @ Rj)  # NumPy: no XLA program
+        return dict(bodies=bodies, rows=rows, **{k: device(v) for k, v in arrays.items()})
 
     def _member(self, p, ctx, rows):
         extra = {"motion": ctx.motion(self)} if hasattr(self, "motion") else {}

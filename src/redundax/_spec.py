@@ -17,7 +17,7 @@ import numpy as np
 from ._bodies import PlanarBodies, SpatialBodies, natural_from_pose, natural_velocity
 from ._errors import ModelError
 from ._force_specs import FORCE_SPECS, Bushing
-from ._math import rot2
+from ._math import device
 from ._model import Loads, Markers, Model, Pair, State
 from ._motion import AbstractMotion, Constant
 from ._spatial_spec import (
@@ -61,25 +61,27 @@ class _Problems:
             arr = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
             self.add(f"{where}: expected {length} numbers, got {value!r}")
-            return jnp.zeros(length)
+            return device(np.zeros(length))
         if arr.shape != (length,):
             self.add(f"{where}: expected a vector of length {length}, got shape {arr.shape}")
-            return jnp.zeros(length)
-        if not np.all(np.isfinite(arr)):
+            arr = np.zeros(length)
+        elif not np.all(np.isfinite(arr)):
             self.add(f"{where}: contains a non-finite value {arr.tolist()}")
-        return jnp.asarray(arr)
+        # Host values as JAX arrays (no XLA program is compiled for them); what is
+        # computed from them while the model is built is computed with NumPy.
+        return device(arr)
 
     def scalar(self, value, where: str, positive: bool = False):
         try:
             x = float(value)
         except (TypeError, ValueError):
             self.add(f"{where}: expected a number, got {value!r}")
-            return jnp.asarray(1.0)
+            return device(1.0)
         if not np.isfinite(x):
             self.add(f"{where}: must be finite, got {x}")
         elif positive and x <= 0.0:
             self.add(f"{where}: must be positive, got {x}")
-        return jnp.asarray(x)
+        return device(x)
 
     def raise_if_any(self, what: str) -> None:
         if self.items:
@@ -352,6 +354,11 @@ def _is_numbers(x) -> bool:
     return isinstance(x, (list, tuple)) and all(isinstance(v, (int, float)) for v in x)
 
 
+def device_int(values) -> jax.Array:
+    """Integers (indices) as an int32 JAX array, with no XLA program compiled."""
+    return device(np.asarray(values, dtype=np.int32))
+
+
 def _params(params):
     """Parameters of a custom pair as float arrays; a list or tuple of numbers
     becomes one vector (not a tuple of scalars), so `qb[0, :2] - params["P"]` works."""
@@ -369,11 +376,12 @@ def _pair_bodies(spec) -> tuple[str, ...]:
 
 def _unit(p: _Problems, value, where: str):
     v = p.vector(value, 2, where)
-    norm = float(jnp.linalg.norm(v))
+    v = np.asarray(v)
+    norm = float(np.linalg.norm(v))
     if norm == 0.0 or not np.isfinite(norm):
         p.add(f"{where}: must be a non-zero vector")
-        return jnp.array([1.0, 0.0])
-    return v / norm
+        return device([1.0, 0.0])
+    return device(v / norm)
 
 
 def _motion(p: _Problems, value, where: str) -> AbstractMotion:
@@ -387,11 +395,11 @@ def _motion(p: _Problems, value, where: str) -> AbstractMotion:
 
 def _rows(vectors: list, width: int = 2):
     """Stack vectors into a `(k, width)` array, `(0, width)` when there are none."""
-    return jnp.stack(vectors) if vectors else jnp.zeros((0, width))
+    return np.stack([np.asarray(v) for v in vectors]) if vectors else np.zeros((0, width))
 
 
 def _stack(members: list):
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *members)
+    return jax.tree.map(lambda *xs: device(np.stack([np.asarray(x) for x in xs])), *members)
 
 
 def _group_key(member) -> tuple:
@@ -438,7 +446,7 @@ class _Context:
                 f"pair {spec.name!r}: attached to the ground alone ({', '.join(fields)} = "
                 f"{GROUND!r}), which does not move: it would constrain nothing"
             )
-        return jnp.asarray(out, dtype=jnp.int32)
+        return device(np.asarray(out, dtype=np.int32))
 
     __call__ = index
 
@@ -447,7 +455,7 @@ class _Context:
         out = [self.body(f"force {k} field {f!r}", getattr(spec, f)) for f in ("body_i", "body_j")]
         if out[0] == out[1] and self.known(spec.body_i, spec.body_j):
             self.p.add(f"force {k}: body_i and body_j are the same body {spec.body_i!r}")
-        return jnp.asarray(out, dtype=jnp.int32)
+        return device(np.asarray(out, dtype=np.int32))
 
     def body(self, owner: str, name) -> int:
         if not isinstance(name, str) or name not in self.lookup:
@@ -459,18 +467,18 @@ class _Context:
     def pose(self, name):
         """(position, rotation) of a body at the initial configuration (spatial;
         planar: position (2,), rotation (2, 2)); the ground's is the identity."""
-        identity = (jnp.zeros(self.dim), jnp.eye(self.dim))
+        identity = (np.zeros(self.dim), np.eye(self.dim))
         return self.poses.get(name, identity) if isinstance(name, str) else identity
 
     def initial_point(self, name, s):
         """Global position [m] of the body point `s` (body frame) at the initial
         configuration."""
         r, R = self.pose(name)
-        return r + R @ s
+        return r + R @ np.asarray(s)
 
     def initial_angle(self, name):
         """Angle [rad] of a planar body at the initial configuration (ground: 0)."""
-        return self.angles.get(name, jnp.zeros(())) if isinstance(name, str) else jnp.zeros(())
+        return self.angles.get(name, np.zeros(())) if isinstance(name, str) else np.zeros(())
 
     def rotation(self, value, where: str):
         return check_rotation(self.p, value, where)
@@ -492,8 +500,9 @@ def _planar_poses(bodies) -> tuple[dict, dict]:
             r, angle = np.zeros(2), 0.0
         if r.shape != (2,) or not np.all(np.isfinite(r)) or not np.isfinite(angle):
             r, angle = np.zeros(2), 0.0
-        poses[b.name] = (jnp.asarray(r), rot2(jnp.asarray(np.float64(angle))))
-        angles[b.name] = jnp.asarray(np.float64(angle))
+        c, s = np.cos(angle), np.sin(angle)
+        poses[b.name] = (r, np.array([[c, -s], [s, c]]))  # rot2 on the host
+        angles[b.name] = np.asarray(angle)
     return poses, angles
 
 
@@ -564,31 +573,34 @@ class Mechanism:
     def _bodies(self, p: _Problems):
         """The bodies module and the initial poses (spatial: position, rotation)."""
         names = tuple(b.name for b in self.bodies)
-        mass = jnp.stack(
+        mass = np.stack(
             [p.scalar(b.mass, f"body {b.name!r} field 'mass'", positive=True) for b in self.bodies]
-            or [jnp.zeros(())]
+            or [np.zeros(())]
         )
         if self.dim == 2:
-            inertia = jnp.stack(
+            inertia = np.stack(
                 [
                     p.scalar(b.inertia, f"body {b.name!r} field 'inertia'", positive=True)
                     for b in self.bodies
                 ]
-                or [jnp.zeros(())]
+                or [np.zeros(())]
             )
-            return PlanarBodies(mass=mass, inertia=inertia, names=names), {}
-        inertia = jnp.stack(
+            return PlanarBodies(mass=device(mass), inertia=device(inertia), names=names), {}
+        inertia = np.stack(
             [check_inertia(p, b.inertia, f"body {b.name!r} field 'inertia'") for b in self.bodies]
         )
         poses = {
             b.name: (
-                p.vector(b.position, 3, f"body {b.name!r} field 'position'"),
+                np.asarray(p.vector(b.position, 3, f"body {b.name!r} field 'position'")),
                 check_rotation(p, b.rotation, f"body {b.name!r} field 'rotation'"),
             )
             for b in self.bodies
         }
         bodies = SpatialBodies(
-            mass=mass, com=jnp.zeros((len(names), 3)), inertia=inertia, names=names
+            mass=device(mass),
+            com=device(np.zeros((len(names), 3))),
+            inertia=device(inertia),
+            names=names,
         )
         return bodies, poses
 
@@ -642,20 +654,20 @@ class Mechanism:
             pair_names.add(spec.name)
             size = int(spec.size)
             if isinstance(spec, holonomic_specs):
-                rows, pfaffian = jnp.arange(m, m + size, dtype=jnp.int32), False
+                rows, pfaffian = np.arange(m, m + size, dtype=np.int32), False
                 m += size
-                hol.append(spec._member(p, ctx, rows))
+                hol.append(spec._member(p, ctx, device(rows)))
             else:
-                rows, pfaffian = jnp.arange(h, h + size, dtype=jnp.int32), True
+                rows, pfaffian = np.arange(h, h + size, dtype=np.int32), True
                 h += size
-                pf.append(spec._member(p, ctx, rows))
+                pf.append(spec._member(p, ctx, device(rows)))
             rows = tuple(int(r) for r in rows)
             pairs.append((spec, pfaffian, rows))
         n_internal = bodies.internal_rows * nb
         internal = [
             RigidBodyConstraint(
-                bodies=jnp.asarray([b], dtype=jnp.int32),
-                rows=jnp.arange(m + 6 * b, m + 6 * (b + 1), dtype=jnp.int32),
+                bodies=device(np.asarray([b], dtype=np.int32)),
+                rows=device(np.arange(m + 6 * b, m + 6 * (b + 1), dtype=np.int32)),
             )
             for b in range(nb)
             if n_internal
@@ -673,7 +685,7 @@ class Mechanism:
         )
 
         gravity = (
-            jnp.zeros(dim)
+            device(np.zeros(dim))
             if self.gravity is None
             else p.vector(self.gravity, dim, "mechanism field 'gravity'")
         )
@@ -698,19 +710,22 @@ class Mechanism:
             if getattr(ld, "force", None) is None and getattr(ld, "torque", None) is None:
                 p.add(f"load {k} (body {body!r}): neither force nor torque given")
         loads = Loads(
-            bodies=jnp.asarray(
-                [ctx.body(f"load {k} field 'body'", ld.body) for k, ld in enumerate(self.loads)],
-                dtype=jnp.int32,
+            bodies=device_int(
+                [ctx.body(f"load {k} field 'body'", ld.body) for k, ld in enumerate(self.loads)]
             ),
-            points=_rows(
-                [vec(ld.point, f"load {k} field 'point'") for k, ld in enumerate(self.loads)],
-                dim,
+            points=device(
+                _rows(
+                    [vec(ld.point, f"load {k} field 'point'") for k, ld in enumerate(self.loads)],
+                    dim,
+                )
             ),
-            forces=_rows(
-                [vec(ld.force, f"load {k} field 'force'") for k, ld in enumerate(self.loads)],
-                dim,
+            forces=device(
+                _rows(
+                    [vec(ld.force, f"load {k} field 'force'") for k, ld in enumerate(self.loads)],
+                    dim,
+                )
             ),
-            torques=_rows(
+            torques=device(_rows(
                 [
                     vec(
                         None if ld.torque is None else np.reshape(ld.torque, -1),
@@ -720,25 +735,26 @@ class Mechanism:
                     for k, ld in enumerate(self.loads)
                 ],
                 torque_len,
-            ).reshape((-1,) if dim == 2 else (-1, 3)),
+            ).reshape((-1,) if dim == 2 else (-1, 3))),
         )
         marker_names = tuple(mk.name for mk in self.markers)
         if len(set(marker_names)) != len(marker_names):
             p.add("markers: duplicate marker names")
         markers = Markers(
-            bodies=jnp.asarray(
-                [ctx.body(f"marker {mk.name!r} field 'body'", mk.body) for mk in self.markers],
-                dtype=jnp.int32,
+            bodies=device_int(
+                [ctx.body(f"marker {mk.name!r} field 'body'", mk.body) for mk in self.markers]
             ),
-            points=_rows(
-                [
-                    vec(
-                        mk.point if mk.point is not None else zeros,
-                        f"marker {mk.name!r} field 'point'",
-                    )
-                    for mk in self.markers
-                ],
-                dim,
+            points=device(
+                _rows(
+                    [
+                        vec(
+                            mk.point if mk.point is not None else zeros,
+                            f"marker {mk.name!r} field 'point'",
+                        )
+                        for mk in self.markers
+                    ],
+                    dim,
+                )
             ),
             names=marker_names,
         )
@@ -790,7 +806,8 @@ class Mechanism:
         p = _Problems()
         q, qd = self._initial_vectors(p)
         p.raise_if_any("initial state")
-        return State(0.0, jnp.concatenate(q), jnp.concatenate(qd))
+        q, qd = (np.concatenate([np.atleast_1d(np.asarray(x)) for x in v]) for v in (q, qd))
+        return State(np.asarray(0.0), device(q), device(qd))
 
     def _initial_vectors(self, p: _Problems) -> tuple[list, list]:
         """Each body's coordinates and velocities (lists of arrays), every invalid
@@ -800,20 +817,23 @@ class Mechanism:
         for b in self.bodies:
             where = f"body {b.name!r} field"
             if isinstance(b, SpatialBody):
-                r = p.vector(b.position, 3, f"{where} 'position'")
+                # NumPy throughout (no XLA program compiled while building).
+                r = np.asarray(p.vector(b.position, 3, f"{where} 'position'"))
                 R = check_rotation(p, b.rotation, f"{where} 'rotation'")
                 pose = natural_from_pose(r, R)
                 q.append(pose)
                 qd.append(
                     natural_velocity(
                         pose,
-                        p.vector(b.velocity, 3, f"{where} 'velocity'"),
-                        p.vector(b.angular_velocity, 3, f"{where} 'angular_velocity'"),
+                        np.asarray(p.vector(b.velocity, 3, f"{where} 'velocity'")),
+                        np.asarray(
+                            p.vector(b.angular_velocity, 3, f"{where} 'angular_velocity'")
+                        ),
                     )
                 )
                 continue
             q.append(p.vector(b.position, 2, f"{where} 'position'"))
-            q.append(p.scalar(b.angle, f"{where} 'angle'")[None])
+            q.append(p.scalar(b.angle, f"{where} 'angle'"))
             qd.append(p.vector(b.velocity, 2, f"{where} 'velocity'"))
-            qd.append(p.scalar(b.angular_velocity, f"{where} 'angular_velocity'")[None])
+            qd.append(p.scalar(b.angular_velocity, f"{where} 'angular_velocity'"))
         return q, qd

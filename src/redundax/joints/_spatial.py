@@ -15,7 +15,8 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float, Int
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Int
 
 from .._bodies import axes, point, rigid_body_residual
 from .._motion import AbstractMotion
@@ -23,18 +24,19 @@ from .._types import Scalar
 from ._base import AbstractHolonomic
 
 
-def perpendicular_pair(axis: Float[Array, " 3"]) -> Float[Array, "2 3"]:
+def perpendicular_pair(axis: Float[ArrayLike, " 3"]) -> Float[ArrayLike, "2 3"]:
     """Two orthonormal vectors h₁, h₂ perpendicular to `axis` (any non-zero length).
 
     h₁ is the coordinate axis least aligned with `axis`, made perpendicular by
     Gram–Schmidt; h₂ = â × h₁. The choice of coordinate axis is discrete (no
     gradient flows through it).
     """
-    a = axis / jnp.linalg.norm(axis)
-    e = jnp.eye(3)[jnp.argmin(jnp.abs(a))]
+    xp = np if isinstance(axis, np.ndarray) else jnp  # NumPy while a model is built
+    a = axis / xp.linalg.norm(axis)
+    e = xp.eye(3)[xp.argmin(xp.abs(a))]
     h1 = e - (e @ a) * a
-    h1 = h1 / jnp.linalg.norm(h1)
-    return jnp.stack([h1, jnp.cross(a, h1)])
+    h1 = h1 / xp.linalg.norm(h1)
+    return xp.stack([h1, xp.cross(a, h1)])
 
 
 # ---------------------------------------------------------------------------
@@ -272,19 +274,22 @@ class TranslationalDriverConstraint3D(AbstractSpatialJoint):
         return (_separation(self, qb) @ e0 - self.motion(t))[None]
 
 
-def joint_frame(axis: Float[Array, " 3"] | None, normal: Float[Array, " 3"] | None = None):
+def joint_frame(
+    axis: Float[ArrayLike, " 3"] | None, normal: Float[ArrayLike, " 3"] | None = None
+):
     """A right-handed orthonormal joint frame (rows e₀, e₁, e₂, global components).
 
     e₀ along `axis`; e₁ along the part of `normal` perpendicular to it, or, without
     `normal`, from [`perpendicular_pair`][]; e₂ = e₀ × e₁. Without an axis, the
     global axes.
     """
+    xp = np if isinstance(axis, np.ndarray) or axis is None else jnp  # NumPy: while building
     if axis is None:
-        return jnp.eye(3)
-    a = axis / jnp.linalg.norm(axis)
+        return xp.eye(3)
+    a = axis / xp.linalg.norm(axis)
     if normal is None:
         h = perpendicular_pair(a)
-        return jnp.stack([a, h[0], h[1]])
+        return xp.stack([a, h[0], h[1]])
     h1 = normal - (normal @ a) * a
-    h1 = h1 / jnp.linalg.norm(h1)
-    return jnp.stack([a, h1, jnp.cross(a, h1)])
+    h1 = h1 / xp.linalg.norm(h1)
+    return xp.stack([a, h1, xp.cross(a, h1)])
