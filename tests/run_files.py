@@ -94,6 +94,7 @@ LONGEST_FIRST = (
     "test_design.py",  # 68 s
     "test_structure.py",  # 66 s
     "test_spatial.py",  # 56 s
+    "test_export.py",  # 47 s (alone, under load ~3)
     "test_sweep_distributed.py",  # 44 s
 )
 
