@@ -37,6 +37,7 @@ class RankHistory(eqx.Module):
 
 
 @eqx.filter_jit
+@eqx.filter_jit  # one program, kept by the persistent cache (an eager `lax.map` is not)
 def singular_values_along(model, ts, q):
     """Singular values of C (descending) at every configuration `q[k]` at `ts[k]`,
     in chunks within the reactions' memory budget (`MEMORY_BUDGET`)."""
