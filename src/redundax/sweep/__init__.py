@@ -7,6 +7,12 @@ its initial configuration (rank, degree of redundancy, per-pair uniqueness) and/
 simulation (success, final tracked points, largest constraint violation, the rank of
 C along the motion). The result says which variants differ from the nominal model.
 
+A variant's simulation is `redundax.simulate` with the mechanism's `[simulation]`
+options (the drift control too: a projection after every step by default), and the
+rank of C along its motion (`rank_min`, `rank_max`, `sigma_ratio_min`) is the one
+the run's singularity monitor records at every integrator step end
+(`Trajectory.singularities`), not a decomposition of C at the saved states.
+
 **Parameter addresses.** A parameter is one number, named by an address that the
 model itself enumerates ([`parameter_targets`][]; `redundax sweep FILE
 --list-parameters`), so a name is looked up, never parsed:
@@ -32,19 +38,25 @@ applied with `eqx.tree_at` ([`apply_parameters`][]), a pure function that
 configuration is flagged (`consistent = False`) unless the sweep projects the
 initial state onto its constraints first (`initial = "project"`).
 
-**Evaluation.** The variants are evaluated `chunk_size` at a time: `jax.vmap` over
-the chunk, inside `jax.shard_map` over a 1-D mesh of every device
-([`default_mesh`][]: `jax.sharding.Mesh` of `jax.devices()` ordered process by
-process, `NamedSharding` with `PartitionSpec("variants")`), each chunk padded to a
-multiple of one process's device count. With `shard_map` every device integrates its own part
-of the chunk in its own `while` loop, with no communication between devices (a
-sharded `jit` would synchronise the devices at every step, and leave the
-partitioning of the linear algebra's custom calls to the compiler). One chunk shape
-is compiled once per sweep. On a CPU, N devices made with
-`--xla_force_host_platform_device_count=N` need more than N cores: jax 0.10's
-batched LAPACK kernels (eigh, svd) wait for subtasks on the thread pool that runs
-the devices' programs, and deadlock when all of its threads run one (seen on 2
-cores with 2 devices from 6 variants per device; [`Evaluator`][] warns).
+**Evaluation.** The variants are evaluated `chunk_size` at a time, inside
+`jax.shard_map` over a 1-D mesh of every device ([`default_mesh`][]:
+`jax.sharding.Mesh` of `jax.devices()` ordered process by process, `NamedSharding`
+with `PartitionSpec("variants")`), each chunk padded to a multiple of one process's
+device count. With `shard_map` every device evaluates its own part of the chunk,
+with no communication between devices (a sharded `jit` would synchronise the
+devices at every step, and leave the partitioning of the linear algebra's custom
+calls to the compiler). On a CPU a device evaluates its variants one after another
+(`jax.lax.map`; [`Evaluator`][]'s `batch` = 1): each variant runs the program that
+`redundax.simulate` runs for it alone, so the nominal row is `simulate`'s run to
+the last bit (tested), a variant takes only its own steps, and rows of padding are
+skipped; a vmapped batch gains nothing there that pays for its lockstep (the
+robot's 1 s run: 29 against 45 ms a variant; measured, `Evaluator`). On
+accelerators a device vmaps its whole share. One chunk shape is compiled once per
+sweep. On a CPU, N devices made with `--xla_force_host_platform_device_count=N`
+need more than N cores: jax 0.10's batched LAPACK kernels (eigh, svd) wait for
+subtasks on the thread pool that runs the devices' programs, and deadlock when all
+of its threads run one (seen on 2 cores with 2 devices from 6 variants per device;
+[`Evaluator`][] warns).
 
 **Storage and resuming.** `OUT/manifest.json` describes the sweep (a fingerprint of
 the model, the table of parameter values, the options and the chunk size);
@@ -96,10 +108,10 @@ reason. The results depend on the chunk size, not on the number of processes.
 
 **Layout.** `redundax._parameters` (parameter addresses → `Target`,
 `apply_parameters`; shared with `redundax.optimize`), `_file` (samples, `Sweep`, the
-sweep file), `_evaluate` (`Evaluator`: a chunk under vmap and shard_map; the mesh), `_store`
-(chunk files, resuming, the processes' agreement, `run_sweep`, `read_sweep`); the
-command `redundax sweep` (and its joining of a run of several processes) is
-`redundax.cli.sweep`.
+sweep file), `_evaluate` (`Evaluator`: a chunk under shard_map, one variant after
+another or vmapped; the mesh), `_store` (chunk files, resuming, the processes'
+agreement, `run_sweep`, `read_sweep`); the command `redundax sweep` (and its
+joining of a run of several processes) is `redundax.cli.sweep`.
 """
 
 from typing import Any
@@ -117,7 +129,6 @@ from ._constants import (
     FORMAT as FORMAT,
     MAX_VARIANTS as MAX_VARIANTS,
     PROJECTION_STEPS as PROJECTION_STEPS,
-    SINGULAR_RTOL as SINGULAR_RTOL,
 )
 from ._evaluate import (
     OUTPUTS as OUTPUTS,

@@ -12,12 +12,6 @@ PROJECTION_STEPS = 10
 mobile robot, which the rank test (tolerance ~1e-14) reads as a broken constraint
 (rank 21 instead of 20); ten converge to round-off."""
 
-SINGULAR_RTOL = 1e-8
-"""Relative tolerance of the rank of C along a simulated motion (`rank_min`,
-`rank_max`): a singular value below `SINGULAR_RTOL · σ₁` counts as zero. Drift of
-the order of the integrator's tolerance makes dependent rows independent by far
-less, and a singular configuration passed between two saved states by more."""
-
 MAX_VARIANTS = 10_000_000
 """The most variants a sweep may have (`samples`, or the product of a grid's value
 counts), and the largest `chunk_size`. The table of values (variants × parameters

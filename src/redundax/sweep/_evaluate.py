@@ -26,14 +26,13 @@ from .. import (
     decide,
     marker_positions,
     position_residual,
-    rank_history,
     simulate,
     velocity_residual,
 )
 from .._parameters import apply_parameters
 from .._reactions import MEMORY_BUDGET
 from ..methods import path_accurate, specialise
-from ._constants import AXIS, PROJECTION_STEPS, SINGULAR_RTOL
+from ._constants import AXIS, PROJECTION_STEPS
 from ._file import Sweep
 
 
@@ -56,6 +55,33 @@ def _knots(model: Model) -> dict[int, Any]:
         if "motion" in {f.name for f in dataclasses.fields(group)}
         and isinstance(group.motion, SmoothSteps)
     }
+
+
+def _rank_along(structure, log) -> dict[str, Any]:
+    """`rank_start`, `rank_min`, `rank_max`, `sigma_ratio_min` of one run from its
+    [`SingularityLog`][redundax.SingularityLog] (the monitor `simulate` runs after
+    every integrator step): no decomposition at the saved states.
+
+    The start rank is the structure's; the run's rank is logged at every step end
+    where it changes (`rank_value[:rank_changes]`, up to the log's capacity; `rank`
+    is the last). Where the monitor measured nothing (no constraints), the rank is
+    the start rank throughout and `sigma_ratio_min` is NaN, as where the run took
+    no step."""
+    start = jnp.asarray(structure.rank)
+    if log is None:
+        nan = jnp.asarray(jnp.nan)
+        return dict(rank_start=start, rank_min=start, rank_max=start, sigma_ratio_min=nan)
+    logged = jnp.arange(log.rank_value.shape[0]) < log.rank_changes
+    ends = jnp.stack([start, log.rank.astype(start.dtype)])
+    values = jnp.concatenate([ends, log.rank_value.astype(start.dtype)])
+    seen = jnp.concatenate([jnp.ones(2, bool), logged])
+    low, high = jnp.iinfo(values.dtype).max, jnp.iinfo(values.dtype).min
+    return dict(
+        rank_start=start,
+        rank_min=jnp.min(jnp.where(seen, values, low)),
+        rank_max=jnp.max(jnp.where(seen, values, high)),
+        sigma_ratio_min=jnp.where(jnp.isfinite(log.min_ratio), log.min_ratio, jnp.nan),
+    )
 
 
 def default_mesh() -> Mesh:
@@ -99,23 +125,35 @@ class Evaluator:
     compilation. `evaluator(values)` returns a dict of NumPy arrays with one row
     per row of `values` (see [`OUTPUTS`][]).
 
+    `batch`: how many variants one device evaluates together under `jax.vmap`.
+    1 runs them one after another (`jax.lax.map`): each variant is then the
+    program `redundax.simulate` runs for it alone (the same steps and results to
+    the last bit, whatever else is in the chunk) and takes only its own steps;
+    n > 1 vmaps groups of n, whose variants step together, as many steps as the
+    slowest of the group takes. Default: 1 on CPUs, where a vmapped batch gains
+    nothing that pays for its lockstep (measured on one core: the mobile robot's
+    1 s run 29 ms a variant one after another against 45 ms in a vmapped batch of
+    32, Bricard's 10 s run 58 against 62 ms); on accelerators the device's whole
+    share of the chunk.
+
     In a run of several processes (`jax.distributed.initialize`), the mesh spans
     the devices of all of them, and every process calls the evaluator together
     with as many rows of its own: each gets the results of its rows, computed on
     its own devices (one program over the global mesh, with no communication).
     """
 
-    def __init__(self, sweep: Sweep, mesh: Mesh | None = None):
+    def __init__(self, sweep: Sweep, mesh: Mesh | None = None, batch: int | None = None):
         self.sweep = sweep
         self.mesh = default_mesh() if mesh is None else mesh
         self.devices = int(self.mesh.devices.size)
         self.local_devices = len(local_devices(self.mesh))
+        platform = self.mesh.devices.flat[0].platform
+        if batch is not None and (isinstance(batch, bool) or not int(batch) >= 1):
+            raise ValueError(f"Evaluator field 'batch': expected an integer >= 1, got {batch!r}")
+        # Variants one device evaluates together (None: its whole share of a chunk).
+        self.batch = (1 if platform == "cpu" else None) if batch is None else int(batch)
         cores = os.cpu_count() or 1
-        if (
-            self.local_devices > 1
-            and self.mesh.devices.flat[0].platform == "cpu"
-            and self.local_devices >= cores
-        ):
+        if self.local_devices > 1 and platform == "cpu" and self.local_devices >= cores:
             warnings.warn(
                 f"{self.local_devices} CPU devices on {cores} cores: jaxlib's batched LAPACK "
                 "kernels (eigh, svd, ...) wait for work on the thread pool that runs the "
@@ -134,8 +172,9 @@ class Evaluator:
         # sweepable parameters.
         knots = _knots(sweep.model)
         # The null-space method's path (Schur complement or pivoted QR) is chosen on
-        # the nominal mechanism, once, so that every variant takes the same one:
-        # a per-variant choice under vmap would evaluate both.
+        # the nominal mechanism, once, so that every variant takes the same one
+        # (`path_accurate` says where it does not suit a variant): a per-variant
+        # choice would compile both, and evaluate both under vmap.
         nominal = decide(sweep.model, sweep.state.q, sweep.state.t)
         method = specialise(options.method, nominal, sweep.model)
         dynamic, static = eqx.partition((sweep.model, sweep.state, method), eqx.is_array)
@@ -179,6 +218,9 @@ class Evaluator:
                         method=method,
                         initial_projection=None,  # projected above, if asked for
                         throw=False,
+                        # The rank along the motion is the run's own record (its
+                        # measure: simulate's default for the method).
+                        monitor_singularities=True,
                     ),
                 )
                 # A failed integration leaves non-finite saved states after the
@@ -187,10 +229,8 @@ class Evaluator:
                     jnp.isfinite(trajectory.qd), axis=1
                 )
                 last = jnp.max(jnp.where(reached, jnp.arange(reached.shape[0]), 0))
-                history = rank_history(model, trajectory, SINGULAR_RTOL)
                 position = jnp.max(jnp.where(reached, trajectory.position_violation, 0.0))
                 velocity = jnp.max(jnp.where(reached, trajectory.velocity_violation, 0.0))
-                big = jnp.iinfo(history.rank.dtype).max
                 out.update(
                     success=(trajectory.result == diffrax.RESULTS.successful) & jnp.all(reached),
                     left_constraints=trajectory.left_constraints,
@@ -203,38 +243,65 @@ class Evaluator:
                     max_constraint_violation=jnp.maximum(position, velocity),
                     max_position_violation=position,
                     max_velocity_violation=velocity,
-                    rank_start=history.rank[0],
-                    rank_min=jnp.min(jnp.where(reached, history.rank, big)),
-                    rank_max=jnp.max(jnp.where(reached, history.rank, 0)),
-                    sigma_ratio_min=jnp.min(jnp.where(reached, history.relative_gap(), jnp.inf)),
+                    **_rank_along(structure, trajectory.singularities),
                 )
             return out
 
-        def shard(dynamic, values):
+        batch = self.batch
+
+        def shard(dynamic, values, valid):
             model, state, method = eqx.combine(dynamic, static)
-            return jax.vmap(lambda x: variant(model, state, method, x))(values)
+
+            def one(x):
+                return variant(model, state, method, x)
+
+            if batch is None:
+                return jax.vmap(one)(values)
+            if batch > 1:
+                return jax.lax.map(one, values, batch_size=batch)
+            # One after another: a row of padding is not evaluated (zeros).
+            shapes = jax.eval_shape(one, values[0])
+            blank = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+            def step(row):
+                x, ok = row
+                return jax.lax.cond(ok, one, lambda x: blank, x)
+
+            return jax.lax.map(step, (values, valid))
 
         sharded = jax.shard_map(
             shard,
             mesh=self.mesh,
-            in_specs=(PartitionSpec(), PartitionSpec(AXIS)),
+            in_specs=(PartitionSpec(), PartitionSpec(AXIS), PartitionSpec(AXIS)),
             out_specs=PartitionSpec(AXIS),
             check_vma=False,
         )
         self._call = eqx.filter_jit(sharded)
 
-    def __call__(self, values: Float[np.ndarray, "batch p"]) -> dict[str, np.ndarray]:
+    def __call__(
+        self, values: Float[np.ndarray, "batch p"], count: int | None = None
+    ) -> dict[str, np.ndarray]:
+        """The outputs of the first `count` rows of `values` (default: all). The
+        rows after them only give the call its shape (a chunk padded to the
+        compiled size): evaluated one after another (`batch` 1), they are skipped."""
         values = np.asarray(values, dtype=float)
         n = values.shape[0]
+        count = n if count is None else int(count)
+        if not 0 <= count <= n:
+            raise ValueError(f"Evaluator: count must lie in 0 ... {n}, got {count}")
         padded = -(-n // self.local_devices) * self.local_devices
         x = np.concatenate([values, np.repeat(values[-1:], padded - n, axis=0)])
+        valid = np.arange(padded) < count
         sharding = NamedSharding(self.mesh, PartitionSpec(AXIS))
         processes = self.devices // self.local_devices
-        array = jax.make_array_from_process_local_data(
-            sharding, x, (processes * padded, *x.shape[1:])
-        )
-        out = self._call(self._dynamic, array)
-        return {key: _local_rows(value)[:n] for key, value in out.items()}
+
+        def global_array(local):
+            return jax.make_array_from_process_local_data(
+                sharding, local, (processes * padded, *local.shape[1:])
+            )
+
+        out = self._call(self._dynamic, global_array(x), global_array(valid))
+        return {key: _local_rows(value)[:count] for key, value in out.items()}
 
 
 OUTPUTS = {
@@ -269,11 +336,19 @@ OUTPUTS = {
     "max_constraint_violation": "max over the saved states reached of max |Φ| and max |C q̇ + b|",
     "max_position_violation": "max |Φ| over the saved states reached [m, rad]",
     "max_velocity_violation": "max |C q̇ + b| over the saved states reached",
-    "rank_start": "rank C at t = 0 with SINGULAR_RTOL",
-    "rank_min": "min of rank C over the saved states reached (SINGULAR_RTOL)",
-    "rank_max": "max of rank C over the saved states reached (SINGULAR_RTOL)",
-    "sigma_ratio_min": "min over the saved states reached of σ_r / σ_1, r = rank_start: "
-    "how close the motion comes to a singular configuration (0: it passes one)",
+    "rank_start": "rank C at the variant's initial state (its `Structure`, relative tolerance "
+    "1e-8)",
+    "rank_min": "min of rank C over the start and the integrator's step ends, as the run's "
+    "singularity monitor (`Trajectory.singularities`) counts it (relative tolerance 1e-8; "
+    "for the pivot sines, the rows the block elimination keeps); it logs every change "
+    "between two step ends (the first 128 of a run, and the last rank)",
+    "rank_max": "max of rank C over the start and the integrator's step ends (as rank_min)",
+    "sigma_ratio_min": "min over the integrator's step ends of the monitor's measure of how "
+    "far C is from losing rank: σ_r / σ_1 (r = rank_start) by a singular value decomposition "
+    "per step, or for a method that uses the block solver the r-th largest pivot sine "
+    "(`simulate`'s default, `SingularityLog.measure`); passages between step ends refined; "
+    "near 0: the motion passes close to a singular configuration (NaN where the run took no "
+    "step or has no constraints)",
 }
 """Per-variant results (the analysis ones with `analyze`, the others with `simulate`)."""
 
@@ -286,20 +361,20 @@ def default_chunk_size(sweep: Sweep, devices: Sequence[Any] | None = None) -> in
     On CPUs, 64 simulations (1024 analyses) per device: larger batches gain
     little there, and a chunk of that size takes seconds to minutes, which bounds
     the work an interruption loses; fewer simulations when that many would not fit
-    in `MEMORY_BUDGET` (1 GiB) by the estimate below. On accelerators, a quarter of the device's
-    memory divided by a generous estimate of one variant's working set (its saved
-    states, the constraint matrices of the rank check at every saved state, and
-    the solver's intermediates), between 256 and 16384 per device.
+    in `MEMORY_BUDGET` (1 GiB) by the estimate below. On accelerators, a quarter of
+    the device's memory divided by a generous estimate of one variant's working set
+    (its saved states and the solver's intermediates), between 256 and 16384 per
+    device.
     """
     devices = list(jax.local_devices()) if devices is None else list(devices)
     model = sweep.model
     nq, nc, saved = model.n_coordinates, model.n_constraints, sweep.simulation.n_save
-    per_variant = 8 * (saved * (4 * nq + nc * nq) + 64 * (nc * nq + nq * nq + nc * nc))
+    per_variant = 8 * (saved * 4 * nq + 64 * (nc * nq + nq * nq + nc * nc))
     if devices[0].platform == "cpu":
         if not sweep.simulate:
             return 1024 * len(devices)
         # Within the memory budget of the reactions (1 GiB per device): IFToMM A02
-        # with 40 loops and 401 saved states takes ~0.3 GB a variant, so 3, not 64.
+        # with 40 loops and 401 saved states takes ~0.09 GB a variant, so 11, not 64.
         return max(1, min(64, MEMORY_BUDGET // per_variant)) * len(devices)
     stats = devices[0].memory_stats() or {}
     limit = stats.get("bytes_limit")

@@ -92,6 +92,9 @@ def _describe(sweep: Sweep, table: np.ndarray, chunk_size: int) -> dict[str, Any
             "n_save": options.n_save,
             "max_steps": options.max_steps,
             **dict(options.choices),
+            # How rank_min, rank_max and sigma_ratio_min are taken (a manifest of
+            # an older redundax, which took them at the saved states, differs).
+            "rank_along": "singularity monitor at the integrator's step ends",
             "objects (sha256)": _digest(
                 (options.method, options.solver, options.stabilisation, options.projection)
             ),
@@ -367,12 +370,14 @@ def run_sweep(
         k = mine[r] if r < len(mine) else int(missing[-1])
         evaluator = evaluator or Evaluator(sweep, mesh)
         x = table[rows(k)]
-        # Every chunk is padded to the full chunk size: one compiled shape.
+        # Every chunk is padded to the full chunk size: one compiled shape. The
+        # padding, and the whole stand-in chunk, is not evaluated where the
+        # variants run one after another (on CPUs).
+        count = x.shape[0] if r < len(mine) else 0
         x = np.concatenate([x, np.repeat(x[-1:], size - x.shape[0], 0)])
-        results = evaluator(x)
+        results = evaluator(x, count)
         if r >= len(mine) or error is not None:
             continue
-        results = {key: value[: rows(k).stop - rows(k).start] for key, value in results.items()}
         results.update(chunk=np.asarray(k), start=np.asarray(rows(k).start))
         results["fingerprint"] = np.asarray(fingerprint)
         try:
@@ -493,12 +498,8 @@ def _summary(sweep, describe, nominal, data, masks) -> dict[str, Any]:
             success=bool(nominal["success"]),
             left_constraints=bool(nominal["left_constraints"]),
             max_constraint_violation=float(nominal["max_constraint_violation"]),
-            # None, not int64's maximum, where the nominal run reached no state.
-            rank_min=(
-                int(nominal["rank_min"])
-                if nominal["rank_min"] < np.iinfo(nominal["rank_min"].dtype).max
-                else None
-            ),
+            # From the start rank and the run's singularity log: always a number.
+            rank_min=int(nominal["rank_min"]),
         )
         ok = data["success"]
         summary["max_constraint_violation"] = (
