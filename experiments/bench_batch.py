@@ -134,7 +134,9 @@ def _sweep(model, state, batch: int, t_final: float) -> sw.Sweep:
 
 def _time_batch(model, state, batch: int, t_final: float, repeats: int) -> dict:
     sweep = _sweep(model, state, batch, t_final)
-    evaluator = sw.Evaluator(sweep)
+    # The whole batch under one vmap (the Evaluator's default on a CPU is one variant
+    # after another, `lax.map`: what this benchmark measures is vmap's batching).
+    evaluator = sw.Evaluator(sweep, batch=batch)
     values = sweep.table()
     load = os.getloadavg()
     start = time.perf_counter()
