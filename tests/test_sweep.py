@@ -1,8 +1,8 @@
 """Sweeps (`redundax.sweep`): the batched evaluation of 1,000 variants equals a Python
 loop over them, parameter addresses reach the leaves `Mechanism.build` fills, the
 nominal row of a simulated sweep is `rx.simulate` of the same file, a sweep killed
-after its first chunk resumes to a byte-identical file, and invalid parameter names
-are named."""
+after its first chunk resumes to a byte-identical file, local processes write the
+files one process writes, and invalid parameter names are named."""
 
 import argparse
 import dataclasses
@@ -292,8 +292,9 @@ def simulated(tmp_path_factory):
     path = folder / "sweep.toml"
     path.write_text(SIMULATED_SWEEP.format(mechanism=MOBILE_ROBOT.as_posix()))
     sweep = sw.load_sweep(path)
-    reference = sw.run_sweep(sweep, folder / "reference", chunk_size=2)
-    return path, sweep, reference
+    evaluator = sw.Evaluator(sweep)
+    reference = sw.run_sweep(sweep, folder / "reference", chunk_size=2, evaluator=evaluator)
+    return path, sweep, reference, evaluator
 
 
 def test_the_nominal_row_is_a_single_simulate_of_the_same_file(simulated):
@@ -306,7 +307,7 @@ def test_the_nominal_row_is_a_single_simulate_of_the_same_file(simulated):
     velocity violation). The rank along the motion is the run's own log."""
     from redundax.io import load_config
 
-    _, sweep, reference = simulated
+    _, sweep, reference, _ = simulated
     config = load_config(MOBILE_ROBOT)
     assert isinstance(config.simulation.drift_control, rx.StepProjection)
     trajectory = rx.simulate(config.model, config.state, 0.5, **config.simulation.keywords())
@@ -326,6 +327,97 @@ def test_the_nominal_row_is_a_single_simulate_of_the_same_file(simulated):
     np.testing.assert_allclose(
         data["nominal/final_q"], np.asarray(trajectory.q[-1]), rtol=0.0, atol=1e-13
     )
+
+
+def test_workers_write_the_files_of_one_process(simulated, tmp_path):
+    """`run_sweep(..., worker=(i, n))` in a prepared directory computes the missing
+    chunks k with k mod n = i and combines nothing; after every worker, a last
+    `run_sweep` combines the chunks into the files of one process."""
+    _, sweep, reference, evaluator = simulated
+    out = tmp_path / "workers"
+    with pytest.raises(ValueError, match="a worker needs the directory prepared"):
+        sw.run_sweep(sweep, out, chunk_size=2, evaluator=evaluator, worker=(0, 2))
+    plan = sw.plan_sweep(sweep, out, chunk_size=2, start=True)
+    assert (plan.chunk_size, plan.chunks, plan.pending) == (2, 4, 4)
+    seen = []
+    sw.run_sweep(sweep, out, chunk_size=2, evaluator=evaluator, worker=(1, 2), on_chunk=seen.append)
+    assert [p.chunk for p in seen] == [1, 3] and not (out / "sweep.npz").exists()
+    assert sw.plan_sweep(sweep, out).pending == 2  # the manifest's chunk size
+    sw.run_sweep(sweep, out, chunk_size=2, evaluator=evaluator, worker=(0, 2))
+    result = sw.run_sweep(sweep, out, evaluator=evaluator)
+    assert _sha(result) == _sha(reference)
+    assert _sha(out / "summary.json") == _sha(reference.parent / "summary.json")
+
+
+def test_local_processes_write_the_files_of_one_process(simulated, tmp_path):
+    """`redundax sweep --processes 2`: two local worker processes (one CPU device
+    each, the program one process runs) share the chunks; the command combines
+    them into the same bytes as one process with the same chunk size and prints
+    the summary once (one JSON object on stdout)."""
+    path, _, reference, _ = simulated
+    out = tmp_path / "two"
+    proc = subprocess.run(
+        [sys.executable, "-m", "redundax.cli", "sweep", str(path), "--out", str(out)]
+        + ["--processes", "2", "--chunk-size", "2", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "in 2 local processes" in proc.stderr
+    summary = json.loads(proc.stdout)  # one object
+    assert summary["variants"] == 6 and summary["counts"]["any"] == 0
+    for name in ("sweep.npz", "summary.json", "manifest.json"):
+        assert _sha(out / name) == _sha(reference.parent / name), name
+
+
+def test_the_local_processes_by_default(simulated, tmp_path, monkeypatch):
+    """By default one local process per core, no more than the chunks to compute
+    (one per default chunk of 64 simulations), none where XLA_FLAGS sets a device
+    count; `--processes 1` is this process alone; not with --num-processes."""
+    from redundax.cli import sweep as command
+
+    path, sweep, reference, _ = simulated
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+
+    def choice(*argv, cores=4):
+        monkeypatch.setattr(command, "_cores", lambda: cores)
+        args = parser.parse_args([str(path), "--out", str(tmp_path / "new"), *argv])
+        return command._local_processes(args, sweep, args.processes)
+
+    assert choice() is None  # 7 rows: one chunk of 7
+    assert choice("--chunk-size", "2") == (4, 2)
+    assert choice("--chunk-size", "2", cores=2) == (2, 2)
+    assert choice("--chunk-size", "3", cores=16) == (3, 3)
+    assert choice("--processes", "2") == (2, 4)  # chunks of a process's share
+    assert choice("--processes", "3") == (3, 3)
+    flags = os.environ.get("XLA_FLAGS", "")
+    monkeypatch.setenv("XLA_FLAGS", f"{flags} --xla_force_host_platform_device_count=2")
+    assert choice("--chunk-size", "2") is None
+    assert choice("--processes", "2") == (2, 4)  # asked for: one device each
+    monkeypatch.setenv("XLA_FLAGS", flags)
+    # A finished sweep: nothing to divide.
+    args = parser.parse_args([str(path), "--out", str(reference.parent), "--chunk-size", "2"])
+    assert command._local_processes(args, sweep, 2) is None
+    with pytest.raises(ValueError, match="--processes: not with --num-processes"):
+        command.run(
+            parser.parse_args([str(path), "--out", "x", "--processes", "2", "--num-processes", "2"])
+        )
+
+
+def test_the_first_failed_worker_gives_the_exit_status():
+    """The command waits for every worker (independent processes: the others
+    finish their chunks) and exits with the status of the first that failed."""
+    from redundax.cli import sweep as command
+
+    children = [
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2)"]),
+        subprocess.Popen([sys.executable, "-c", "raise SystemExit(2)"]),
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1); raise SystemExit(3)"]),
+    ]
+    assert command._wait(children) == 2
+    assert [child.returncode for child in children] == [0, 2, 3]
 
 
 def test_the_rank_along_the_motion_is_read_from_the_singularity_log(robot):
@@ -543,11 +635,13 @@ def test_path_accurate_tells_a_spanning_elimination_from_one_that_is_not():
 def test_the_default_chunk_on_a_cpu_fits_the_memory_budget():
     """64 simulations per CPU device, unless their saved states and matrices would
     exceed the 1 GiB budget (issue 14): IFToMM A02 with 40 loops and 401 saved
-    states (~0.09 GB a variant by the estimate) gets 11 per chunk."""
+    states (~0.09 GB a variant by the estimate) gets 11 per chunk. Given the
+    sweep's rows and processes, no more than a process's share (issue 35)."""
     from redundax._reactions import MEMORY_BUDGET
     from redundax.sweep._evaluate import default_chunk_size
 
     cpu = jax.devices("cpu")[:1]
+    sweeps = {}
     for n, expected in ((1, 64), (40, 11)):
         mech = models.n_four_bar(n)
         sweep = sw.Sweep(
@@ -560,10 +654,18 @@ def test_the_default_chunk_on_a_cpu_fits_the_memory_budget():
             simulation=SimulationOptions(t_final=1.0, n_save=401),
         )
         assert default_chunk_size(sweep, cpu) == expected
+        sweeps[n] = sweep
     model = mech.build()
     nq, nc = model.n_coordinates, model.n_constraints
     per_variant = 8 * (401 * 4 * nq + 64 * (nc * nq + nq * nq + nc * nc))
     assert 11 * per_variant <= MEMORY_BUDGET < 12 * per_variant
+    # Every process gets work: 512 variants and the nominal on 2 processes in
+    # chunks of 64 (5 and 4), 64 and the nominal in chunks of 33 (not 64 and 1).
+    sweep = sweeps[1]
+    assert default_chunk_size(sweep, cpu, rows=513, processes=2) == 64
+    assert default_chunk_size(sweep, cpu, rows=65, processes=2) == 33
+    assert default_chunk_size(sweep, cpu, rows=65, processes=1) == 64
+    assert default_chunk_size(sweep, cpu, rows=5, processes=8) == 1
 
 
 @pytest.mark.parametrize("list_parameters", [False, True])

@@ -7,9 +7,12 @@ import dataclasses
 import json
 import math
 import os
+import signal
 import socket
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,8 +30,8 @@ from ..sweep import (
     sweep_mechanism,
 )
 from ..sweep._file import swept_addresses
-from ..sweep._store import check_out
-from ._common import EXIT_USAGE, check_out as _check_out, positive_float
+from ..sweep._store import check_out, plan_sweep
+from ._common import EXIT_INTERRUPTED, EXIT_USAGE, check_out as _check_out, positive_float
 
 SUMMARY = "solvability and simulation of a grid or random sample of parameter variants"
 DESCRIPTION = (
@@ -37,17 +40,24 @@ DESCRIPTION = (
     "configs/README.md, Sweeps): the solvability analysis at its initial configuration "
     "(rank, degree of redundancy, which reactions are unique) and/or a simulation "
     "(success, final tracked points, largest constraint violation, rank along the "
-    "motion). Variants are batched with jax.vmap, chunk by chunk, over every device "
-    "of the process. Each chunk is written to OUT/chunks/ as soon as it is done: an interrupted "
-    "sweep (Ctrl-C, kill) resumes where it stopped when the same command is run again. "
+    "motion). Variants are evaluated chunk by chunk over every device of the process "
+    "(on a CPU one after another, each the run 'redundax simulate' makes of it; on a GPU "
+    "with jax.vmap). Each chunk is written to OUT/chunks/ as soon as it is done: an "
+    "interrupted sweep (Ctrl-C, kill) resumes where it stopped when the same command is "
+    "run again. "
     "OUT/sweep.npz holds every result, OUT/summary.json the variants whose rank, "
     "solvability or simulation differs from the nominal model's. Exit status: 0 when "
-    "the sweep is complete, 2 on invalid input, 130 when interrupted. Several processes "
-    "(one per host, or several on one machine) run one sweep together when each is "
-    "started with the same SWEEP, --out (a directory they all share) and --coordinator, "
-    "and its own --process-id: the missing chunks are divided among them, each "
-    "process writes its own, and process 0 writes the combined files (the same bytes "
-    "as one process with the same --chunk-size) and prints the summary."
+    "the sweep is complete, 2 on invalid input, 130 when interrupted. On a machine "
+    "without accelerators the sweep uses every core: it starts one worker process per "
+    "core (one CPU device and one OpenBLAS thread each; at most one per 64 simulations "
+    "or 1024 analyses), which divide the chunks among them (the same files as one "
+    "process), then combines them and prints the summary; --processes N chooses the "
+    "number (1: this process alone). Several processes "
+    "(one per host of a cluster, or several on one machine) run one sweep together when "
+    "each is started with the same SWEEP, --out (a directory they all share) and "
+    "--coordinator, and its own --process-id: the missing chunks are divided among them, "
+    "each process writes its own, and process 0 writes the combined files (the same "
+    "bytes as one process with the same --chunk-size) and prints the summary."
 )
 
 JOIN_TIMEOUT = 300.0
@@ -72,7 +82,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="variants per chunk (default: [sweep] chunk_size, else that of the run being "
-        "resumed, else 64 simulations or 1024 analyses per CPU device, more on GPUs)",
+        "resumed, else 64 simulations or 1024 analyses per CPU device, more on GPUs, and "
+        "no more than each process's share of the variants)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="local processes that share the sweep, one CPU device and one core each "
+        "(default: one per core, no more than one per 64 simulations or 1024 analyses, "
+        "where JAX has no accelerator and XLA_FLAGS sets no device count; 1: this "
+        "process alone, on every device it has). The files are those of one process with "
+        "the same --chunk-size. Not with --num-processes",
     )
     parser.add_argument(
         "--t-final",
@@ -92,9 +114,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     group = parser.add_argument_group(
-        "several processes",
+        "several processes started by hand (a cluster)",
         "Start the same command in every process, each with its own --process-id "
-        "(jax.distributed.initialize; every device of every process is used).",
+        "(jax.distributed.initialize; every device of every process is used). On one "
+        "machine, --processes needs none of this.",
     )
     group.add_argument(
         "--num-processes",
@@ -117,6 +140,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the address of process 0, where the others reach it (default: "
         "$JAX_COORDINATOR_ADDRESS); process 0 listens on PORT on every interface",
     )
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # I/N, internal
     group.add_argument(
         "--join-timeout",
         type=positive_float,
@@ -232,6 +256,10 @@ def _join(args: argparse.Namespace) -> None:
     timer = threading.Timer(timeout, give_up)
     timer.daemon = True
     timer.start()
+    # JAX's preemption service takes SIGTERM for itself (a notice it records, the
+    # process going on): a sweep stops on SIGTERM as the command line does
+    # elsewhere (`redundax: terminated`, exit status 143), the chunks written kept.
+    jax.config.update("jax_enable_preemption_service", False)
     try:
         jax.distributed.initialize(
             address,
@@ -255,15 +283,173 @@ def _join(args: argparse.Namespace) -> None:
         timer.cancel()
 
 
-def _printer(quiet: bool) -> Callable[[Progress], None] | None:
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _local_processes(args: argparse.Namespace, sweep, asked: int | None) -> tuple[int, int] | None:
+    """`(processes, chunk size)` of a run of local processes (`--processes N`, or one
+    per core by default), or None where this process runs the sweep alone.
+
+    By default only where JAX has no accelerator (one process uses every device of
+    an accelerator) and `XLA_FLAGS` sets no CPU device count (devices chosen by
+    hand), one process per core and no more than the chunks this process alone
+    would compute (its default chunk: 64 simulations, 1024 analyses), so that each
+    process has at least that much to do for the program it compiles itself.
+    Never more processes than chunks still to compute. The chunk size is fixed
+    here, for all of them (the default: no more than each one's share of the
+    variants, so that every process gets work).
+    """
+    if asked is None and (
+        "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
+        or jax.default_backend() != "cpu"
+    ):
+        return None
+    cpu = jax.local_devices(backend="cpu")[:1]
+    options = {"chunk_size": args.chunk_size, "force": args.force, "devices": cpu}
+    wanted = asked
+    if wanted is None:
+        wanted = min(_cores(), plan_sweep(sweep, args.out, **options).pending)
+    if wanted < 2:
+        return None
+    plan = plan_sweep(sweep, args.out, processes=wanted, **options)
+    count = min(wanted, plan.pending)
+    return (count, plan.chunk_size) if count >= 2 else None
+
+
+def _child_environment() -> dict[str, str]:
+    """The environment of a local process: one CPU device (`XLA_FLAGS`, the
+    user's flags kept), one OpenBLAS thread (unless the user set a number: jaxlib's
+    LAPACK calls go to SciPy's OpenBLAS, whose threads spin while they wait for a
+    core, so two processes on two cores wait for each other), CPU only, and this
+    redundax importable first."""
+    env = dict(os.environ)
+    flags = [
+        flag
+        for flag in env.get("XLA_FLAGS", "").split()
+        if not flag.startswith("--xla_force_host_platform_device_count")
+    ]
+    env["XLA_FLAGS"] = " ".join([*flags, "--xla_force_host_platform_device_count=1"])
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    env["JAX_PLATFORMS"] = "cpu"
+    source = str(Path(__file__).resolve().parents[2])  # the folder that holds redundax
+    env["PYTHONPATH"] = os.pathsep.join(
+        [source, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    )
+    return env
+
+
+def _status(code: int) -> int:
+    """A child's exit status as the shell reports it (a signal N: 128 + N)."""
+    return 128 - code if code < 0 else code
+
+
+def _run_local_processes(args: argparse.Namespace, sweep, count: int, chunk_size: int) -> int:
+    """Run the sweep in `count` local worker processes and return the exit status.
+
+    This process prepares `--out` (the manifest; `--force` applied here), starts
+    `redundax sweep SWEEP --out OUT --chunk-size S --worker i/count` for i = 0 ...
+    count - 1 (independent processes, no `jax.distributed`: each computes the
+    missing chunks k with k mod count = i, with the program one process runs, so
+    that the persistent compilation cache serves them all and the files are those
+    of one process), waits for them, then combines the chunks and prints the
+    summary itself. Worker 0 prints the progress lines (the others are quiet).
+
+    The workers run in sessions of their own, so that Ctrl-C reaches this process
+    alone, which passes it on to each of them once (a second Ctrl-C ends them);
+    SIGTERM is passed on the same way. Each stops after its chunk in progress.
+    Returns the status of the first worker that failed, 130 when interrupted.
+    """
+    cpu = jax.local_devices(backend="cpu")[:1]
+    plan_sweep(sweep, args.out, chunk_size=chunk_size, force=args.force, devices=cpu, start=True)
+    command = [
+        sys.executable,
+        "-m",
+        "redundax.cli",
+        "sweep",
+        str(args.sweep),
+        "--out",
+        str(args.out),
+        "--chunk-size",
+        str(chunk_size),
+    ]
+    if args.t_final is not None:
+        command += ["--t-final", repr(args.t_final)]
+    if not args.quiet:
+        print(
+            f"redundax: sweep {sweep.name} in {count} local processes, one CPU device each "
+            f"(chunks of {chunk_size}; --processes 1 for this process alone); the first "
+            "chunk of each compiles",
+            file=sys.stderr,
+            flush=True,
+        )
+    env = _child_environment()
+    children: list[subprocess.Popen] = []
+    try:
+        for i in range(count):
+            quiet = ["--quiet"] if args.quiet or i > 0 else []
+            children.append(
+                subprocess.Popen(
+                    [*command, "--worker", f"{i}/{count}", *quiet],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    start_new_session=True,  # Ctrl-C at a terminal reaches us alone
+                )
+            )
+        status = _wait(children)
+    except KeyboardInterrupt:
+        _signal(children, signal.SIGINT)
+        try:
+            _wait(children)
+        except KeyboardInterrupt:  # a second Ctrl-C: end them now
+            _signal(children, signal.SIGKILL)
+            _wait(children)
+        status = EXIT_INTERRUPTED
+    except BaseException:  # SIGTERM (the command line's _Terminated), or our own error
+        _signal(children, signal.SIGTERM)
+        _wait(children)
+        raise
+    if status == EXIT_INTERRUPTED:
+        print(
+            f"\nredundax: sweep interrupted; the finished chunks are in {args.out}/chunks. "
+            "Run the same command again to resume.",
+            file=sys.stderr,
+        )
+    if status:
+        return status
+    # Every chunk is on disk: combined here, nothing to compile.
+    return _finish(args, run_sweep(sweep, args.out, chunk_size=chunk_size))
+
+
+def _signal(children: list[subprocess.Popen], signum: int) -> None:
+    for child in children:
+        if child.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signum)
+
+
+def _wait(children: list[subprocess.Popen]) -> int:
+    """Wait for every child; the exit status of the first that failed, else 0."""
+    first = None
+    while True:
+        codes = [child.poll() for child in children]
+        if first is None:
+            first = next((_status(c) for c in codes if c is not None and c != 0), None)
+        if all(code is not None for code in codes):
+            return first or 0
+        time.sleep(0.1)
+
+
+def _printer(quiet: bool, who: str = "") -> Callable[[Progress], None] | None:
     if quiet:
         return None
     tty = sys.stderr.isatty()
-    who = (
-        f" (process {jax.process_index()} of {jax.process_count()})"
-        if jax.process_count() > 1
-        else ""
-    )
+    if jax.process_count() > 1:
+        who = f" (process {jax.process_index()} of {jax.process_count()})"
     found = 0
 
     def show(p: Progress) -> None:
@@ -333,6 +519,32 @@ def _print_summary(summary: dict[str, Any], data: dict[str, Any], path: Path) ->
     print(f"wrote {path} and {path.parent / 'summary.json'}")
 
 
+def _load(args: argparse.Namespace):
+    sweep = load_sweep(Path(args.sweep))
+    if args.t_final is not None:
+        sweep = dataclasses.replace(
+            sweep, simulation=dataclasses.replace(sweep.simulation, t_final=args.t_final)
+        )
+    return sweep
+
+
+def _worker(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and 0 <= int(index) < int(count)):
+        raise ValueError(f"--worker: expected I/N with 0 <= I < N, got {text!r}")
+    return int(index), int(count)
+
+
+def _finish(args: argparse.Namespace, result: Path) -> int:
+    """Print the summary of the combined file `result` (process 0's task)."""
+    summary = json.loads((result.parent / "summary.json").read_text())
+    if args.json:
+        print(json.dumps({**summary, "out": str(result)}))
+    else:
+        _print_summary(summary, read_sweep(result), result)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """The handler of `redundax sweep`: returns the exit status."""
     path = Path(args.sweep)
@@ -345,13 +557,28 @@ def run(args: argparse.Namespace) -> int:
             f"argument --chunk-size: expected an integer from 1 to {MAX_VARIANTS:,}, "
             f"got {args.chunk_size:,}"
         )
-    _join(args)  # before anything starts JAX's devices
-    sweep = load_sweep(path)
-    if args.t_final is not None:
-        sweep = dataclasses.replace(
-            sweep, simulation=dataclasses.replace(sweep.simulation, t_final=args.t_final)
+    processes = getattr(args, "processes", None)
+    worker = getattr(args, "worker", None)
+    if processes is not None and processes < 1:
+        raise ValueError(f"--processes: expected a positive integer, got {processes}")
+    by_hand = args.num_processes is not None or args.coordinator is not None
+    if by_hand and processes not in (None, 1):
+        raise ValueError(
+            "--processes: not with --num-processes/--coordinator (a run of several "
+            "processes started by hand); give one or the other"
         )
-    _check_out("--out", check_out, args.out, args.force)  # before the first progress line
+    if worker is not None:
+        return _run_worker(args, _worker(worker))
+    if not by_hand and args.process_id is None and processes != 1:
+        sweep = _load(args)
+        _check_out("--out", check_out, args.out, args.force)
+        local = _local_processes(args, sweep, processes)
+        if local is not None:
+            return _run_local_processes(args, sweep, *local)
+    else:
+        _join(args)  # before anything starts JAX's devices
+        sweep = _load(args)
+        _check_out("--out", check_out, args.out, args.force)  # before the first progress line
     show = _printer(args.quiet)
     if show is not None:
         processes = (
@@ -370,17 +597,27 @@ def run(args: argparse.Namespace) -> int:
             sweep, args.out, chunk_size=args.chunk_size, force=args.force, on_chunk=show
         )
     except KeyboardInterrupt:
-        print(
-            f"\nredundax: sweep interrupted; the finished chunks are in {args.out}/chunks. "
-            "Run the same command again to resume.",
-            file=sys.stderr,
-        )
-        return 130
+        if not (args.quiet and jax.process_index() > 0):  # process 0 says it for all
+            print(
+                f"\nredundax: sweep interrupted; the finished chunks are in {args.out}/chunks. "
+                "Run the same command again to resume.",
+                file=sys.stderr,
+            )
+        return EXIT_INTERRUPTED
     if jax.process_index() > 0:
         return 0  # process 0 prints the summary
-    summary = json.loads((result.parent / "summary.json").read_text())
-    if args.json:
-        print(json.dumps({**summary, "out": str(result)}))
-    else:
-        _print_summary(summary, read_sweep(result), result)
+    return _finish(args, result)
+
+
+def _run_worker(args: argparse.Namespace, worker: tuple[int, int]) -> int:
+    """`--worker I/N`: compute this worker's chunks of a prepared `--out` (a local
+    process that `redundax sweep` started); the parent combines and reports."""
+    if args.num_processes is not None or args.coordinator is not None or args.force:
+        raise ValueError("--worker: not with --num-processes, --coordinator or --force")
+    sweep = _load(args)
+    show = _printer(args.quiet, f" (process {worker[0]} of {worker[1]})")
+    try:
+        run_sweep(sweep, args.out, chunk_size=args.chunk_size, on_chunk=show, worker=worker)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED  # the parent says where the finished chunks are
     return 0

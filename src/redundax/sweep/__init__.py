@@ -56,7 +56,7 @@ sweep. On a CPU, N devices made with `--xla_force_host_platform_device_count=N`
 need more than N cores: jax 0.10's batched LAPACK kernels (eigh, svd) wait for
 subtasks on the thread pool that runs the devices' programs, and deadlock when all
 of its threads run one (seen on 2 cores with 2 devices from 6 variants per device;
-[`Evaluator`][] warns).
+[`Evaluator`][] warns); one process per core (below) has no such limit.
 
 **Storage and resuming.** `OUT/manifest.json` describes the sweep (a fingerprint of
 the model, the table of parameter values, the options and the chunk size);
@@ -73,7 +73,28 @@ timestamps, and nothing in it records when or where it ran (byte-identical files
 tested).
 
 **Several processes.** One sweep can run in several processes (one per host, or
-several on one machine) with JAX's multi-controller runtime: each process calls
+several on one machine) with JAX's multi-controller runtime (below). On one machine
+without accelerators, `redundax sweep` uses every core without it: it prepares
+`OUT` ([`plan_sweep`][] with `start`: the manifest), starts `k = min(cores, chunks
+to compute)` local worker processes (`--processes N` chooses k; 1: the command's
+own process alone), each `redundax sweep ... --worker i/k` with one CPU device and
+one OpenBLAS thread, which computes the missing chunks k' with k' mod k = i
+(`run_sweep(..., worker=(i, k))`) with the program one process runs, waits for
+them (passing Ctrl-C and SIGTERM on), then combines the chunks and prints the
+summary. By default there are no more workers than default chunks of one CPU
+device (64 simulations, 1024 analyses): each loads or compiles the sweep's program
+itself. The default chunk size is then no more than each worker's share of the
+variants, so that every worker gets work. Independent processes rather than a
+`jax.distributed` run of k processes: on a CPU, JAX's persistent compilation cache
+keys a program by the topology as each process sees it, and only process 0 writes
+the cache, so every other process compiled the sweep's program again on every run
+(64 Bricard variants: 23 s warm on two processes against 11 s on one, load ~2);
+and a program compiled for a mesh of two processes may round differently from the
+one-process program (it did in the last bits of round-off-sized coordinates at
+`--xla_backend_optimization_level=0` with the older fusion emitters), while
+workers that run the one-process program write the one-process files whatever
+the XLA flags. A `jax.distributed` run, started by hand (one process per host of
+a cluster): each process calls
 `jax.distributed.initialize(coordinator, num_processes, process_id)` before JAX's
 first computation (`redundax sweep ... --num-processes N --process-id K --coordinator
 HOST:PORT` does), then [`run_sweep`][] with the same arguments and the same `OUT`,
@@ -102,16 +123,21 @@ gathered to process 0: a chunk file is written by the process that computed it,
 with no results sent between hosts; the hosts need not run in step within a chunk;
 and a chunk computed by one process on its L devices is exactly the chunk one
 process with L devices computes, so the combined files are byte-identical to a
-one-process run with the same chunk size (tested with two local CPU processes).
-The default chunk size is a multiple of one process's device count for the same
-reason. The results depend on the chunk size, not on the number of processes.
+one-process run with the same chunk size (tested with two local CPU processes and
+XLA's default code generation; at `--xla_backend_optimization_level=0` with the
+older fusion emitters the program compiled for two processes rounds round-off-sized
+coordinates differently in their last bits). The default chunk size is a multiple
+of one process's device count for the same reason. The results depend on the
+chunk size (the manifest records it; on a CPU a variant's numbers do not, as each
+runs alone), not on the number of processes.
 
 **Layout.** `redundax._parameters` (parameter addresses → `Target`,
 `apply_parameters`; shared with `redundax.optimize`), `_file` (samples, `Sweep`, the
 sweep file), `_evaluate` (`Evaluator`: a chunk under shard_map, one variant after
 another or vmapped; the mesh), `_store` (chunk files, resuming, the processes'
-agreement, `run_sweep`, `read_sweep`); the command `redundax sweep` (and its
-joining of a run of several processes) is `redundax.cli.sweep`.
+agreement, `run_sweep` and its workers, `plan_sweep`, `read_sweep`); the command
+`redundax sweep` (its local worker processes, and its joining of a run of several
+processes) is `redundax.cli.sweep`.
 """
 
 from typing import Any
@@ -146,7 +172,13 @@ from ._file import (
     sweep_mechanism as sweep_mechanism,
     sweep_problems as sweep_problems,
 )
-from ._store import Progress as Progress, read_sweep as read_sweep, run_sweep as run_sweep
+from ._store import (
+    Plan as Plan,
+    Progress as Progress,
+    plan_sweep as plan_sweep,
+    read_sweep as read_sweep,
+    run_sweep as run_sweep,
+)
 
 _COMMAND_LINE = ("DESCRIPTION", "SUMMARY", "add_arguments", "add_parser", "run")
 

@@ -159,7 +159,8 @@ class Evaluator:
                 "kernels (eigh, svd, ...) wait for work on the thread pool that runs the "
                 "devices' programs, and a sweep can deadlock when every thread of it runs "
                 "one (seen with jax 0.10 and chunks of 6 or more variants per device); use "
-                "fewer devices than cores (--xla_force_host_platform_device_count)",
+                "fewer devices than cores (--xla_force_host_platform_device_count), or "
+                "one process per core (redundax sweep --processes)",
                 RuntimeWarning,
                 stacklevel=2,
             )
@@ -179,9 +180,16 @@ class Evaluator:
         method = specialise(options.method, nominal, sweep.model)
         dynamic, static = eqx.partition((sweep.model, sweep.state, method), eqx.is_array)
         # Every process holds the same nominal model: a replicated global array
-        # made from each one's own copy, with no communication.
+        # made from each one's own copy, with no communication (`device_put` to a
+        # sharding over several processes checks that every process passed the
+        # same value, a collective per leaf: 8 s of a Bricard sweep on 2 processes).
         replicated = NamedSharding(self.mesh, PartitionSpec())
-        self._dynamic = jax.tree.map(lambda a: jax.device_put(np.asarray(a), replicated), dynamic)
+
+        def put(a):
+            a = np.asarray(a)
+            return jax.make_array_from_process_local_data(replicated, a, a.shape)
+
+        self._dynamic = jax.tree.map(put, dynamic)
 
         def variant(model: Model, state: State, method, x) -> dict[str, Any]:
             model, state = apply_parameters(model, state, targets, x)
@@ -353,7 +361,13 @@ OUTPUTS = {
 """Per-variant results (the analysis ones with `analyze`, the others with `simulate`)."""
 
 
-def default_chunk_size(sweep: Sweep, devices: Sequence[Any] | None = None) -> int:
+def default_chunk_size(
+    sweep: Sweep,
+    devices: Sequence[Any] | None = None,
+    *,
+    rows: int | None = None,
+    processes: int = 1,
+) -> int:
     """Variants per chunk when none is given: a multiple of the device count
     (`devices`: one process's, default `jax.local_devices()`; a chunk is one
     process's batch).
@@ -365,7 +379,22 @@ def default_chunk_size(sweep: Sweep, devices: Sequence[Any] | None = None) -> in
     the device's memory divided by a generous estimate of one variant's working set
     (its saved states and the solver's intermediates), between 256 and 16384 per
     device.
+
+    Given the sweep's `rows` (its variants and the nominal one) and the number of
+    `processes` that share them, no more than each process's share (rounded up to
+    the device count): every process gets work (513 rows on 2 processes of one
+    device: 64; 65 rows: 33 each, not 64 and 1).
     """
+    size = _per_device_chunk(sweep, devices)
+    if rows is None:
+        return size
+    devices = len(list(jax.local_devices()) if devices is None else list(devices))
+    share = -(-int(rows) // max(int(processes), 1))
+    return max(devices, min(size, -(-share // devices) * devices))
+
+
+def _per_device_chunk(sweep: Sweep, devices: Sequence[Any] | None) -> int:
+    """[`default_chunk_size`][] before it is bounded by the sweep's size."""
     devices = list(jax.local_devices()) if devices is None else list(devices)
     model = sweep.model
     nq, nc, saved = model.n_coordinates, model.n_constraints, sweep.simulation.n_save

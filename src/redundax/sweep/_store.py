@@ -8,7 +8,7 @@ import hashlib
 import json
 import time
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -163,20 +163,9 @@ def check_out(out: str | Path, force: bool = False) -> None:
 def _start(out: Path, describe: dict[str, Any], force: bool) -> None:
     """Create `out` with its manifest, or check that its manifest is this sweep's."""
     manifest = out / "manifest.json"
-    fingerprint = describe["fingerprint"]
     check_out(out, force)
     if manifest.exists() and not force:
-        try:
-            old = json.loads(manifest.read_text())
-        except (OSError, ValueError):
-            old = {}
-        if old.get("fingerprint") != fingerprint:
-            differ = [k for k in describe if k != "fingerprint" and old.get(k) != describe[k]]
-            raise ValueError(
-                f"{out}: holds another sweep (its manifest differs in: "
-                f"{', '.join(differ) or 'format'}); use another output directory, or pass "
-                "--force (force=True) to discard its results"
-            )
+        _check_manifest(out, describe)
     (out / "chunks").mkdir(parents=True, exist_ok=True)
     check_directory(out / "chunks")
     if force:
@@ -192,6 +181,85 @@ def _start(out: Path, describe: dict[str, Any], force: bool) -> None:
     if force or not manifest.exists():
         with atomic_write(manifest, True, text=True) as file:
             file.write(json.dumps(describe, indent=1) + "\n")
+
+
+def _another_sweep(out: Path, describe: dict[str, Any], old: dict[str, Any]) -> ValueError:
+    differ = [k for k in describe if k != "fingerprint" and old.get(k) != describe[k]]
+    return ValueError(
+        f"{out}: holds another sweep (its manifest differs in: "
+        f"{', '.join(differ) or 'format'}); use another output directory, or pass "
+        "--force (force=True) to discard its results"
+    )
+
+
+def _fingerprinted(sweep: Sweep, table: np.ndarray, size: int) -> dict[str, Any]:
+    """The manifest of a sweep: [`_describe`][] with its fingerprint."""
+    describe = _describe(sweep, table, size)
+    describe["fingerprint"] = hashlib.sha256(
+        json.dumps(describe, sort_keys=True).encode()
+    ).hexdigest()
+    return describe
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What [`plan_sweep`][] finds: the chunk size `run_sweep` would use, the
+    number of chunks, and how many of them are still to compute."""
+
+    chunk_size: int
+    chunks: int
+    pending: int
+
+
+def plan_sweep(
+    sweep: Sweep,
+    out: str | Path,
+    *,
+    chunk_size: int | None = None,
+    force: bool = False,
+    devices: Sequence[Any] | None = None,
+    processes: int = 1,
+    start: bool = False,
+) -> Plan:
+    """The work [`run_sweep`][] would do in `out` with these arguments, shared by
+    `processes` processes of `devices` each (default: this process's): what
+    `redundax sweep` divides among its local worker processes.
+
+    Nothing is computed. With `start`, `out` is prepared as `run_sweep` prepares
+    it (its manifest written, with `force` the results of another sweep deleted,
+    the temporary files of interrupted writes removed), so that workers
+    (`run_sweep(..., worker=...)`) can run in it; else nothing is written.
+
+    **Raises:** as `run_sweep` before it computes: `ValueError` if `out` holds
+    another sweep (unless `force`), the errors of [`check_out`][].
+    """
+    out = Path(out)
+    check_out(out, force)
+    table = np.concatenate([sweep.nominal()[None, :], sweep.table()])
+    size = chunk_size or sweep.chunk_size or _manifest_chunk_size(out)
+    size = size or default_chunk_size(sweep, devices, rows=table.shape[0], processes=processes)
+    chunks = -(-table.shape[0] // size)
+    describe = _fingerprinted(sweep, table, size)
+    if start:
+        _start(out, describe, force)
+    elif force or not (out / "manifest.json").exists():
+        return Plan(size, chunks, chunks)
+    else:
+        _check_manifest(out, describe)
+    fingerprint = describe["fingerprint"]
+    done = sum(_read_chunk(_chunk_path(out, k), k, fingerprint) is not None for k in range(chunks))
+    return Plan(size, chunks, chunks - done)
+
+
+def _check_manifest(out: Path, describe: dict[str, Any]) -> None:
+    """Raise unless `out` holds the manifest of the sweep `describe` (a
+    `ValueError` naming what differs)."""
+    try:
+        old = json.loads((out / "manifest.json").read_text())
+    except (OSError, ValueError):
+        old = {}
+    if old.get("fingerprint") != describe["fingerprint"]:
+        raise _another_sweep(out, describe, old)
 
 
 def _manifest_chunk_size(out: Path) -> int | None:
@@ -256,6 +324,7 @@ def run_sweep(
     on_chunk: Callable[[Progress], None] | None = None,
     mesh: Mesh | None = None,
     evaluator: Evaluator | None = None,
+    worker: tuple[int, int] | None = None,
 ) -> Path:
     """Evaluate every variant of `sweep`, chunk by chunk, into the directory `out`.
 
@@ -276,6 +345,13 @@ def run_sweep(
       every device of every process).
     - `evaluator`: an [`Evaluator`][] of this same `sweep` to reuse (its compiled
       code and its mesh), e.g. when one process runs a sweep several times.
+    - `worker`: `(i, n)`: this process is worker i of n independent processes
+      that share the sweep (`redundax sweep`'s local processes): it computes the
+      missing chunks k with k mod n = i and writes them, nothing else: `out` must
+      have been prepared ([`plan_sweep`][] with `start`; `force` is refused) and
+      nothing is combined (run `run_sweep` again once every worker is done).
+      Each worker runs the program one process runs, so the files are those of
+      one process with the same chunk size.
 
     **Several processes.** Called by every process of a run that has called
     `jax.distributed.initialize`, with the same arguments and the same `out`, a
@@ -285,7 +361,8 @@ def run_sweep(
     those of one process with the same chunk size.
 
     **Returns:** the combined file `out/sweep.npz` (see [`read_sweep`][]); beside
-    it, `summary.json` lists the variants that differ from the nominal model.
+    it, `summary.json` lists the variants that differ from the nominal model (a
+    worker writes neither).
 
     **Raises:** as [`check_out`][] (an unwritable `out`; someone else's
     `sweep.npz`, `summary.json` or chunk files in it, unless `force`);
@@ -293,6 +370,13 @@ def run_sweep(
     `evaluator` belongs to another sweep, or if the processes of a run were given
     different sweeps or do not share `out`.
     """
+    if worker is not None:
+        index, count = worker
+        if not 0 <= index < count or jax.process_count() > 1 or force:
+            raise ValueError(
+                f"run_sweep: worker {worker!r} must be (i, n) with 0 <= i < n, in a process "
+                "of its own (no jax.distributed run), without force"
+            )
     if evaluator is not None:
         if evaluator.sweep is not sweep:
             raise ValueError("run_sweep: the evaluator was built for another Sweep object")
@@ -301,11 +385,10 @@ def run_sweep(
     table = np.concatenate([sweep.nominal()[None, :], sweep.table()])  # row 0: nominal
     mesh = default_mesh() if mesh is None else mesh
     size = chunk_size or sweep.chunk_size or _manifest_chunk_size(out)
-    size = size or default_chunk_size(sweep, local_devices(mesh))
-    describe = _describe(sweep, table, size)
-    describe["fingerprint"] = hashlib.sha256(
-        json.dumps(describe, sort_keys=True).encode()
-    ).hexdigest()
+    size = size or default_chunk_size(
+        sweep, local_devices(mesh), rows=table.shape[0], processes=jax.process_count()
+    )
+    describe = _fingerprinted(sweep, table, size)
     fingerprint = describe["fingerprint"]
     chunks = -(-table.shape[0] // size)
     processes = _Processes()
@@ -325,7 +408,15 @@ def run_sweep(
     error: BaseException | None = None
     if writer:
         try:
-            _start(out, describe, force)
+            if worker is None:
+                _start(out, describe, force)
+            elif (out / "manifest.json").exists():
+                _check_manifest(out, describe)
+            else:
+                raise ValueError(
+                    f"{out}: no manifest of the sweep; a worker needs the directory "
+                    "prepared (plan_sweep(..., start=True))"
+                )
             pending = np.asarray(
                 [_read_chunk(_chunk_path(out, k), k, fingerprint) is None for k in range(chunks)]
             )
@@ -361,6 +452,9 @@ def run_sweep(
     missing = np.flatnonzero(pending)
     mine = [int(k) for k in missing[processes.index :: processes.count]]
     rounds = -(-missing.size // processes.count)
+    if worker is not None:
+        mine = [int(k) for k in missing if k % worker[1] == worker[0]]
+        rounds = len(mine)
     for k in map(int, np.flatnonzero(~pending)):
         done += variants(k)
         if on_chunk is not None:
@@ -402,7 +496,7 @@ def run_sweep(
                 )
             )
     processes.check(error, str(out))
-    if writer:
+    if writer and worker is None:
         try:
             _combine(sweep, out, table, describe, chunks)
         except (ValueError, OSError) as e:
