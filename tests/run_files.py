@@ -121,6 +121,7 @@ TOGETHER = (
         "test_progress.py",
         "test_assembly.py",
         "test_natural.py",
+        "test_paths.py",
         "test_solvability.py",
         "test_qr.py",
         "test_models.py",

@@ -19,6 +19,7 @@ joints between such bodies are in `joints/_spatial.py`.
 """
 
 import abc
+import dataclasses
 from typing import ClassVar
 
 import equinox as eqx
@@ -28,6 +29,52 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ._math import OMEGA, rot2
+
+
+MASS_DEFINITE_RTOL = 1e-12
+"""A body's block of M is taken as singular when its smallest eigenvalue is below
+this fraction of its largest (a lamina's is zero up to round-off; a plate 1 mm thick
+and 1 m wide is at about 1e-7)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MassFacts:
+    """What a model's mass matrix is like, taken on the host when the model is built
+    ([`Mechanism.build`][redundax.Mechanism.build]) and static from then on: the
+    solver paths of a run are chosen from these facts (and the
+    [`Structure`][redundax.Structure]), never from whether the masses are concrete,
+    so an eager run, one under `jax.jit`, a `jax.vmap` over masses and a gradient
+    with respect to them run the same program. A variant whose masses a sweep or
+    `eqx.tree_at` changes keeps its model's facts; whether the paths they chose
+    still suit its own masses is checked per variant
+    ([`path_accurate`][redundax.methods.path_accurate]).
+
+    - `definite`: per body, whether its block of M is positive definite (smallest
+      eigenvalue above `MASS_DEFINITE_RTOL` times the largest; not so for a spatial
+      lamina, I_z = I_x + I_y, in natural coordinates).
+    - `condition`: M's condition number over every body's block (anisotropic
+      inertia and the ratio of the bodies' masses both count); inf where a block is
+      singular.
+    """
+
+    definite: tuple[bool, ...]
+    condition: float
+
+    @property
+    def regular(self) -> bool:
+        """Whether every body's block of M is positive definite (M⁻¹ exists)."""
+        return all(self.definite)
+
+
+def mass_facts(bodies: "AbstractBodies") -> MassFacts:
+    """The [`MassFacts`][] of `bodies`, from their (concrete) parameters, in NumPy:
+    no XLA program is compiled."""
+    eig = np.sort(bodies.host_mass_spectra(), axis=1)
+    low, high = eig[:, 0], eig[:, -1]
+    definite = tuple(bool(x) for x in low > MASS_DEFINITE_RTOL * high)
+    smallest, largest = float(np.min(low, initial=np.inf)), float(np.max(high, initial=0.0))
+    condition = largest / smallest if smallest > 0.0 else float("inf")
+    return MassFacts(definite=definite, condition=condition if eig.size else 1.0)
 
 
 class AbstractBodies(eqx.Module):
@@ -58,6 +105,12 @@ class AbstractBodies(eqx.Module):
     @abc.abstractmethod
     def mass_blocks(self) -> Float[Array, "nb dof dof"]:
         """Per-body (constant) mass matrices."""
+        raise NotImplementedError
+
+    @abc.abstractmethod
+    def host_mass_spectra(self) -> np.ndarray:
+        """Per body, the eigenvalues of its block of M (NumPy, from concrete
+        parameters; shape `(nb, k)`): for [`mass_facts`][]."""
         raise NotImplementedError
 
     @abc.abstractmethod
@@ -146,6 +199,10 @@ class PlanarBodies(AbstractBodies):
         return jnp.einsum(
             "bk,kl->bkl", jnp.stack([self.mass, self.mass, self.inertia], 1), jnp.eye(3)
         )
+
+    def host_mass_spectra(self) -> np.ndarray:
+        m = np.asarray(self.mass, dtype=float)
+        return np.stack([m, m, np.asarray(self.inertia, dtype=float)], axis=1)
 
     def inverse_mass_blocks(self) -> Float[Array, "nb 3 3"]:
         """diag(1/m, 1/m, 1/J)."""
@@ -263,6 +320,18 @@ class SpatialBodies(AbstractBodies):
         J_bar = m[:, None, None] * c[:, :, None] * c[:, None, :] + S
         mc = m[:, None] * c
         return _kron_i3(_blocks_2x2(m, mc, mc, J_bar))
+
+    def host_mass_spectra(self) -> np.ndarray:
+        # M = E ⊗ I₃ (see `mass_blocks`): E's eigenvalues, each three times in M.
+        m = np.asarray(self.mass, dtype=float)
+        c = np.asarray(self.com, dtype=float)
+        I_c = np.asarray(self.inertia, dtype=float)
+        S = 0.5 * np.trace(I_c, axis1=1, axis2=2)[:, None, None] * np.eye(3) - I_c
+        mc = m[:, None] * c
+        E = np.zeros((m.shape[0], 4, 4))
+        E[:, 0, 0], E[:, 0, 1:], E[:, 1:, 0] = m, mc, mc
+        E[:, 1:, 1:] = m[:, None, None] * c[:, :, None] * c[:, None, :] + S
+        return np.linalg.eigvalsh(0.5 * (E + np.swapaxes(E, 1, 2)))
 
     def _second_moment(self) -> Float[Array, "nb 3 3"]:
         """S = ∫ ρ ρᵀ dm = ½ tr(I_c) I − I_c (see [`mass_blocks`][])."""

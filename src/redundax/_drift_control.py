@@ -221,18 +221,18 @@ class Projection(AbstractDriftControl):
 
     def check_mass(self, model: Model, what: str) -> None:
         """[`ModelError`][redundax.ModelError] naming the bodies whose block of M
-        is singular (a lamina: I_z = I_x + I_y), on concrete masses: this
-        projection weights by M⁻¹, which would be NaN. `what` names the caller's
-        field."""
+        is singular (a lamina: I_z = I_x + I_y): this projection weights by M⁻¹,
+        which would be NaN. From the masses themselves where they are concrete,
+        else from the model's static mass facts (so also under a trace). `what`
+        names the caller's field."""
+        from ._bodies import mass_facts
         from ._errors import ModelError
-        from ._structure import MASS_DEFINITE_RTOL
-        from ._validation import host_values
+        from ._validation import known
 
-        known = host_values(model.bodies.mass_blocks())
-        if known is None or np.ndim(known[0]) != 3:
+        facts = mass_facts(model.bodies) if known(model.bodies) else model.mass_facts
+        if facts is None:
             return
-        eig = np.linalg.eigvalsh(np.asarray(known[0]))
-        singular = np.flatnonzero(~(eig[:, 0] > MASS_DEFINITE_RTOL * eig[:, -1]))
+        singular = np.flatnonzero(~np.asarray(facts.definite, dtype=bool))
         if singular.size:
             problems = [
                 f"body {model.bodies.names[k]!r}: its block of the mass matrix is singular "

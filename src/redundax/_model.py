@@ -6,7 +6,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from ._bodies import AbstractBodies
+from ._bodies import AbstractBodies, MassFacts
 from ._forces import AbstractForceElement
 from .joints import AbstractHolonomic, AbstractPfaffian
 
@@ -59,7 +59,9 @@ class Model(eqx.Module):
     `forces` holds the force elements stacked by type (spring-dampers, bushings,
     time-dependent loads, user forces; `_forces.py`), groups in order of first
     appearance; `force_index[k]` is `(group, member)` of the k-th element as
-    declared.
+    declared. `mass_facts`: what M is like (`MassFacts` (`redundax._bodies`)),
+    taken when the model was built; the static facts the solver paths are chosen
+    from.
     """
 
     bodies: AbstractBodies
@@ -74,6 +76,7 @@ class Model(eqx.Module):
     n_internal: int = eqx.field(static=True, default=0)
     forces: tuple[AbstractForceElement, ...] = ()
     force_index: tuple[tuple[int, int], ...] = eqx.field(static=True, default=())
+    mass_facts: MassFacts | None = eqx.field(static=True, default=None)
 
     @property
     def dim(self) -> int:

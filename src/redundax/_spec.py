@@ -14,7 +14,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._bodies import PlanarBodies, SpatialBodies, natural_from_pose, natural_velocity
+from ._bodies import (
+    PlanarBodies,
+    SpatialBodies,
+    mass_facts,
+    natural_from_pose,
+    natural_velocity,
+)
 from ._errors import ModelError
 from ._force_specs import FORCE_SPECS, Bushing
 from ._math import device
@@ -773,6 +779,7 @@ class Mechanism:
             n_internal=n_internal,
             forces=forces,
             force_index=force_index,
+            mass_facts=mass_facts(bodies),
         )
 
     def _forces(self, p: _Problems, ctx: _Context, dim: int):

@@ -23,9 +23,7 @@ from typing import ClassVar
 
 import diffrax
 import equinox as eqx
-import jax
 import jax.numpy as jnp
-import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._assembly import (
@@ -37,7 +35,6 @@ from ._assembly import (
 from ._drift_control import AbstractDriftControl, Baumgarte
 from ._equations import LocalTerms, local_terms
 from ._types import Scalar
-from ._validation import host_values
 from ._wrapped_solver import AbstractDelegatingSolver
 
 
@@ -47,17 +44,6 @@ def _rows(terms, m: int):
     if isinstance(terms, LocalTerms):
         return dataclasses.replace(terms, R=terms.R.at[m:].set(0.0))
     return dataclasses.replace(terms, C=terms.C.at[m:].set(0.0))
-
-
-def _spans_holonomic(keep, structure) -> bool:
-    """Whether the kept rows among the holonomic ones span Φ_q's rows (host-side;
-    False when it cannot be told): they are independent, so their count must be
-    the rank of Φ_q."""
-    known = host_values(keep, structure.rank_holonomic)
-    if known is None or np.ndim(known[1]):
-        return False
-    kept, rank = known
-    return int(np.sum(np.asarray(kept) < structure.m)) == int(rank)
 
 
 class AbstractStepEnd(eqx.Module):
@@ -107,8 +93,8 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
     "schur" (all-rows Schur complement), "qr" (pivoted QR at the structure's rank),
     "rows" (the Schur complement of the independent rows `rows`, as an
     [`Elimination`][redundax.Elimination] solves q̈); None: chosen by `prepare`
-    from the method and structure `simulate` runs with (the method's own path when
-    it has one, else the structure's verdict)."""
+    from the method and structure `simulate` runs with, from static facts only (the
+    method's own path when it has one, else the structure's `Structure.schur`)."""
 
     rows: Int[Array, " r"] | None = None
     """The rows the "rows" path solves with (an [`Elimination`][redundax.Elimination]'s
@@ -145,14 +131,13 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
 
         if isinstance(method, BlockSparse) or getattr(method, "block", False):
             return dataclasses.replace(self, path="block", pivots=method.pivots)
-        if isinstance(method, Elimination) and _spans_holonomic(method.keep, structure):
+        # Static facts only: the method's own fixed path, else the structure's.
+        if isinstance(method, Elimination) and method.spans_holonomic:
             return dataclasses.replace(self, path="rows", rows=method.keep)
+        schur = structure.schur
         if isinstance(method, AbstractNullSpaceMethod) and method.schur is not None:
-            return dataclasses.replace(self, path="schur" if method.schur else "qr")
-        known = host_values(structure.schur)
-        if known is None or np.ndim(known[0]):
-            return self  # decided at run time, by the (traced) structure
-        return dataclasses.replace(self, path="schur" if bool(known[0]) else "qr")
+            schur = method.schur
+        return dataclasses.replace(self, path="schur" if schur else "qr")
 
     def _correction(self, model, structure, q, qd, t, holonomic: bool):
         """Δ of least M-norm with Φ_q Δ = Φ (`holonomic`) or C Δ = C q̇ + b.
@@ -199,17 +184,14 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
         else:
             rank = structure.rank
 
-        def by_schur():
-            return schur_acceleration(C, M, zero, target, block, mass_inverse=inverse)
-
-        def by_qr():
-            return null_space_acceleration(C, M, zero, target, structure.rtol, rank)
-
         if self.path == "schur":
-            return by_schur()
+            return schur_acceleration(C, M, zero, target, block, mass_inverse=inverse)
         if self.path == "qr":
-            return by_qr()
-        return jax.lax.cond(structure.schur, by_schur, by_qr)
+            return null_space_acceleration(C, M, zero, target, structure.rtol, rank)
+        raise ValueError(
+            "StepProjection: no solver path; `simulate` fixes it (prepare(method, "
+            "structure)) before a run"
+        )
 
     def project_state(self, args, t: Scalar, y):
         """`(q, q̇)` of `y` put back on the manifold at time `t`, with the model and

@@ -40,6 +40,7 @@ other values too, projected back), and `Structure.stable_unique` /
 those; the analysis of one configuration reports the verdicts at q.
 """
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import equinox as eqx
@@ -50,11 +51,13 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from ._assembly import constraint_matrix, position_residual
 from ._block_pattern import BlockPattern, block_pattern
+from ._bodies import MASS_DEFINITE_RTOL as MASS_DEFINITE_RTOL
+from ._bodies import MassFacts
 from ._errors import ModelError
 from ._model import Model
 from ._qr import DECISION_RTOL as DECISION_RTOL, default_rtol, pivoted_qr
 from ._types import Scalar
-from ._validation import check_vector
+from ._validation import check_vector, host_values
 
 UNIQUENESS_RTOL = 1e-8
 """B_X counts as zero when ‖B_X‖_F ≤ utol · ‖C_X‖_F (B_X is C_Xᵀ times orthonormal
@@ -69,11 +72,6 @@ Bricard 1.7e-4, mobile robot 2.2e-3)."""
 MASS_CONDITION_LIMIT = 1e8
 """Largest condition number of M for which the Schur path is used (a point mass
 modelled with a vanishing inertia makes C M⁻¹ Cᵀ nearly singular)."""
-
-MASS_DEFINITE_RTOL = 1e-12
-"""A body's block of M is taken as singular when its smallest eigenvalue is below
-this fraction of its largest (a lamina's is zero up to round-off; a plate 1 mm thick
-and 1 m wide is at about 1e-7)."""
 
 NEARBY_STEP = 1e-4
 """Size of the step to the generic nearby configuration, relative to max(1, max|q|)."""
@@ -353,9 +351,15 @@ class Structure(eqx.Module):
       margin to a singular configuration.
     - `rank_nearby`: the rank of C at the generic configuration next to it; above
       `rank` means the decision configuration is singular.
-    - `schur`: whether the all-rows Schur complement C M⁻¹ Cᵀ is well conditioned
-      apart from its p zero eigenvalues (the null-space method's fast path):
-      `schur_gap` above `SCHUR_MIN_EIGENVALUE`.
+    - `schur` (static): whether the null-space family computes q̈ (and
+      [`StepProjection`][redundax.StepProjection] its corrections) by the all-rows
+      Schur complement C M⁻¹ Cᵀ (the fast path) rather than the pivoted QR:
+      `schur_gap` above `SCHUR_MIN_EIGENVALUE`, judged by [`decide`][] on the host.
+      Static, so that every run given this structure (eager, under `jax.jit`,
+      `jax.vmap`, `jax.grad`) runs the one path it names. A structure decided
+      inside a transformation has no value to judge ŝ by: it names the pivoted QR,
+      accurate whatever ŝ (decide outside the transformation, or fix the path in
+      the method, to run the Schur path there).
     - `schur_gap`: ŝ, the smallest non-zero eigenvalue of C M⁻¹ Cᵀ scaled to unit
       diagonal (inf with none; 0 where M is singular or too ill conditioned). The
       Schur path's regularisation biases q̈ by about (δ/ŝ)⁷ (δ = 1e-6; measured:
@@ -371,6 +375,8 @@ class Structure(eqx.Module):
     - `stable_unique`, `stable_row_unique`: unique at the decision configuration
       *and* at the generic one next to it: what a decision taken once can claim
       for a whole motion (see the module docstring).
+    - `mass_facts` (static): the model's `MassFacts` (`redundax._bodies`), from
+      which the block solver's use and its pivots' metric are chosen.
     - `rtol`, `utol`: the tolerances the decisions were taken with.
     """
 
@@ -390,7 +396,6 @@ class Structure(eqx.Module):
     null_space: Float[Array, "nc nc"]
     sigma_ratio: Float[Array, ""]
     rank_nearby: Int[Array, ""]
-    schur: Bool[Array, ""]
     schur_gap: Float[Array, ""]
     mass_definite: Bool[Array, " nb"]
     unique: Bool[Array, " g"]
@@ -402,6 +407,8 @@ class Structure(eqx.Module):
     stable_row_unique: Bool[Array, " nc"]
     rtol: float = eqx.field(static=True)
     utol: float = eqx.field(static=True)
+    schur: bool = eqx.field(static=True, default=False)
+    mass_facts: MassFacts | None = eqx.field(static=True, default=None)
 
     @property
     def redundancy(self) -> Int[Array, ""]:
@@ -663,7 +670,6 @@ def _decide(model, q, t, names, kinds, rows, labels, rtol, utol) -> Structure:
         null_space=N,
         sigma_ratio=sigma_ratio,
         rank_nearby=rank1,
-        schur=gap > SCHUR_MIN_EIGENVALUE,
         schur_gap=gap,
         mass_definite=_mass_definite(model),
         unique=groups.unique,
@@ -675,6 +681,7 @@ def _decide(model, q, t, names, kinds, rows, labels, rtol, utol) -> Structure:
         stable_row_unique=row_unique & row_unique1,
         rtol=rtol_or_default(rtol, C.shape),
         utol=utol,
+        mass_facts=model.mass_facts,
     )
 
 
@@ -706,7 +713,10 @@ def decide(
 
     **Returns:** a [`Structure`][]. Pure: it works eagerly and under `jax.jit` and
     `jax.vmap` (a batch of configurations gives a batch of structures), and it
-    carries no gradient (every decision is taken on `stop_gradient` values).
+    carries no gradient (every decision is taken on `stop_gradient` values). The
+    solver path it names (`Structure.schur`, static) is judged from ŝ where that
+    is a number on the host; inside a transformation the structure names the
+    pivoted QR (see [`Structure`][]).
 
     Whether (q, t) is regular is recorded, not enforced:
     [`Structure.raise_if_singular`][] raises; `simulate` calls it for the methods
@@ -722,4 +732,15 @@ def decide(
     check_vector(q, model.n_coordinates, "q", "decide")
     names, kinds, rows, labels = groups_of(model, groups)
     q = jnp.asarray(q, dtype=float)
-    return _decide(model, q, jnp.asarray(t, dtype=float), names, kinds, rows, labels, rtol, utol)
+    structure = _decide(
+        model, q, jnp.asarray(t, dtype=float), names, kinds, rows, labels, rtol, utol
+    )
+    return dataclasses.replace(structure, schur=_schur_verdict(structure.schur_gap))
+
+
+def _schur_verdict(gap) -> bool:
+    """`Structure.schur` from ŝ: above `SCHUR_MIN_EIGENVALUE` where ŝ is a number
+    on the host; False (the pivoted QR, accurate whatever ŝ) where `decide` runs
+    inside a transformation and ŝ is traced."""
+    known = host_values(gap)
+    return known is not None and np.ndim(known[0]) == 0 and bool(known[0] > SCHUR_MIN_EIGENVALUE)

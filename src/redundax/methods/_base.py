@@ -7,7 +7,6 @@ import warnings
 from typing import ClassVar
 
 import equinox as eqx
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
@@ -83,15 +82,16 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
     rows (no orthogonal factorisation at run time; several times faster); `False`,
     by [`null_space_acceleration`][] (pivoted QR of Cᵀ at the structure's rank);
     `None` (default), by the structure's verdict on the conditioning of the Schur
-    complement (`Structure.schur`).
+    complement (`Structure.schur`, a static fact: one path is compiled).
 
     `block` chooses whether q̈ is computed by the block-sparse factorisation of
     [`BlockSparse`][redundax.BlockSparse] (the same q̈ at consistent states, in
     O(n); in `simulate` with no dense matrix): `True`, always; `False`, never;
     `None` (default), when the mechanism has at least `BLOCK_MIN_COORDINATES`
-    coordinates, where it is the faster path, and `schur` is None ([`specialise`][]
-    decides, from the structure). The multipliers stay the method's own (dense)
-    choice. `pivots`: the metric of the block solver's pivots (see
+    coordinates, where it is the faster path, every body's block of M is regular
+    and `schur` is None ([`specialise`][] decides, from the model's static
+    `MassFacts` (`redundax._bodies`)). The multipliers stay the method's own
+    (dense) choice. `pivots`: the metric of the block solver's pivots (see
     [`BlockSparse`][redundax.BlockSparse]; None: from M's conditioning).
     """
 
@@ -108,8 +108,8 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
 
     @property
     def needs_mass_inverse(self) -> bool:
-        # The pivoted-QR path needs M only as a matrix; `schur=None` takes it at run
-        # time where the structure says the Schur complement is not usable.
+        # The pivoted-QR path needs M only as a matrix; `schur=None` follows the
+        # structure, which names the Schur path only where M is regular (ŝ > 0).
         return bool(self.block) or self.schur is True
 
     def terms(self, model, q, qd, t):
@@ -131,33 +131,30 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
                 terms.C, terms.M, terms.F, gamma, structure.rtol, structure.rank
             )
 
-        if not terms.block or self.schur is False:
-            return by_qr()
-        if self.schur:
-            return by_schur()
-        return jax.lax.cond(structure.schur, by_schur, by_qr)
+        schur = structure.schur if self.schur is None else self.schur  # static either way
+        return by_schur() if terms.block and schur else by_qr()
 
 
 def specialise(
     method: AbstractRedundancyMethod, structure: Structure, model=None
 ) -> AbstractRedundancyMethod:
-    """`method` with its choices of path fixed from the structure: `block` by the
-    mechanism's size (at least `BLOCK_MIN_COORDINATES` coordinates: the block
-    solver, where every body's block of M is regular, `Structure.mass_definite`; a
-    verdict not known on the host, traced or batched, keeps the dense paths and
-    their choice at run time), then `schur` by the structure's verdict when that
-    verdict is known on the host, so that only the path taken is compiled.
+    """`method` with its choices of path fixed from static facts only, so that an
+    eager run, one under `jax.jit`, a `jax.vmap` and a gradient compile and run the
+    same path: `block` by the mechanism's size (at least `BLOCK_MIN_COORDINATES`
+    coordinates: the block solver, where every body's block of M is regular by the
+    model's `MassFacts` (`redundax._bodies`)), then `schur` by the structure's
+    static verdict (`Structure.schur`).
 
     Where the block solver is taken and its pivot metric (`pivots`) left open, it
-    is fixed from the model's mass: with slender or flat bodies (M's condition
-    number above `MASS_PIVOTS_MAX_CONDITION`), the rows are chosen on C Cᵀ, since
-    the pivots of C M⁻¹ Cᵀ take independent rows for dependent ones there
-    (Bricard's rods 3 mm thick instead of 100 mm, M's condition number 1.3e6: q̈
-    wrong by a factor 5 with the pivots of C M⁻¹ Cᵀ, exact to 2e-15 with those of
-    C Cᵀ; see [`BlockSparse`][redundax.BlockSparse]).
+    is fixed from the model's mass facts: with slender or flat bodies (M's
+    condition number above `MASS_PIVOTS_MAX_CONDITION`), the rows are chosen on
+    C Cᵀ, since the pivots of C M⁻¹ Cᵀ take independent rows for dependent ones
+    there (Bricard's rods 3 mm thick instead of 100 mm, M's condition number 1.3e6:
+    q̈ wrong by a factor 5 with the pivots of C M⁻¹ Cᵀ, exact to 2e-15 with those
+    of C Cᵀ; see [`BlockSparse`][redundax.BlockSparse]).
 
-    The numbers are those of the unspecialised method (the same q̈; it takes the
-    same Schur/QR path at run time through `jax.lax.cond`).
+    The numbers are those of the unspecialised method (the same q̈; it reads the
+    same static facts).
 
     **Raises:** [`ModelError`][redundax.ModelError] naming the bodies (from `model`,
     else by index) when the method needs M⁻¹ (`needs_mass_inverse`) and a body's
@@ -330,51 +327,52 @@ def uses_block_solver(method: AbstractRedundancyMethod) -> bool:
 
 
 def block_pivots(method: AbstractRedundancyMethod, model) -> AbstractRedundancyMethod:
-    """`method` with the block solver's pivot metric fixed from the model's mass
-    (`MASS_PIVOTS_MAX_CONDITION`), where it takes the block solver and leaves the
-    metric open; unchanged where the mass is not known on the host (the solver then
-    takes `"coordinates"`, right for every inertia)."""
+    """`method` with the block solver's pivot metric fixed from the model's static
+    `MassFacts` (`redundax._bodies`) (`MASS_PIVOTS_MAX_CONDITION`), where it takes
+    the block solver and leaves the metric open; unchanged without a model (the
+    solver then reads the structure's mass facts, or takes `"coordinates"`, right
+    for every inertia)."""
     from .block import mass_pivots
 
     if not uses_block_solver(method) or method.pivots is not None or model is None:
         return method
-    pivots = mass_pivots(model.bodies.mass_blocks())
-    return method if pivots is None else dataclasses.replace(method, pivots=pivots)
+    return dataclasses.replace(method, pivots=mass_pivots(model.mass_facts))
 
 
 def raise_if_mass_singular(
     method: AbstractRedundancyMethod, structure: Structure, model=None
 ) -> None:
     """[`ModelError`][redundax.ModelError] naming the bodies (from `model`, else by
-    index) whose block of M is singular, if `method` needs M⁻¹ and the structure's
-    `mass_definite` is known on the host (nothing is checked under a trace)."""
+    index) whose block of M is singular, if `method` needs M⁻¹: from the
+    structure's `mass_definite` where it is known on the host, else from the
+    model's static mass facts (so also under a trace)."""
     definite = _mass_definite(structure)
     if method.needs_mass_inverse and definite is not None and not np.all(definite):
         raise _singular_mass_error(method, np.flatnonzero(~definite), model)
 
 
 def _paths(method: "AbstractNullSpaceMethod", structure: Structure):
-    known = host_values(structure.schur)
-    schur = None if known is None or np.ndim(known[0]) else bool(known[0])
     if method.block is None:
         # A path the user fixed (`schur=True/False`) is kept. The block solver needs
         # every body's M⁻¹ (its pivots' metric then follows M's conditioning).
-        blocks = structure.blocks
+        blocks, facts = structure.blocks, structure.mass_facts
         large = blocks is not None and blocks.n_bodies * blocks.dof >= BLOCK_MIN_COORDINATES
-        definite = _mass_definite(structure)
-        regular = definite is not None and bool(np.all(definite))
+        regular = facts is not None and facts.regular
         method = dataclasses.replace(method, block=large and regular and method.schur is None)
-    if method.schur is not None or method.block or schur is None:
+    if method.schur is not None or method.block:
         return method
-    return dataclasses.replace(method, schur=schur)
+    return dataclasses.replace(method, schur=structure.schur)
 
 
 def _mass_definite(structure: Structure) -> np.ndarray | None:
-    """`Structure.mass_definite` on the host (None where it is traced or batched)."""
+    """Per body, whether its block of M is regular: `Structure.mass_definite` where
+    it is known on the host (the masses the structure was decided with), else the
+    model's static mass facts (None without either)."""
     known = host_values(structure.mass_definite)
-    if known is None or np.ndim(known[0]) != 1:
-        return None
-    return np.asarray(known[0], dtype=bool)
+    if known is not None and np.ndim(known[0]) == 1:
+        return np.asarray(known[0], dtype=bool)
+    facts = structure.mass_facts
+    return None if facts is None else np.asarray(facts.definite, dtype=bool)
 
 
 def _singular_mass_error(method, bodies, model) -> ModelError:

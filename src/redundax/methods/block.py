@@ -47,9 +47,9 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from .._block_pattern import BlockPattern, coupling, symbolic_factorisation
+from .._bodies import MassFacts
 from .._equations import LocalTerms, Terms, local_terms
 from .._structure import Structure
-from .._validation import host_values
 from ._base import AbstractRedundancyMethod
 
 PIVOT_RTOL = 1e-6
@@ -176,14 +176,14 @@ def mass_conditioned(mass_blocks: Float[ArrayLike, "nb dof dof"], xp=jnp) -> Boo
     return (low > 0.0) & (high <= MASS_PIVOTS_MAX_CONDITION * low)
 
 
-def mass_pivots(mass_blocks) -> str | None:
-    """The partitioning's pivot metric for bodies of these blocks of M: "mass" where
-    M's condition number is at most `MASS_PIVOTS_MAX_CONDITION`, else
-    "coordinates"; None when the blocks are traced (not known on the host)."""
-    known = host_values(mass_blocks)
-    if known is None or known[0].ndim != 3:
-        return None
-    return "mass" if bool(mass_conditioned(known[0], np)) else "coordinates"
+def mass_pivots(facts: MassFacts | None) -> str:
+    """The partitioning's pivot metric for a model of these static
+    `MassFacts` (`redundax._bodies`): "mass" where M's condition number is at most
+    `MASS_PIVOTS_MAX_CONDITION`, else (and without facts) "coordinates", right for
+    every inertia."""
+    if facts is None or not facts.condition <= MASS_PIVOTS_MAX_CONDITION:
+        return "coordinates"
+    return "mass"
 
 
 class _Plan(NamedTuple):
@@ -461,10 +461,9 @@ class BlockSparse(AbstractRedundancyMethod):
       C Cᵀ, the metric of the structure's rank (a second factorisation, for the
       rows' choice only: a right-hand side costs 1.4–1.8× as much), right
       whatever the inertia; None (default): `"mass"` where M's condition number
-      is at most
-      `MASS_PIVOTS_MAX_CONDITION`, else `"coordinates"`, decided on the host from
-      the model's mass ([`specialise`][redundax.methods.specialise] fixes it before
-      a run; with the mass traced, `"coordinates"`).
+      is at most `MASS_PIVOTS_MAX_CONDITION`, else `"coordinates"`, from the
+      model's static `MassFacts` (`redundax._bodies`) (taken when it was built;
+      [`specialise`][redundax.methods.specialise] fixes it before a run).
 
     In `simulate` it assembles only [`LocalTerms`][redundax.LocalTerms] (no dense
     C or M: O(n) memory); given dense [`Terms`][] it reads C's blocks from them.
@@ -503,7 +502,7 @@ class BlockSparse(AbstractRedundancyMethod):
             R, B = _rows_of_dense(pattern, terms.C)
             nb, dof = pattern.n_bodies, pattern.dof
             blocks = terms.M.reshape(nb, dof, nb, dof)[np.arange(nb), :, np.arange(nb), :]
-        pivots = self.pivots or mass_pivots(blocks) or "coordinates"
+        pivots = self.pivots or mass_pivots(structure.mass_facts)
         return block_solve(
             pattern, R, B, blocks, terms.F, gamma, self.pivot_rtol, terms.mass_inverse, pivots
         )

@@ -38,6 +38,12 @@ class Elimination(AbstractRedundancyMethod):
     """The kept rows (an array, not a static field: choices of the same number of
     rows share one compiled program)."""
     n_rows: int = eqx.field(static=True)
+    spans_holonomic: bool = eqx.field(static=True, default=False)
+    """Whether the kept rows among the holonomic ones span Φ_q's rows (as many as
+    its rank), found by [`redundax.eliminate`][] on the host: a
+    [`StepProjection`][redundax.StepProjection] then corrects positions with the
+    kept rows alone (one Cholesky, no regularisation); otherwise (and for an
+    `Elimination` built by hand) with the structure's path over all rows."""
     needs_mass_inverse: ClassVar[bool] = True  # the Schur complement of the kept rows
 
     def __check_init__(self):
@@ -138,7 +144,7 @@ def eliminate(
     if rows is None:
         p = nc - rank
         if p == 0:
-            return Elimination(keep=tuple(range(nc)), n_rows=nc)
+            return _elimination(tuple(range(nc)), structure)
         null = np.asarray(structure.null_space)[:, rank:]  # left null space, (nc, p)
         if along is None:
             states, times = np.asarray(q, dtype=float)[None], np.asarray([t], dtype=float)
@@ -155,7 +161,7 @@ def eliminate(
                 f"could not choose {rank} independent rows at this configuration; "
                 "is it singular? Pass `rows` explicitly."
             )
-        return Elimination(keep=keep, n_rows=nc)
+        return _elimination(keep, structure)
     bad = [r for r in rows if not 1 <= int(r) <= nc]
     if bad:
         raise _error(f"rows {bad} out of range 1..{nc} (rows are 1-based)")
@@ -177,4 +183,12 @@ def eliminate(
             f"{int(pivoted_qr(C[list(keep)].T, rtol).rank)} with {len(keep)} rows. Drop exactly "
             f"{nc - rank} rows that are dependent on the others (see the solvability report)."
         )
-    return Elimination(keep=keep, n_rows=nc)
+    return _elimination(keep, structure)
+
+
+def _elimination(keep: tuple[int, ...], structure) -> Elimination:
+    """The `Elimination` of the rows `keep`, with `spans_holonomic` from the
+    structure's rank of Φ_q (host-side)."""
+    kept_holonomic = sum(k < structure.m for k in keep)
+    spans = kept_holonomic == int(structure.rank_holonomic)
+    return Elimination(keep=keep, n_rows=structure.m + structure.h, spans_holonomic=spans)

@@ -1,0 +1,152 @@
+"""Solver paths are chosen from static facts only (issue 35 item 2, issue 36 item 3).
+
+Which linear algebra a run uses (the dense Schur complement, the pivoted QR, the
+block solver and its pivots' metric, the projection's path) is decided from the
+model's static `MassFacts` (taken when it was built), the sizes and the static
+verdict a `Structure` carries, never from whether a value is concrete. So an eager
+run, one under `jax.jit`, one under `jax.vmap` and one under `jax.grad` compile
+and run the same path, and a batch never pays for two paths behind a select.
+
+The mechanism: the four-bar modelled with 3-D joints (36 natural coordinates,
+ŝ = 3.5e-3: the Schur path by the structure's verdict), short motions.
+"""
+
+import dataclasses
+import re
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import redundax as rx
+from redundax import models
+from redundax.methods import specialise
+
+T1 = 0.2
+
+
+@pytest.fixture(scope="module")
+def twin():
+    mech = models.spatial_twin(models.four_bar())
+    model, state = mech.build(), mech.initial_state()
+    return model, state, rx.decide(model, state.q, state.t)
+
+
+def _names(fn, *args) -> set[str]:
+    """The names of the jitted functions in the program of `fn(*args)`."""
+    return set(re.findall(r"name=(\w+)", str(jax.make_jaxpr(fn)(*args))))
+
+
+def _run(model, state, structure, method, q):
+    given = {} if method is None else {"method": method}  # None: the default NullSpace()
+    return rx.simulate(
+        model, rx.State(state.t, q, state.qd), T1, structure=structure, throw=False, **given
+    )
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [(None, "schur"), (rx.NullSpace(schur=False), "qr"), (rx.BlockSparse(), "block")],
+)
+def test_one_path_per_batched_program(twin, method, path):
+    """Under `vmap` the program holds the one path the static facts name (before,
+    a traced structure put the Cholesky and the pivoted QR behind a select, and
+    every variant paid for both at every right-hand side and projection)."""
+    model, state, structure = twin
+    assert structure.schur  # the verdict of ŝ = 3.5e-3, a static fact
+    qs = jnp.stack([state.q, state.q])
+    names = _names(jax.vmap(lambda q: _run(model, state, structure, method, q).q[-1]), qs)
+    assert ("_cholesky" in names) == (path == "schur")
+    assert ("pivoted_qr" in names) == (path == "qr")
+    assert ("_block_solve" in names or "block_solve" in names) == (path == "block")
+
+
+def test_structure_decided_inside_a_transformation_names_the_qr(twin):
+    """A structure decided under `vmap` has no ŝ on the host to judge by: it names
+    the pivoted QR (accurate whatever ŝ), statically, and its batch runs that path
+    alone; the numbers it decides are those of the eager structure."""
+    model, state, structure = twin
+    qs = jnp.stack([state.q, state.q])
+    decided = jax.vmap(lambda q: rx.decide(model, q, state.t))(qs)
+    assert decided.schur is False and structure.schur is True
+    np.testing.assert_array_equal(np.asarray(decided.rank), [int(structure.rank)] * 2)
+    np.testing.assert_allclose(np.asarray(decided.schur_gap), float(structure.schur_gap), rtol=1e-10)
+    names = _names(
+        jax.vmap(lambda q: _run(model, state, rx.decide(model, q, state.t), None, q).q[-1]), qs
+    )
+    assert "pivoted_qr" in names and "_cholesky" not in names
+
+
+@pytest.mark.parametrize("method", [None, rx.NullSpace(schur=False), rx.BlockSparse()])
+def test_eager_jit_vmap_run_the_same_numerics(twin, method):
+    """Eager ≡ `jit` to the last bit (one program), and a `vmap` batch of two copies
+    of the state equals them to round-off (a batched program may round differently)
+    with the same steps."""
+    model, state, structure = twin
+    eager = _run(model, state, structure, method, state.q)
+    jitted = eqx.filter_jit(lambda q: _run(model, state, structure, method, q))(state.q)
+    batched = jax.vmap(lambda q: _run(model, state, structure, method, q))(
+        jnp.stack([state.q, state.q])
+    )
+    assert bool(eager.valid.all())
+    np.testing.assert_array_equal(np.asarray(jitted.q), np.asarray(eager.q))
+    assert int(jitted.num_steps) == int(eager.num_steps)
+    for k in range(2):
+        np.testing.assert_allclose(np.asarray(batched.q[k]), np.asarray(eager.q), atol=1e-10)
+        assert abs(int(batched.num_steps[k]) - int(eager.num_steps)) <= 1
+
+
+def test_specialise_reads_static_facts_only(twin):
+    """`specialise` fixes the same paths eagerly and under a trace of the model and
+    the state (mass facts from the build, the structure's static verdict): the
+    block solver's pivot metric from M's condition number, the Schur path from the
+    structure."""
+    model, state, structure = twin
+    assert model.mass_facts.regular
+    np.testing.assert_allclose(
+        model.mass_facts.condition, np.linalg.cond(np.asarray(rx.mass_matrix(model))), rtol=1e-8
+    )
+    eager = specialise(rx.NullSpace(), structure, model), specialise(
+        rx.BlockSparse(), structure, model
+    )
+    seen = []
+
+    @eqx.filter_jit
+    def traced(model):
+        seen.append(
+            (specialise(rx.NullSpace(), structure, model), specialise(rx.BlockSparse(), structure, model))
+        )
+        return model.gravity
+
+    traced(model)
+    assert seen == [eager]
+    assert eager[0].schur is True and eager[1].pivots == "mass"
+
+
+def test_lamina_mass_facts_and_refusal_under_jit():
+    """A lamina (I_z = I_x + I_y) has a singular block of M in natural coordinates:
+    the build's mass facts say so, and a method that needs M⁻¹ is refused by name
+    also where the model and structure are traced (from the static facts; before,
+    only where the structure was concrete)."""
+    mech = models.bricard()
+    plates = [dataclasses.replace(b, inertia=(0.25, 0.25, 0.5)) for b in mech.bodies]
+    plates[2] = mech.bodies[2]  # rod3 keeps its solid-box inertia
+    mech = dataclasses.replace(mech, bodies=plates)
+    model, state = mech.build(), mech.initial_state()
+    assert model.mass_facts.definite == (False, False, True, False, False)
+    assert not model.mass_facts.regular and model.mass_facts.condition == np.inf
+    structure = rx.decide(model, state.q, state.t)
+
+    @eqx.filter_jit
+    def accelerations(model, structure):
+        return rx.solve_dynamics(
+            model, state.q, state.qd, structure=structure, method=rx.BlockSparse()
+        )[0]
+
+    with pytest.raises(rx.ModelError) as caught:
+        accelerations(model, structure)
+    assert caught.value.problems == tuple(
+        f"body 'rod{k}': its block of the mass matrix is singular" for k in (1, 2, 4, 5)
+    )
