@@ -72,6 +72,23 @@ def test_segments_make_the_steps_of_the_run_in_one_piece(runs):
         np.testing.assert_allclose(np.asarray(b, float), np.asarray(a, float), atol=1e-12)
 
 
+def test_joint_coordinate_segments_make_the_run_in_one_piece():
+    """`simulate_joint(progress=...)` saves as the run in one piece does (the same
+    solver-side saving, `redundax._saving`): the four-bar's 1 s in joint
+    coordinates, segments of 5 steps, equal to the last bit."""
+    mech = models.four_bar()
+    model, state = mech.build(), mech.initial_state()
+    jm = rx.joint_model(model, state.q)
+    start = rx.to_joint_state(jm, state)
+    whole = rx.simulate_joint(jm, start, 1.0, n_save=21)
+    recorder = Recorder()
+    parts = rx.simulate_joint(jm, start, 1.0, n_save=21, progress=recorder)
+    assert int(whole.num_steps) > 3 * Recorder.steps and len(recorder.reports) > 3
+    assert int(parts.num_steps) == int(whole.num_steps)
+    np.testing.assert_array_equal(np.asarray(parts.q), np.asarray(whole.q))
+    np.testing.assert_array_equal(np.asarray(parts.qd), np.asarray(whole.qd))
+
+
 def test_reports_after_every_segment(runs):
     whole, _, recorder = runs
     t, t1, steps = map(np.asarray, zip(*recorder.reports, strict=True))

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from diffrax._term import WrapTerm
 from jaxtyping import Array, Bool, Float, Int, PyTree
 
+from ._saving import save_at, saved_states
 from ._simulate import _logs, _monitored, _trajectory, _vector_field
 from ._validation import host_values
 from ._validity import left_event
@@ -97,9 +98,10 @@ def _proposing(controller, tnext=None) -> _Proposing:
 
 class _Run(eqx.Module):
     """A run between two segments: the state reached at `t`, the end `tnext` of the
-    step the controller proposes next, Diffrax's solver and controller state, the
-    states saved so far (`inf` where not reached yet), the step counts (all,
-    accepted, rejected) and the result of the last segment."""
+    step the controller proposes next, Diffrax's solver and controller state (the
+    states saved so far in it, `inf` where not reached yet: `redundax._saving`, as
+    in a run in one piece), the step counts (all, accepted, rejected) and the
+    result of the last segment."""
 
     t: Float[Array, ""]
     tnext: Float[Array, ""]
@@ -107,8 +109,6 @@ class _Run(eqx.Module):
     solver_state: PyTree
     controller_state: PyTree
     made_jump: Bool[Array, ""]
-    q: Float[Array, "T nq"]
-    qd: Float[Array, "T nq"]
     stats: Int[Array, " 3"]
     result: diffrax.RESULTS
 
@@ -120,7 +120,7 @@ def _begin(model, saved_times, structure, method, solver, controller, drift, wat
     first state)."""
     ts = jnp.asarray(saved_times.values)
     args = (model, structure, method, drift)
-    solver, _, _ = _monitored(args, solver, ts[0], y0, watch)
+    solver = save_at(_monitored(args, solver, ts[0], y0, watch)[0], ts)
     # As `diffeqsolve` hands it to the controller and the solver: wrapped for the
     # direction of time (its first step then is Diffrax's default 0.01 s).
     term = WrapTerm(diffrax.ODETerm(_vector_field), jnp.asarray(1))
@@ -129,7 +129,6 @@ def _begin(model, saved_times, structure, method, solver, controller, drift, wat
         term, ts[0], ts[-1], y0, None, args, solver.func, solver.error_order(term)
     )
     tnext = jnp.minimum(tnext, ts[-1])
-    unsaved = jnp.full((ts.shape[0], y0[0].shape[0]), jnp.inf, dtype=y0[0].dtype)
     run = _Run(
         t=ts[0],
         tnext=tnext,
@@ -137,8 +136,6 @@ def _begin(model, saved_times, structure, method, solver, controller, drift, wat
         solver_state=solver.init(term, ts[0], tnext, y0, args),
         controller_state=controller_state,
         made_jump=jnp.asarray(False),
-        q=unsaved.at[0].set(y0[0]),
-        qd=unsaved.at[0].set(y0[1]),
         stats=jnp.zeros(3, dtype=jnp.int32),
         result=diffrax.RESULTS.successful,
     )
@@ -153,11 +150,11 @@ def _advance(
     model, saved_times, structure, method, solver, controller, drift, watch, tol, run, steps
 ):
     """`run` after at most `steps` more integrator steps (fewer when it reaches the
-    final time): the saved times passed are interpolated from the steps made, as
-    `diffrax.SaveAt(ts=...)` does."""
+    final time): the saved times passed are interpolated from the steps made by the
+    solver itself (`redundax._saving`), as in a run in one piece."""
     ts = jnp.asarray(saved_times.values)
     args = (model, structure, method, drift)
-    solver, _, _ = _monitored(args, solver, ts[0], run.y, watch)
+    solver = save_at(_monitored(args, solver, ts[0], run.y, watch)[0], ts)
     # No saved times and no dt0 are handed to Diffrax: its checks of them would be
     # host callbacks (the start time is not a constant here).
     sol = diffrax.diffeqsolve(
@@ -168,9 +165,7 @@ def _advance(
         None,
         run.y,
         args,
-        saveat=diffrax.SaveAt(
-            t1=True, dense=True, solver_state=True, controller_state=True, made_jump=True
-        ),
+        saveat=diffrax.SaveAt(t1=True, solver_state=True, controller_state=True, made_jump=True),
         stepsize_controller=_proposing(controller, run.tnext),
         max_steps=steps,
         throw=False,
@@ -179,9 +174,6 @@ def _advance(
         made_jump=run.made_jump,
         event=left_event(model, tol.step) if model.n_holonomic else None,
     )
-    t = sol.ts[-1]
-    passed = (ts > run.t) & (ts <= t)
-    q, qd = jax.vmap(sol.evaluate)(jnp.clip(ts, run.t, t))
     stats = jnp.stack(
         [
             sol.stats["num_steps"],
@@ -190,14 +182,12 @@ def _advance(
         ]
     ).astype(jnp.int32)
     return _Run(
-        t=t,
+        t=sol.ts[-1],
         tnext=sol.controller_state[1],
         y=jax.tree.map(lambda x: x[-1], sol.ys),
         solver_state=sol.solver_state,
         controller_state=sol.controller_state,
         made_jump=sol.made_jump,
-        q=jnp.where(passed[:, None], q, run.q),
-        qd=jnp.where(passed[:, None], qd, run.qd),
         stats=run.stats + stats,
         result=sol.result,
     )
@@ -210,12 +200,13 @@ def _finish(
     """The [`Trajectory`][redundax.Trajectory] of a finished run."""
     monitored = partitions and model.n_constraints > 0
     watched = watch is not None and model.n_constraints > 0
-    log, singular = _logs(run.solver_state, monitored, watched)
+    state, (q, qd) = saved_states(run.solver_state)
+    log, singular = _logs(state, monitored, watched)
     return _trajectory(
         model,
         jnp.asarray(saved_times.values),
-        run.q,
-        run.qd,
+        q,
+        qd,
         correction,
         run.stats,
         run.result,

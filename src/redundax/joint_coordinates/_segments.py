@@ -14,6 +14,7 @@ from jaxtyping import Array, Bool, Float, Int, PyTree
 
 from .._model import State
 from .._progress import Progress, _proposing
+from .._saving import save_at, saved_states
 from .._step_projection import StepProjection
 from ._run_validity import controller, left_event
 from ._simulate import JointTrajectory, setup, trajectory_of
@@ -21,9 +22,10 @@ from ._simulate import JointTrajectory, setup, trajectory_of
 
 class _Run(eqx.Module):
     """A run between two segments: the state reached at `t`, the end `tnext` of the
-    step the controller proposes next, Diffrax's solver and controller state, the
-    states saved so far (`inf` where not reached yet), the step counts (all,
-    accepted, rejected) and the result of the last segment."""
+    step the controller proposes next, Diffrax's solver and controller state (the
+    states saved so far in it, `inf` where not reached yet: `redundax._saving`, as
+    in a run in one piece), the step counts (all, accepted, rejected) and the
+    result of the last segment."""
 
     t: Float[Array, ""]
     tnext: Float[Array, ""]
@@ -31,8 +33,6 @@ class _Run(eqx.Module):
     solver_state: PyTree
     controller_state: PyTree
     made_jump: Bool[Array, ""]
-    q: Float[Array, "T nj"]
-    qd: Float[Array, "T nj"]
     stats: Int[Array, " 3"]
     result: diffrax.RESULTS
 
@@ -42,6 +42,7 @@ def _begin(jm, structure, save, t1, solver, drift, rtol, atol, y0) -> _Run:
     """The run at its first saved time, before any step (what `diffeqsolve` does
     before its first step: the first step size, the solver's first state)."""
     rhs, solver, _, _ = setup(jm, structure, solver, drift)
+    solver = save_at(solver, save)
     term = WrapTerm(rhs, jnp.asarray(1))  # as `diffeqsolve` hands it on
     t0 = save[0]
     proposing = _proposing(controller(rtol, atol, t0, t1)).wrap(1)
@@ -49,7 +50,6 @@ def _begin(jm, structure, save, t1, solver, drift, rtol, atol, y0) -> _Run:
         term, t0, t1, y0, None, None, solver.func, solver.error_order(term)
     )
     tnext = jnp.minimum(tnext, t1)
-    unsaved = jnp.full((save.shape[0], y0[0].shape[0]), jnp.inf, dtype=y0[0].dtype)
     run = _Run(
         t=t0,
         tnext=tnext,
@@ -57,8 +57,6 @@ def _begin(jm, structure, save, t1, solver, drift, rtol, atol, y0) -> _Run:
         solver_state=solver.init(term, t0, tnext, y0, None),
         controller_state=controller_state,
         made_jump=jnp.asarray(False),
-        q=unsaved.at[0].set(y0[0]),
-        qd=unsaved.at[0].set(y0[1]),
         stats=jnp.zeros(3, dtype=jnp.int32),
         result=diffrax.RESULTS.successful,
     )
@@ -72,18 +70,16 @@ def _begin(jm, structure, save, t1, solver, drift, rtol, atol, y0) -> _Run:
 def _advance(jm, structure, save, t1, solver, drift, rtol, atol, tol, run, steps) -> _Run:
     """`run` after at most `steps` more integrator steps (fewer at the final time,
     or where the motion left its constraints); the saved times passed are
-    interpolated from the steps made, as `diffrax.SaveAt(ts=...)` does."""
+    interpolated from the steps made by the solver itself (`redundax._saving`)."""
     rhs, solver, _, _ = setup(jm, structure, solver, drift)
     sol = diffrax.diffeqsolve(
         rhs,
-        solver,
+        save_at(solver, save),
         run.t,
         t1,
         None,
         run.y,
-        saveat=diffrax.SaveAt(
-            t1=True, dense=True, solver_state=True, controller_state=True, made_jump=True
-        ),
+        saveat=diffrax.SaveAt(t1=True, solver_state=True, controller_state=True, made_jump=True),
         stepsize_controller=_proposing(controller(rtol, atol, save[0], t1), run.tnext),
         max_steps=steps,
         throw=False,
@@ -92,21 +88,16 @@ def _advance(jm, structure, save, t1, solver, drift, rtol, atol, tol, run, steps
         made_jump=run.made_jump,
         event=left_event(jm, save[0], tol.step),
     )
-    t = sol.ts[-1]
-    passed = (save > run.t) & (save <= t)
-    q, qd = jax.vmap(sol.evaluate)(jnp.clip(save, run.t, t))
     stats = jnp.stack(
         [sol.stats["num_steps"], sol.stats["num_accepted_steps"], sol.stats["num_rejected_steps"]]
     ).astype(jnp.int32)
     return _Run(
-        t=t,
+        t=sol.ts[-1],
         tnext=sol.controller_state[1],
         y=jax.tree.map(lambda x: x[-1], sol.ys),
         solver_state=sol.solver_state,
         controller_state=sol.controller_state,
         made_jump=sol.made_jump,
-        q=jnp.where(passed[:, None], q, run.q),
-        qd=jnp.where(passed[:, None], qd, run.qd),
         stats=run.stats + stats,
         result=sol.result,
     )
@@ -116,8 +107,9 @@ def _advance(jm, structure, save, t1, solver, drift, rtol, atol, tol, run, steps
 def _finish(jm, structure, save, t1, drift, tol, run: _Run) -> JointTrajectory:
     """The [`JointTrajectory`][] of a finished run."""
     baumgarte = drift.baumgarte if isinstance(drift, StepProjection) else drift
+    _, (q, qd) = saved_states(run.solver_state)
     return trajectory_of(
-        jm, structure, save, run.q, run.qd, tuple(run.stats), run.result, baumgarte,
+        jm, structure, save, q, qd, tuple(run.stats), run.result, baumgarte,
         isinstance(drift, StepProjection), tol, State(run.t, *run.y),
     )  # fmt: skip
 
