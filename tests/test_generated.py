@@ -514,9 +514,10 @@ def _objective(x, model, structure, state, row, point):
     return after_projection(new, structure, state, row)
 
 
-# Jitted with the model as an argument: one program per family, whatever the numbers.
-_objective_jit = eqx.filter_jit(_objective)
-_gradient = eqx.filter_jit(jax.grad(_objective))
+# Jitted with the model as an argument: one program per family, whatever the numbers;
+# the value and the gradient from one program (the gradient at x0 and the central
+# differences' values all call it, with float64 arrays of 2).
+_value_and_gradient = eqx.filter_jit(jax.value_and_grad(_objective))
 
 
 def check_gradient(family: str, seed: int) -> list[str]:
@@ -540,12 +541,12 @@ def check_gradient(family: str, seed: int) -> list[str]:
     point = family in MOVABLE_POINT
     geometry = float(model.holonomic[0].s_i[0, 0]) if point else 1.0
     x0 = np.array([geometry, float(model.bodies.mass[0])])
-    grad = np.asarray(_gradient(jnp.asarray(x0), model, structure, state, row, point))
+    value, grad = _value_and_gradient(jnp.asarray(x0), model, structure, state, row, point)
+    value, grad = float(value), np.asarray(grad)
 
     def fj(x):
-        return _objective_jit(jnp.asarray(x), model, structure, state, row, point)
+        return _value_and_gradient(jnp.asarray(x), model, structure, state, row, point)[0]
 
-    value = float(fj(x0))
     out = []
     geometric = "the first joint's point_i x" if point else "the scale of every joint point"
     for k, parameter in enumerate((geometric, "the first body's mass")):

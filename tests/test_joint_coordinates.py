@@ -201,8 +201,11 @@ def test_gradient_of_a_unique_joint_reaction_wrt_a_link_length():
         )
         return rx.dca_dynamics(moved, structure, q, qd, jstate.t).multipliers[row]
 
+    # One compiled program serves the gradient and the differences' values: every
+    # call passes a NumPy float64 scalar (`jnp.asarray(1.0)` is weakly typed and
+    # would compile the program a second time).
     value_and_grad = jax.jit(jax.value_and_grad(reaction))
-    value, grad = value_and_grad(jnp.asarray(1.0))
+    value, grad = value_and_grad(np.float64(1.0))
     fd = float(central_difference(lambda s: value_and_grad(s[0])[0], np.asarray([1.0]))[0])
     assert abs(float(grad)) > 1e-2 * abs(float(value))
     assert abs(float(grad) - fd) < TOL_GRADIENT * max(1.0, abs(fd))

@@ -32,7 +32,8 @@ from helpers import (
 )
 from redundax import models
 from redundax.cli import main
-from redundax.io import read_run
+from redundax.io import load_config, read_run
+from redundax.io.results import component_labels
 
 # One Newton step of two formulations (round-off of the mappings), relative.
 TOL_SAME_STEP = 1e-9
@@ -308,28 +309,41 @@ def test_joint_runs_of_the_robot_report_the_absolute_runs_verdicts(tmp_path: Pat
     """`redundax simulate configs/mobile_robot.toml --coordinates joint` claims, in
     its JSON and in its run file, per pair and per component, what the same run in
     absolute coordinates claims: B's and C's x forces are not unique (unique only
-    while the wheels point straight ahead, README step 4)."""
+    while the wheels point straight ahead, README step 4). What an absolute run
+    claims is the stable verdicts of the `Structure` that `rx.decide` gives at the
+    file's initial state, labelled by `component_labels` (what `redundax simulate`
+    writes for it; its JSON and run file of this robot: `test_cli_simulate.py`),
+    computed here in this process instead of a second command-line run."""
     robot = Path(__file__).resolve().parents[1] / "configs" / "mobile_robot.toml"
-    runs = {}
-    for coordinates in ("absolute", "joint"):
-        out = tmp_path / f"{coordinates}.npz"
-        status, stdout, stderr = _run(
-            "simulate", robot, "--coordinates", coordinates, "--t-final", "0.2", "--json",
-            "--out", out,
-        )  # fmt: skip
-        assert status == 0, stderr
-        runs[coordinates] = (json.loads(stdout), read_run(out))
-    (absolute, absolute_file), (joint, joint_file) = runs["absolute"], runs["joint"]
+    out = tmp_path / "joint.npz"
+    status, stdout, stderr = _run(
+        "simulate", robot, "--coordinates", "joint", "--t-final", "0.2", "--json", "--out", out
+    )
+    assert status == 0, stderr
+    joint, joint_file = json.loads(stdout), read_run(out)
+    config = load_config(robot)
+    model, state = config.model, config.state
+    structure = rx.decide(model, state.q, state.t)
+    stable = np.asarray(structure.stable_unique)
+    row_stable = np.asarray(structure.stable_row_unique)
+    unique = {name: bool(stable[g]) for g, name in enumerate(model.pair_names)}
+    components = {
+        pair.name: {
+            label: bool(row_stable[r])
+            for label, r in zip(component_labels(pair), pair.rows, strict=True)
+        }
+        for pair in model.pairs
+    }
     assert joint["coordinates"] == "joint"
     assert joint["valid"] is True and joint["left_constraints_at"] is None
     assert joint["valid_until"] == joint["t_final"] == 0.2
-    assert joint["unique"] == absolute["unique"]
-    assert joint["components"] == absolute["components"]
+    assert joint["unique"] == unique
+    assert joint["components"] == components
     for name in ("B", "C"):
         assert joint["components"][name] == {"force x": False, "force y": False}, name
-    assert joint_file["unique"] == absolute_file["unique"]
-    assert joint_file["component_unique"].keys() == absolute_file["component_unique"].keys()
-    for name, flags in absolute_file["component_unique"].items():
+    assert joint_file["unique"] == unique
+    assert joint_file["component_unique"].keys() == components.keys()
+    for name, flags in components.items():
         assert joint_file["component_unique"][name] == flags, name
     assert joint_file["component_unique"]["B"] == {"force x": False, "force y": False}
 
@@ -377,8 +391,11 @@ def test_simulate_joint_under_vmap_and_grad():
         )
         return final(moved, states[0].q, states[0].qd)[0]
 
+    # One compiled program serves the gradient and the differences' values: every
+    # call passes a NumPy float64 scalar (a Python float is weakly typed and would
+    # compile the program a second time).
     value_and_grad = jax.jit(jax.value_and_grad(crank_x))
-    grad = float(value_and_grad(1.0)[1])
+    grad = float(value_and_grad(np.float64(1.0))[1])
     fd = float(central_difference(lambda s: value_and_grad(s[0])[0], np.asarray([1.0]))[0])
     assert abs(grad) > 1e-3
     assert abs(grad - fd) < TOL_GRADIENT * max(1.0, abs(fd))

@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 import diffrax
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -278,6 +279,13 @@ def _plate(mech: rx.Mechanism, body: int, moments) -> rx.Mechanism:
     return dataclasses.replace(mech, bodies=bodies)
 
 
+# The dense joint-space solve as one program, compiled once for the plate and the
+# solid crank (the same shapes; run op by op it compiled hundreds of small ones).
+_dense = eqx.filter_jit(
+    lambda jm, q, qd, t: rx.dense_joint_accelerations(rx.joint_space_terms(jm, q, qd, t))
+)
+
+
 def test_a_flat_plate_voids_nothing_in_joint_coordinates(tmp_path: Path):
     """The spatial slider-crank with its crank a flat plate (I_z = I_x + I_y: its
     mass matrix in natural coordinates is singular): the DCA's q̈ equals the dense
@@ -292,9 +300,7 @@ def test_a_flat_plate_voids_nothing_in_joint_coordinates(tmp_path: Path):
         if label == "plate":
             assert not np.all(np.isfinite(np.asarray(model.bodies.inverse_mass_blocks()[0])))
         qdd = rx.dca_dynamics(jm, structure, jstate.q, jstate.qd, jstate.t).qdd
-        dense = rx.dense_joint_accelerations(
-            rx.joint_space_terms(jm, jnp.asarray(jstate.q), jnp.asarray(jstate.qd), jstate.t)
-        )
+        dense = _dense(jm, jnp.asarray(jstate.q), jnp.asarray(jstate.qd), jstate.t)
         assert bool(np.all(np.isfinite(np.asarray(qdd))))
         scale = max(1.0, float(jnp.max(jnp.abs(dense))))
         np.testing.assert_allclose(qdd, dense, rtol=0, atol=TOL_SAME_QDD * scale)

@@ -217,23 +217,29 @@ def test_gradients_at_a_symmetric_design_are_finite():
         q, v = rx.Projection()(m, state.q, qd, 0.5, ranks)
         return rx.reactions(m, q, v, 0.5, structure=structure).multipliers[row]
 
-    def by_mass(x):
-        return reaction(eqx.tree_at(lambda m: m.bodies.mass, model, model.bodies.mass.at[0].set(x)))
+    def by_mass_and_point(x):  # the first link's mass; joint A1's point on the
+        # first proximal link, along its axis
+        m = eqx.tree_at(lambda m: m.bodies.mass, model, model.bodies.mass.at[0].set(x[0]))
+        s_i = m.holonomic[0].s_i
+        return reaction(eqx.tree_at(lambda m: m.holonomic[0].s_i, m, s_i.at[0, 0].set(x[1])))
 
-    def by_point(x):  # joint A1's point on the first proximal link, along its axis
-        return reaction(
-            eqx.tree_at(lambda m: m.holonomic[0].s_i, model, model.holonomic[0].s_i.at[0, 0].set(x))
-        )
+    # One compiled program gives both derivatives and the differences' values (every
+    # call with a float64 NumPy vector of 2, so that the program is compiled once).
+    value_and_grad = jax.jit(jax.value_and_grad(by_mass_and_point))
+    x0 = np.array([float(model.bodies.mass[0]), float(model.holonomic[0].s_i[0, 0])])
+    grad = np.asarray(value_and_grad(x0)[1])
+
+    def along(k, y):  # the reaction with x0[k] set to y[0]
+        x = x0.copy()
+        x[k] = y[0]
+        return value_and_grad(x)[0]
 
     # Steps measured where central differences settle: the reaction carries
     # round-off of ~1e-11, which a step of eps^(1/3) amplifies to 1e-6 in the mass
     # derivative; the point derivative has a larger third derivative.
-    for f, x, h in (
-        (by_mass, model.bodies.mass[0], 1e-3),
-        (by_point, model.holonomic[0].s_i[0, 0], 1e-5),
-    ):
-        g = float(jax.grad(f)(x))
-        fd = central_difference(lambda y, f=f: f(y[0]), np.array([float(x)]), h=h)[0]
+    for k, h in ((0, 1e-3), (1, 1e-5)):
+        fd = central_difference(lambda y, k=k: along(k, y), x0[k : k + 1], h=h)[0]
+        g = float(grad[k])
         assert np.isfinite(g) and g == pytest.approx(fd, rel=TOL_GRADIENT_H, abs=TOL_GRADIENT)
 
 
