@@ -32,6 +32,18 @@ def robot():
 
 
 @pytest.fixture(scope="module")
+def robot_run(robot):
+    """One run of the robot, shared by the tests that need states along a motion
+    (one compiled program instead of three): 1.5 s, through the steering ramp that
+    starts at 0.5 s (the wheels turned at the end), at round-off tolerance, with the
+    structure decided at q⁰ passed in."""
+    model, state = robot
+    structure = rx.decide(model, state.q, state.t)
+    traj = rx.simulate(model, state, 1.5, structure=structure, n_save=4, rtol=1e-10, atol=1e-12)
+    return structure, traj
+
+
+@pytest.fixture(scope="module")
 def bricard():
     mech = models.bricard()
     return mech.build(), mech.initial_state()
@@ -70,7 +82,7 @@ def test_robot_structure_against_numpy(robot):
     np.testing.assert_array_equal(same.unique, report.unique)
 
 
-def test_stable_verdicts_exclude_components_unique_at_one_configuration(robot):
+def test_stable_verdicts_exclude_components_unique_at_one_configuration(robot, robot_run):
     """B's and C's x forces are unique while the wheels point straight ahead (q⁰)
     and not in a turn: the verdict a decision taken once can claim for a whole
     motion (`stable_row_unique`) leaves them out. Checked against the QR test at a
@@ -82,8 +94,8 @@ def test_stable_verdicts_exclude_components_unique_at_one_configuration(robot):
         assert bool(structure.row_unique[rx_row]) and not bool(structure.row_unique[ry_row])
         assert not bool(structure.stable_row_unique[rx_row]), name
     # An oracle: a steered configuration from a simulation (the slider moves from
-    # 0.5 s on), analysed at round-off tolerance.
-    steered = rx.simulate(model, state, 1.5, n_save=4, rtol=1e-10, atol=1e-12)
+    # 0.5 s on; the run ends at 1.5 s), analysed at round-off tolerance.
+    _, steered = robot_run
     turn = rx.analyze_solvability(model, steered.q[-1], steered.ts[-1], rtol=1e-10)
     for name, (rx_row, _) in rows.items():
         assert not bool(turn.row_unique[rx_row]), name
@@ -113,16 +125,16 @@ def test_topology(robot, bricard):
     assert topo.n_loops == 1 and len(topo.loops[0]) == 6 and len(topo.tree) == 5
 
 
-def test_decide_is_the_same_eagerly_jitted_and_vmapped(robot):
+def test_decide_is_the_same_eagerly_jitted_and_vmapped(robot, robot_run):
     """`decide` is pure: jit ≡ eager, and vmap over configurations ≡ a loop."""
     model, state = robot
     eager = rx.decide(model, state.q, state.t)
     jitted = jax.jit(lambda q: rx.decide(model, q, state.t))(state.q)
     for field in ("rank", "rank_nearby", "unique", "row_unique", "stable_row_unique", "schur"):
         np.testing.assert_array_equal(getattr(eager, field), getattr(jitted, field))
-    traj = rx.simulate(model, state, 1.0, n_save=3)
+    _, traj = robot_run  # four states, the last ones in the turn
     batch = jax.vmap(lambda q, t: rx.decide(model, q, t))(traj.q, traj.ts)
-    for k in range(3):
+    for k in range(traj.ts.shape[0]):
         one = rx.decide(model, traj.q[k], traj.ts[k])
         assert int(batch.rank[k]) == int(one.rank)
         np.testing.assert_array_equal(batch.stable_unique[k], one.stable_unique)
@@ -189,12 +201,11 @@ def test_eager_and_jitted_simulate_agree_for_every_method(mechanism, request):
         assert int(eager.num_steps) == int(jitted.num_steps), name
 
 
-def test_simulate_and_reactions_read_the_structure(robot):
+def test_simulate_and_reactions_read_the_structure(robot, robot_run):
     """A structure passed in is the one used: the trajectory carries it, and the
     reactions along it take their verdicts from it, not from a new decision."""
     model, state = robot
-    structure = rx.decide(model, state.q, state.t)
-    traj = rx.simulate(model, state, 0.5, structure=structure, n_save=3)
+    structure, traj = robot_run  # simulate(..., structure=structure)
     for field in ("rank", "null_space", "stable_unique", "stable_row_unique"):
         np.testing.assert_array_equal(getattr(traj.structure, field), getattr(structure, field))
     history = rx.reaction_history(model, traj)

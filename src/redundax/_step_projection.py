@@ -23,6 +23,7 @@ from typing import ClassVar
 
 import diffrax
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
@@ -94,7 +95,9 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
     "rows" (the Schur complement of the independent rows `rows`, as an
     [`Elimination`][redundax.Elimination] solves q̈); None: chosen by `prepare`
     from the method and structure `simulate` runs with, from static facts only (the
-    method's own path when it has one, else the structure's `Structure.schur`)."""
+    method's own path when it has one, else the structure's static
+    `Structure.schur_path`; with neither, the structure's traced verdict chooses at
+    run time)."""
 
     rows: Int[Array, " r"] | None = None
     """The rows the "rows" path solves with (an [`Elimination`][redundax.Elimination]'s
@@ -134,9 +137,11 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
         # Static facts only: the method's own fixed path, else the structure's.
         if isinstance(method, Elimination) and method.spans_holonomic:
             return dataclasses.replace(self, path="rows", rows=method.keep)
-        schur = structure.schur
+        schur = structure.schur_path
         if isinstance(method, AbstractNullSpaceMethod) and method.schur is not None:
             schur = method.schur
+        if schur is None:
+            return self  # a traced verdict (structure decided inside a transformation)
         return dataclasses.replace(self, path="schur" if schur else "qr")
 
     def _correction(self, model, structure, q, qd, t, holonomic: bool):
@@ -184,14 +189,18 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
         else:
             rank = structure.rank
 
-        if self.path == "schur":
+        def by_schur():
             return schur_acceleration(C, M, zero, target, block, mass_inverse=inverse)
-        if self.path == "qr":
+
+        def by_qr():
             return null_space_acceleration(C, M, zero, target, structure.rtol, rank)
-        raise ValueError(
-            "StepProjection: no solver path; `simulate` fixes it (prepare(method, "
-            "structure)) before a run"
-        )
+
+        if self.path == "schur":
+            return by_schur()
+        if self.path == "qr":
+            return by_qr()
+        # Not fixed by `prepare`: the structure was decided inside a transformation.
+        return jax.lax.cond(structure.schur, by_schur, by_qr)
 
     def project_state(self, args, t: Scalar, y):
         """`(q, q̇)` of `y` put back on the manifold at time `t`, with the model and

@@ -351,15 +351,18 @@ class Structure(eqx.Module):
       margin to a singular configuration.
     - `rank_nearby`: the rank of C at the generic configuration next to it; above
       `rank` means the decision configuration is singular.
-    - `schur` (static): whether the null-space family computes q̈ (and
-      [`StepProjection`][redundax.StepProjection] its corrections) by the all-rows
-      Schur complement C M⁻¹ Cᵀ (the fast path) rather than the pivoted QR:
-      `schur_gap` above `SCHUR_MIN_EIGENVALUE`, judged by [`decide`][] on the host.
-      Static, so that every run given this structure (eager, under `jax.jit`,
-      `jax.vmap`, `jax.grad`) runs the one path it names. A structure decided
-      inside a transformation has no value to judge ŝ by: it names the pivoted QR,
-      accurate whatever ŝ (decide outside the transformation, or fix the path in
-      the method, to run the Schur path there).
+    - `schur`: whether the all-rows Schur complement C M⁻¹ Cᵀ is well conditioned
+      apart from its p zero eigenvalues (the null-space method's fast path):
+      `schur_gap` above `SCHUR_MIN_EIGENVALUE`.
+    - `schur_path` (static): the same verdict as a Python bool where [`decide`][]
+      judged it on the host, None where the structure was decided inside a
+      transformation (its verdict traced). The null-space family and
+      [`StepProjection`][redundax.StepProjection] compute with the path it names,
+      so every run given this structure (eager, under `jax.jit`, `jax.vmap`,
+      `jax.grad`) compiles that one path; a structure decided inside a
+      transformation takes its (traced) verdict at run time by `jax.lax.cond` —
+      the same numbers, both paths compiled (and, under `jax.vmap`, both run):
+      decide once outside the transformation and pass it.
     - `schur_gap`: ŝ, the smallest non-zero eigenvalue of C M⁻¹ Cᵀ scaled to unit
       diagonal (inf with none; 0 where M is singular or too ill conditioned). The
       Schur path's regularisation biases q̈ by about (δ/ŝ)⁷ (δ = 1e-6; measured:
@@ -396,6 +399,7 @@ class Structure(eqx.Module):
     null_space: Float[Array, "nc nc"]
     sigma_ratio: Float[Array, ""]
     rank_nearby: Int[Array, ""]
+    schur: Bool[Array, ""]
     schur_gap: Float[Array, ""]
     mass_definite: Bool[Array, " nb"]
     unique: Bool[Array, " g"]
@@ -407,7 +411,7 @@ class Structure(eqx.Module):
     stable_row_unique: Bool[Array, " nc"]
     rtol: float = eqx.field(static=True)
     utol: float = eqx.field(static=True)
-    schur: bool = eqx.field(static=True, default=False)
+    schur_path: bool | None = eqx.field(static=True, default=None)
     mass_facts: MassFacts | None = eqx.field(static=True, default=None)
 
     @property
@@ -670,6 +674,7 @@ def _decide(model, q, t, names, kinds, rows, labels, rtol, utol) -> Structure:
         null_space=N,
         sigma_ratio=sigma_ratio,
         rank_nearby=rank1,
+        schur=gap > SCHUR_MIN_EIGENVALUE,
         schur_gap=gap,
         mass_definite=_mass_definite(model),
         unique=groups.unique,
@@ -714,9 +719,9 @@ def decide(
     **Returns:** a [`Structure`][]. Pure: it works eagerly and under `jax.jit` and
     `jax.vmap` (a batch of configurations gives a batch of structures), and it
     carries no gradient (every decision is taken on `stop_gradient` values). The
-    solver path it names (`Structure.schur`, static) is judged from ŝ where that
-    is a number on the host; inside a transformation the structure names the
-    pivoted QR (see [`Structure`][]).
+    solver path it names (`Structure.schur_path`, static) is judged from ŝ where
+    that is a number on the host; inside a transformation the verdict stays traced
+    (see [`Structure`][]).
 
     Whether (q, t) is regular is recorded, not enforced:
     [`Structure.raise_if_singular`][] raises; `simulate` calls it for the methods
@@ -735,12 +740,15 @@ def decide(
     structure = _decide(
         model, q, jnp.asarray(t, dtype=float), names, kinds, rows, labels, rtol, utol
     )
-    return dataclasses.replace(structure, schur=_schur_verdict(structure.schur_gap))
+    return judged(structure)
 
 
-def _schur_verdict(gap) -> bool:
-    """`Structure.schur` from ŝ: above `SCHUR_MIN_EIGENVALUE` where ŝ is a number
-    on the host; False (the pivoted QR, accurate whatever ŝ) where `decide` runs
-    inside a transformation and ŝ is traced."""
-    known = host_values(gap)
-    return known is not None and np.ndim(known[0]) == 0 and bool(known[0] > SCHUR_MIN_EIGENVALUE)
+def judged(structure: Structure) -> Structure:
+    """`structure` with `schur_path` set from its verdict where that is a number on
+    the host (unchanged where it is traced or batched): what [`decide`][] returns.
+    For a structure computed by a program of its own (the command line's exported
+    `decide`), so that the runs given it compile one path."""
+    known = host_values(structure.schur)
+    if known is None or np.ndim(known[0]):
+        return structure
+    return dataclasses.replace(structure, schur_path=bool(known[0]))

@@ -27,6 +27,7 @@ from .. import (
 from .._reactions import MEMORY_BUDGET, chunk_size
 from .._simulate import SingularPassageWarning, constraints_left_error
 from .._singularity import SingularityReport
+from .._structure import judged
 from ..io.config import Config, SimulationOptions, load_config
 from ..io.results import check_output, component_labels, write_run
 from ..methods import specialise
@@ -271,7 +272,7 @@ def _decision(model: Model, state: State, initial_projection):
     the configuration says so (as `redundax.simulate` does); and the constraint
     residuals (Φ, C q̇ + b) of that state."""
     q, _, _, residuals = _start(model, state, initial_projection)
-    return decide(model, q, state.t), residuals
+    return decide(model, q, state.t), residuals  # `judged` by the caller: see there
 
 
 def _reactions(model: Model, trajectory: Trajectory, method, memory_budget: float):
@@ -334,6 +335,9 @@ def _integrate(
     structure, residuals = cached_call(
         cache, _decision, config.model, config.state, options.initial_projection
     )
+    # Its verdict on the Schur path, judged here on the host: the exported program
+    # that computed it traced `decide` (one compiled path for the run).
+    structure = judged(structure)
     check_projected(config, residuals)  # `simulate` checks it only when not traced
     if isinstance(options.method, AbstractNullSpaceMethod) and config.model.n_constraints:
         structure.raise_if_singular()

@@ -7,6 +7,7 @@ import warnings
 from typing import ClassVar
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
@@ -82,7 +83,8 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
     rows (no orthogonal factorisation at run time; several times faster); `False`,
     by [`null_space_acceleration`][] (pivoted QR of Cᵀ at the structure's rank);
     `None` (default), by the structure's verdict on the conditioning of the Schur
-    complement (`Structure.schur`, a static fact: one path is compiled).
+    complement (`Structure.schur_path`, a static fact where the structure was
+    decided on the host: one path is compiled).
 
     `block` chooses whether q̈ is computed by the block-sparse factorisation of
     [`BlockSparse`][redundax.BlockSparse] (the same q̈ at consistent states, in
@@ -131,8 +133,12 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
                 terms.C, terms.M, terms.F, gamma, structure.rtol, structure.rank
             )
 
-        schur = structure.schur if self.schur is None else self.schur  # static either way
-        return by_schur() if terms.block and schur else by_qr()
+        if not terms.block:
+            return by_qr()
+        schur = structure.schur_path if self.schur is None else self.schur
+        if schur is None:  # a structure decided inside a transformation: its verdict
+            return jax.lax.cond(structure.schur, by_schur, by_qr)  # is traced
+        return by_schur() if schur else by_qr()
 
 
 def specialise(
@@ -143,7 +149,8 @@ def specialise(
     same path: `block` by the mechanism's size (at least `BLOCK_MIN_COORDINATES`
     coordinates: the block solver, where every body's block of M is regular by the
     model's `MassFacts` (`redundax._bodies`)), then `schur` by the structure's
-    static verdict (`Structure.schur`).
+    static verdict (`Structure.schur_path`; a structure decided inside a
+    transformation has none, and its traced verdict chooses at run time).
 
     Where the block solver is taken and its pivot metric (`pivots`) left open, it
     is fixed from the model's mass facts: with slender or flat bodies (M's
@@ -359,9 +366,9 @@ def _paths(method: "AbstractNullSpaceMethod", structure: Structure):
         large = blocks is not None and blocks.n_bodies * blocks.dof >= BLOCK_MIN_COORDINATES
         regular = facts is not None and facts.regular
         method = dataclasses.replace(method, block=large and regular and method.schur is None)
-    if method.schur is not None or method.block:
+    if method.schur is not None or method.block or structure.schur_path is None:
         return method
-    return dataclasses.replace(method, schur=structure.schur)
+    return dataclasses.replace(method, schur=structure.schur_path)
 
 
 def _mass_definite(structure: Structure) -> np.ndarray | None:
