@@ -47,6 +47,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from .._block_pattern import BlockPattern, coupling, symbolic_factorisation
+from .._bodies import MASS_PIVOTS_MAX_CONDITION as MASS_PIVOTS_MAX_CONDITION
 from .._bodies import MassFacts
 from .._equations import LocalTerms, Terms, local_terms
 from .._structure import Structure
@@ -64,19 +65,6 @@ of two planar parallelograms (3 s, three passages, rtol 1e-10, hard switch): at
 1e-6 the cranks stay parallel to 7.7e-6 rad; at 1e-10 the integrator stalls at
 the first passage (q̈ ~ 1/pivot). With ten spatial loops and `Projection()`,
 10 s: parallel to 1e-14 rad (`tests/test_block.py`)."""
-
-MASS_PIVOTS_MAX_CONDITION = 1e4
-"""Largest condition number of M (over every moving body's block: anisotropic
-inertia and the ratio of the bodies' masses both count) for which the partitioning
-tests its pivots on C M⁻¹ Cᵀ itself (`pivots="mass"`, as Kraus et al.). In the M⁻¹
-metric a row's independent part can look smaller than in the coordinates' by up to
-M's condition number κ, so with κ above 1 / `PIVOT_RTOL` independent rows are taken
-for dependent ones and the other way round. Measured on Bricard's linkage with
-slender rods (q̈ against the pivoted-QR path at the initial state): rods 30 / 10 / 3
-/ 1 mm thick, κ = 1.3e4 / 1.2e5 / 1.3e6 / 1.2e7: "mass" keeps 59 / 60 / 60 / 54 rows
-where C has rank 59, q̈ exact to 1e-15 / 1e-15 / wrong by a factor 4.8 / 5.4;
-"coordinates" keeps 59 rows and is exact to 2e-15 in all four. Standard models are
-below the limit (Bricard 1.2e3, the 6-bar 9.6e3, IFToMM A02's spatial chain 1.2e2)."""
 
 SOFT_DECADES = 1.0
 """Rows whose pivot lies within this many decades above the drop threshold are
@@ -181,7 +169,7 @@ def mass_pivots(facts: MassFacts | None) -> str:
     `MassFacts` (`redundax._bodies`): "mass" where M's condition number is at most
     `MASS_PIVOTS_MAX_CONDITION`, else (and without facts) "coordinates", right for
     every inertia."""
-    if facts is None or not facts.condition <= MASS_PIVOTS_MAX_CONDITION:
+    if facts is None or not facts.conditioned:
         return "coordinates"
     return "mass"
 
