@@ -1,5 +1,7 @@
 """The Model (what a mechanism *is*) and the State (where it is)."""
 
+import dataclasses
+
 from typing import NamedTuple
 
 import equinox as eqx
@@ -133,3 +135,13 @@ class State(eqx.Module):
         self.t = jnp.asarray(t, dtype=float)
         self.q = jnp.asarray(q, dtype=float)
         self.qd = jnp.asarray(qd, dtype=float)
+
+
+def unkeyed(model: Model) -> Model:
+    """`model` without its `mass_facts`, for a jitted program that does not read
+    them (an analysis, the decisions of `decide`): models that differ only in their
+    masses then share that program instead of tracing it again. (A retrace of the
+    same program in one process reads it back from the persistent compilation
+    cache, and with jaxlib 0.9.2 such a read of an entry this process wrote has
+    ended in a segmentation fault: tests/test_generated.py, 2026-11-28.)"""
+    return model if model.mass_facts is None else dataclasses.replace(model, mass_facts=None)

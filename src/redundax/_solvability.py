@@ -24,7 +24,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from ._assembly import CONSISTENCY_TOL, position_residual
-from ._model import Model
+from ._model import Model, unkeyed
 from ._qr import default_rtol
 from ._structure import (
     UNIQUENESS_RTOL,
@@ -388,7 +388,7 @@ def analyze_solvability(
     check_vector(q, model.n_coordinates, "q", "analyze_solvability")
     _warn_if_unassembled(model, q, t)
     names, kinds, rows, labels = groups_of(model, groups)
-    return _analyze(model, q, t, names, kinds, rows, labels, rtol, utol)
+    return _analyze(unkeyed(model), q, t, names, kinds, rows, labels, rtol, utol)
 
 
 def _warn_if_unassembled(model: Model, q, t) -> None:

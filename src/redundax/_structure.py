@@ -54,7 +54,7 @@ from ._block_pattern import BlockPattern, block_pattern
 from ._bodies import MASS_DEFINITE_RTOL as MASS_DEFINITE_RTOL
 from ._bodies import MassFacts
 from ._errors import ModelError
-from ._model import Model
+from ._model import Model, unkeyed
 from ._qr import DECISION_RTOL as DECISION_RTOL, default_rtol, pivoted_qr
 from ._types import Scalar
 from ._validation import check_vector, host_values
@@ -686,7 +686,6 @@ def _decide(model, q, t, names, kinds, rows, labels, rtol, utol) -> Structure:
         stable_row_unique=row_unique & row_unique1,
         rtol=rtol_or_default(rtol, C.shape),
         utol=utol,
-        mass_facts=model.mass_facts,
     )
 
 
@@ -738,9 +737,9 @@ def decide(
     names, kinds, rows, labels = groups_of(model, groups)
     q = jnp.asarray(q, dtype=float)
     structure = _decide(
-        model, q, jnp.asarray(t, dtype=float), names, kinds, rows, labels, rtol, utol
+        unkeyed(model), q, jnp.asarray(t, dtype=float), names, kinds, rows, labels, rtol, utol
     )
-    return judged(structure)
+    return judged(dataclasses.replace(structure, mass_facts=model.mass_facts))
 
 
 def judged(structure: Structure) -> Structure:
