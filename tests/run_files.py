@@ -52,6 +52,11 @@ then the saved states are written by the solver (`redundax._saving`) and simulat
 programs hold none, so files that run the same simulations share them through the
 cache; and building a model compiles no program (0.7-2.4 s per process before).
 
+2026-11-28, 42 files (short files in two processes, test_generated alone; the
+heaviest tests compile one program where they compiled two): all pass in 910 s wall
+(15:10), empty cache, this machine otherwise idle — still above what CI allows with
+its set-up.
+
 Files that compile the same programs share a process (`TOGETHER`): the joint
 coordinates' two files build the same joint models, structures and DCA programs
 (measured cold: 129 s as two processes, 105 s as one). So do the twelve short
