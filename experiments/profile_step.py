@@ -91,7 +91,7 @@ import numpy as np
 
 import redundax as rx
 from redundax._simulate import _monitored, _vector_field
-from redundax._singularity import THRESHOLD, Watch, step_sigma
+from redundax._singularity import THRESHOLD, Watch, step_pivot_sines, step_sigma
 from redundax._step_projection import StepProjection
 from redundax.methods import specialise
 from redundax.methods._kernels import (
@@ -417,6 +417,10 @@ def profile_mechanism(setting, target_s, repeats, n_runs, run_batches):
     def svd_only(x):
         return jnp.linalg.svd(x, compute_uv=False)
 
+    def monitor_pivots(x):
+        q, qd, t = x
+        return step_pivot_sines(args, t, (q, qd))
+
     def constraint_matrix(x):
         q, qd, t = x
         return rx.constraint_matrix(model, q, t)
@@ -480,6 +484,10 @@ def profile_mechanism(setting, target_s, repeats, n_runs, run_batches):
             "projection: velocity correction": (correction_velocities, "state"),
             "monitor (step_sigma: C + SVD)": (monitor, "state"),
             "monitor: SVD alone (given C)": (svd_only, "C"),
+            "monitor, the alternative: block pivot sines (step_pivot_sines)": (
+                monitor_pivots,
+                "state",
+            ),
             "constraint_matrix (C alone)": (constraint_matrix, "state"),
             "step: bare Dopri8": (stepper("bare"), "step:bare"),
             "step: projected (ProjectedSteps ∘ Dopri8)": (stepper("projected"), "step:projected"),
