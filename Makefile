@@ -1,10 +1,12 @@
 # `make demo` and `make test` work on a fresh machine with Python 3.11 and make.
+# Another interpreter: `make test PYTHON=python3.13 VENV=.venv-3.13` (a virtual
+# environment of its own; the default one is made by the first PYTHON used).
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup bench clean
+.PHONY: demo test test-smoke setup bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +28,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python tests/run_files.py
 
+# What CI runs on the newest Python beside the whole suite (tests/run_files.py SMOKE).
+test-smoke: $(STAMP)
+	$(BIN)/python tests/run_files.py --smoke
+
 bench: $(STAMP)
 	$(BIN)/python experiments/bench_solvability.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .pytest_jax_cache
+	rm -rf $(VENV) .venv-3.* .pytest_cache .pytest_jax_cache

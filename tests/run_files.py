@@ -64,8 +64,8 @@ files (each under ~15 s): every process pays Python's and JAX's start-up and its
 own first compilations of the common models (measured: 99 s as twelve processes in
 a fresh-clone `make test`, 61 s as one, alone on the machine).
 
-Usage: `python tests/run_files.py [-j N] [FILE ...] [-- PYTEST ARGS]`; with no FILE,
-every `tests/test_*.py`. Prints one line per file as it finishes and, for a file that
+Usage: `python tests/run_files.py [-j N] [--smoke] [FILE ...] [-- PYTEST ARGS]`; with no
+FILE, every `tests/test_*.py`; `--smoke`, the subset `SMOKE`. Prints one line per file as it finishes and, for a file that
 fails, its whole pytest output; exits with status 1 if any file failed.
 """
 
@@ -149,6 +149,25 @@ TOGETHER = (
 """Files run in one process, in this order (the group takes its first file's place)."""
 
 
+SMOKE = (
+    ("test_readme.py",),
+    (
+        "test_dynamics.py::test_methods_give_the_same_motion",
+        "test_paths.py::test_eager_jit_vmap_run_the_same_numerics",
+        "test_joint_runs.py::test_simulate_joint_under_vmap_and_grad",
+        "test_compliant_stepping.py::test_first_order_convergence_to_the_rigid_pendulum",
+        "test_sweep.py::test_batched_simulations_equal_single_ones",
+        "test_design.py::test_unique_reaction_gradient_four_bar",
+    ),
+)
+"""`--smoke`: what CI runs on the newest Python beside the whole suite on the default
+one (`.ci/run`; issue 40): every README block; the robot's 10 s run by the
+null-space method and by three eliminations, against each other; eager ≡ `jit` ≡
+`vmap` on each solver path (Schur, QR, block solver); a joint-coordinate run under
+`vmap` and `grad`; González's stepper against the rigid pendulum; one sweep
+against single runs; one gradient against central differences. Two processes."""
+
+
 def _order(files: list[Path]) -> list[tuple[Path, ...]]:
     """The files in groups of one (or of `TOGETHER`), longest first."""
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
@@ -226,9 +245,13 @@ def main() -> int:
         argv, pytest_args = argv[:k], argv[k + 1 :]
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-j", type=int, default=min(2, os.cpu_count() or 1), metavar="N")
+    parser.add_argument("--smoke", action="store_true", help="the smoke subset (SMOKE) only")
     parser.add_argument("files", nargs="*", type=Path)
     args = parser.parse_args(argv)
-    files = _order(args.files or sorted(TESTS.glob("test_*.py")))
+    if args.smoke:
+        files = [tuple(TESTS / test for test in group) for group in SMOKE]
+    else:
+        files = _order(args.files or sorted(TESTS.glob("test_*.py")))
     start = time.perf_counter()
     failed = []
     with ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:

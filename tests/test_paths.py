@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import assert_similar_steps
 
 import redundax as rx
 from redundax import models
@@ -97,10 +98,10 @@ def test_eager_jit_vmap_run_the_same_numerics(twin, method):
     )
     assert bool(eager.valid.all())
     np.testing.assert_array_equal(np.asarray(jitted.q), np.asarray(eager.q))
-    assert int(jitted.num_steps) == int(eager.num_steps)
+    assert_similar_steps(jitted.num_steps, eager.num_steps, "jit")
     for k in range(2):
         np.testing.assert_allclose(np.asarray(batched.q[k]), np.asarray(eager.q), atol=1e-10)
-        assert abs(int(batched.num_steps[k]) - int(eager.num_steps)) <= 1
+        assert_similar_steps(batched.num_steps[k], eager.num_steps, "vmap")
 
 
 def test_specialise_reads_static_facts_only(twin):

@@ -7,6 +7,7 @@ import json
 import jax
 import numpy as np
 import pytest
+from helpers import assert_similar_steps
 
 import redundax as rx
 import redundax._solvability as solvability_module
@@ -198,7 +199,7 @@ def test_eager_and_jitted_simulate_agree_for_every_method(mechanism, request):
         assert int(eager.structure.rank) == int(jitted.structure.rank), name
         np.testing.assert_allclose(eager.q, jitted.q, rtol=0, atol=TOL_EAGER_JIT, err_msg=name)
         np.testing.assert_allclose(eager.qd, jitted.qd, rtol=0, atol=TOL_EAGER_JIT, err_msg=name)
-        assert int(eager.num_steps) == int(jitted.num_steps), name
+        assert_similar_steps(jitted.num_steps, eager.num_steps, name)
 
 
 def test_simulate_and_reactions_read_the_structure(robot, robot_run):
