@@ -262,6 +262,13 @@ def main() -> int:
             lines = [line for line in output.splitlines() if line.strip()]
             summary = lines[-1] if lines else "(no output)"
             print(f"{name:<28} {seconds:7.1f} s  {summary}", flush=True)
+            if any(a.startswith("--durations") for a in pytest_args):
+                # pytest's table of the slowest tests, indented under the file.
+                after = output.split("slowest", 1)[1] if "slowest" in output else "\n"
+                table = after.split("\n", 1)[1].split("=" * 5, 1)[0]
+                for line in table.splitlines():
+                    if line.strip():
+                        print(f"    {line.strip()}", flush=True)
             # Exit status 5: the file collected no tests (all deselected by -k/-m).
             if status not in (0, 5):
                 failed.append(name)
