@@ -144,6 +144,7 @@ TOGETHER = (
         "test_batch.py",
         "test_data.py",
         "test_api_mistakes.py",
+        "test_citation.py",
     ),
 )
 """Files run in one process, in this order (the group takes its first file's place)."""

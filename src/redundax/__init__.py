@@ -35,6 +35,7 @@ from ._bodies import (
     PlanarBodies as PlanarBodies,
     SpatialBodies as SpatialBodies,
 )
+from ._citation import citation as citation
 from ._closure import (
     Closure as Closure,
     ClosureChange as ClosureChange,
