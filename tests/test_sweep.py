@@ -24,6 +24,7 @@ import pytest
 import redundax as rx
 from helpers import TOL_EXACT, TOL_ZERO_B, assert_similar_steps
 from redundax import models, sweep as sw
+from redundax.cli import sweep as sweep_command
 from redundax.io import ConfigError, SimulationOptions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -499,8 +500,8 @@ def test_invalid_parameter_names_are_named(robot, tmp_path):
 
 def test_command_line_lists_parameters_and_runs_the_example(capsys):
     parser = argparse.ArgumentParser()
-    sw.add_arguments(parser)
-    assert sw.run(parser.parse_args([str(EXAMPLE), "--list-parameters"])) == 0
+    sweep_command.add_arguments(parser)
+    assert sweep_command.run(parser.parse_args([str(EXAMPLE), "--list-parameters"])) == 0
     listing = capsys.readouterr().out
     for name in ("bodies.platform.mass", "pairs.drive.motion.amplitude", "initial.speed"):
         assert name in listing

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from redundax import cli, sweep as sw
+from redundax import cli
+from redundax.cli import sweep as sweep_command
 
 ROOT = Path(__file__).resolve().parents[1]
 FOUR_BAR = ROOT / "configs" / "four_bar.toml"
@@ -230,7 +231,7 @@ def test_invalid_process_options_are_named(argv, message, tmp_path, capsys, monk
 
 def test_process_options_are_in_the_help():
     parser = argparse.ArgumentParser()
-    sw.add_arguments(parser)
+    sweep_command.add_arguments(parser)
     text = parser.format_help()
     for option in ("--num-processes", "--process-id", "--coordinator", "--join-timeout"):
         assert option in text

@@ -824,17 +824,3 @@ def save_all(
             fig.savefig(file, format=format, dpi=120)
         written.append(target)
     return written
-
-
-_COMMAND_LINE = ("SUMMARY", "DESCRIPTION", "add_arguments", "run")
-
-
-def __getattr__(name: str) -> Any:
-    # The `redundax plot` command lives in `redundax.cli.plot`; its names stay
-    # importable from here, imported on first use (the command line imports this
-    # module only when it draws).
-    if name in _COMMAND_LINE:
-        from .cli import plot as command
-
-        return getattr(command, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -59,8 +59,6 @@ the objective and its gradient), `_optimizer` (`optimize_design`), `_output`
 `redundax optimize` is `redundax.cli.optimize`.
 """
 
-from typing import Any
-
 from ._constants import (
     FORMAT as FORMAT,
     OBJECTIVES as OBJECTIVES,
@@ -85,15 +83,3 @@ from ._output import (
     write_result as write_result,
 )
 from ._problem import DesignProblem as DesignProblem, Evaluation as Evaluation
-
-_COMMAND_LINE = ("DESCRIPTION", "SUMMARY", "add_arguments", "run")
-
-
-def __getattr__(name: str) -> Any:
-    # The `redundax optimize` command lives in `redundax.cli.optimize`; its names stay
-    # importable from here, imported on first use.
-    if name in _COMMAND_LINE:
-        from ..cli import optimize as command
-
-        return getattr(command, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

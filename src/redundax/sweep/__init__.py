@@ -140,8 +140,6 @@ agreement, `run_sweep` and its workers, `plan_sweep`, `read_sweep`); the command
 processes) is `redundax.cli.sweep`.
 """
 
-from typing import Any
-
 from .._parameters import (
     Rule as Rule,
     Target as Target,
@@ -179,15 +177,3 @@ from ._store import (
     read_sweep as read_sweep,
     run_sweep as run_sweep,
 )
-
-_COMMAND_LINE = ("DESCRIPTION", "SUMMARY", "add_arguments", "add_parser", "run")
-
-
-def __getattr__(name: str) -> Any:
-    # The `redundax sweep` command lives in `redundax.cli.sweep`; its names stay
-    # importable from here, imported on first use.
-    if name in _COMMAND_LINE:
-        from ..cli import sweep as command
-
-        return getattr(command, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
