@@ -331,7 +331,7 @@ def profile(model, state0, methods):
 
         def rhs(q, qd, t, m=m):
             return rx.solve_dynamics(
-                model, q, qd, t, structure=structure, method=m, stabilisation=baum
+                model, q, qd, t, structure=structure, method=m, drift_control=baum
             )[0]
 
         out[f"rhs_{name}_jit_call"] = per_call_us(jax.jit(rhs), (q, qd, t))

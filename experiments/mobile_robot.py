@@ -75,7 +75,7 @@ def reactions_along(model, method, q, qd, ts):
         _REACTIONS[key] = jax.jit(
             jax.vmap(
                 lambda q, qd, t: rx.reactions(
-                    model, q, qd, t, method=method, stabilisation=rx.Baumgarte()
+                    model, q, qd, t, method=method, drift_control=rx.Baumgarte()
                 )
             )
         )

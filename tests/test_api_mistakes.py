@@ -48,7 +48,7 @@ def test_a_history_is_read_pair_by_pair_along_its_time_axis(robot, robot_run):
             robot_run.qd[k],
             robot_run.ts[k],
             structure=robot_run.structure,
-            stabilisation=robot_run.drift_control,
+            drift_control=robot_run.drift_control,
         )
         for name in ("A", "B", "W5"):
             wrench, unique = history.pair(name)

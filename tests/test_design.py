@@ -338,8 +338,8 @@ def test_trajectory_functional_guard(robot):
         structure=rx.decide(model, s.q, s.t),
     )
     with pytest.raises(ValueError, match=r"pair 'W1' is not unique: .*p = 2"):
-        peak_reaction(model, traj, pair="W1", stabilisation=None)
-    flagged = reaction_impulse(model, traj, pair="W1", method=rx.NullSpace(), stabilisation=None)
+        peak_reaction(model, traj, pair="W1", drift_control=None)
+    flagged = reaction_impulse(model, traj, pair="W1", method=rx.NullSpace(), drift_control=None)
     assert not bool(flagged.unique)
     with pytest.raises(ValueError, match="no pair named 'Z'"):
         peak_reaction(model, traj, pair="Z")

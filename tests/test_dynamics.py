@@ -74,7 +74,7 @@ def robot_runs(robot):
         )
         reac = jax.vmap(
             lambda q, qd, t, method=method: rx.reactions(
-                model, q, qd, t, method=method, stabilisation=rx.Baumgarte()
+                model, q, qd, t, method=method, drift_control=rx.Baumgarte()
             )
         )(traj.q, traj.qd, traj.ts)
         runs[name] = (traj, reac)
@@ -176,8 +176,8 @@ def test_baumgarte_alone_bounds_violation(robot):
     # Reactions along a run solve with the run's own Γ (here without Baumgarte
     # terms), not with simulate's default drift control.
     own = rx.reaction_history(model, free)
-    plain = rx.reaction_history(model, free, stabilisation=None)
-    baumgarte = rx.reaction_history(model, free, stabilisation=rx.Baumgarte())
+    plain = rx.reaction_history(model, free, drift_control=None)
+    baumgarte = rx.reaction_history(model, free, drift_control=rx.Baumgarte())
     np.testing.assert_allclose(own.qdd, plain.qdd, rtol=0, atol=1e-12)
     assert float(np.max(np.abs(baumgarte.qdd - plain.qdd))) > 1e-9
 

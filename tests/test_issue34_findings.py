@@ -345,7 +345,7 @@ def test_reaction_impulse_value_is_the_magnitude_of_the_peak_quantity_integrated
     # Differentiable: d|J|/dm = g T through the simulation's parameters' solve.
     def value(mass):
         m = eqx.tree_at(lambda m: m.bodies.mass, model, model.bodies.mass.at[0].set(mass))
-        return rx.reaction_impulse(m, traj, pair="O", stabilisation=None).value
+        return rx.reaction_impulse(m, traj, pair="O", drift_control=None).value
 
     np.testing.assert_allclose(float(jax.grad(value)(2.0)), G * duration, rtol=TOL_HANGING)
 

@@ -219,7 +219,7 @@ def test_simulate_and_reactions_read_the_structure(robot, robot_run):
         traj.qd[1],
         traj.ts[1],
         structure=structure,
-        stabilisation=traj.drift_control,
+        drift_control=traj.drift_control,
     )
     np.testing.assert_allclose(one.multipliers, history.multipliers[1], atol=1e-12)
     with pytest.raises(ValueError, match="reaction of pair 'B' is not unique"):

@@ -301,7 +301,7 @@ def drift_control_of(
 
 
 class _AsSimulated:
-    """The default `stabilisation` of the functions of a trajectory: the drift
+    """The default `drift_control` of the functions of a trajectory: the drift
     control the trajectory was simulated with (`Trajectory.drift_control`)."""
 
     def __repr__(self) -> str:
@@ -311,7 +311,7 @@ class _AsSimulated:
 AS_SIMULATED = _AsSimulated()
 
 
-def as_simulated(stabilisation, trajectory):
-    """`trajectory.drift_control` where `stabilisation` is [`AS_SIMULATED`][], else
-    `stabilisation` (a drift control, or None for Γ itself)."""
-    return trajectory.drift_control if stabilisation is AS_SIMULATED else stabilisation
+def as_simulated(drift_control, trajectory):
+    """`trajectory.drift_control` where `drift_control` is [`AS_SIMULATED`][], else
+    `drift_control` (a drift control, or None for Γ itself)."""
+    return trajectory.drift_control if drift_control is AS_SIMULATED else drift_control

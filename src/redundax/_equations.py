@@ -106,6 +106,6 @@ def _local_terms(model: Model, q, qd, t) -> LocalTerms:
     )
 
 
-def stabilised_gamma(terms: Terms, stabilisation) -> Float[Array, " nc"]:
-    """Γ with the drift-control terms of `stabilisation` (None: Γ itself)."""
-    return terms.gamma if stabilisation is None else stabilisation.gamma(terms)
+def stabilised_gamma(terms: Terms, drift_control) -> Float[Array, " nc"]:
+    """Γ with the drift-control terms of `drift_control` (None: Γ itself)."""
+    return terms.gamma if drift_control is None else drift_control.gamma(terms)

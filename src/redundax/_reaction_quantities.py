@@ -140,10 +140,10 @@ def _verdict(structure: Structure, model: Model, pair: str, component: str | Non
     return structure.stable_row_unique[..., rows[0]]
 
 
-def _core(model, q, qd, t, rows, structure, method, stabilisation):
+def _core(model, q, qd, t, rows, structure, method, drift_control):
     """Wrench and components of `rows` at one state."""
     terms, _, lam = solve_terms(
-        model, q, qd, t, structure=structure, method=method, stabilisation=stabilisation
+        model, q, qd, t, structure=structure, method=method, drift_control=drift_control
     )
     idx = np.asarray(rows, dtype=int)
     nb, dof = model.bodies.count, model.bodies.dof
@@ -153,18 +153,18 @@ def _core(model, q, qd, t, rows, structure, method, stabilisation):
 
 
 @eqx.filter_jit
-def _at_state(model, q, qd, t, rows, structure, method, stabilisation):
-    return _core(model, q, qd, t, rows, structure, method, stabilisation)
+def _at_state(model, q, qd, t, rows, structure, method, drift_control):
+    return _core(model, q, qd, t, rows, structure, method, drift_control)
 
 
 @eqx.filter_jit
-def _along(model, ts, qs, qds, rows, structure, method, stabilisation):
+def _along(model, ts, qs, qds, rows, structure, method, drift_control):
     """`_core` at every saved state, in chunks within the reactions' memory budget
     (`MEMORY_BUDGET`: the states of a long run are not all solved at once)."""
 
     def one(state):
         q, qd, t = state
-        return _core(model, q, qd, t, rows, structure, method, stabilisation)
+        return _core(model, q, qd, t, rows, structure, method, drift_control)
 
     return jax.lax.map(one, (qs, qds, ts), batch_size=chunk_size(model, ts.shape[0]))
 
@@ -242,7 +242,7 @@ def pair_reaction(
     pair: str,
     component: str | None = None,
     method: AbstractRedundancyMethod | None = None,
-    stabilisation=None,
+    drift_control=None,
     structure: Structure | None = None,
 ) -> PairReaction:
     """The reaction of `pair` (or of one of its `component`s) at (q, q̇, t), as a
@@ -259,7 +259,7 @@ def pair_reaction(
       [`NullSpace`][] and the call raises if a rigid model does not determine it.
       Naming a method returns that method's values, with `unique` telling whether
       they are determined.
-    - `stabilisation`: the drift-control term of the simulation the state comes
+    - `drift_control`: the drift-control term of the simulation the state comes
       from (e.g. `rx.Baumgarte()`), so that q̈ matches; None at an exact state.
     - `structure`: the mechanism's [`Structure`][] (rank and verdicts); default:
       [`decide`][] at (q, t). Decide it once, outside `jax.grad`, and pass it in.
@@ -293,7 +293,7 @@ def pair_reaction(
         structure = decide(model, q, t)
     guarded = method is None
     method = specialise(NullSpace() if method is None else method, structure, model)
-    outputs = _at_state(model, q, qd, t, rows, structure, method, stabilisation)
+    outputs = _at_state(model, q, qd, t, rows, structure, method, drift_control)
     if guarded:
         outputs = _guard(outputs, model, structure, pair, component)
     wrench, comps = outputs
@@ -350,7 +350,7 @@ def pair_reaction_history(
     pair: str,
     component: str | None = None,
     method: AbstractRedundancyMethod | None = None,
-    stabilisation=AS_SIMULATED,
+    drift_control=AS_SIMULATED,
     structure: Structure | None = None,
 ) -> PairReaction:
     """[`pair_reaction`][] at every saved state of `trajectory` (one compilation,
@@ -358,7 +358,7 @@ def pair_reaction_history(
 
     The rank and the verdict come from `structure`, by default the one the
     trajectory was simulated with (`trajectory.structure`); Γ comes from
-    `stabilisation`, by default the drift control the trajectory was simulated
+    `drift_control`, by default the drift control the trajectory was simulated
     with (`trajectory.drift_control`), so that q̈ matches the motion. With
     `method=None` the call raises, as `pair_reaction` does, if the reaction is not
     unique.
@@ -370,10 +370,10 @@ def pair_reaction_history(
     somewhere (under a trace the run's `valid` says it instead).
     """
     what = "pair_reaction_history"
-    return _history(model, trajectory, what, pair, component, method, stabilisation, structure)
+    return _history(model, trajectory, what, pair, component, method, drift_control, structure)
 
 
-def _history(model, trajectory, what, pair, component, method, stabilisation, structure):
+def _history(model, trajectory, what, pair, component, method, drift_control, structure):
     """[`pair_reaction_history`][] for the function `what` (named in its errors)."""
     rows, labels = _selection(model, pair, component)
     _refuse_if_left(trajectory, what, pair)
@@ -381,9 +381,9 @@ def _history(model, trajectory, what, pair, component, method, stabilisation, st
         structure = trajectory.structure
     guarded = method is None
     method = specialise(NullSpace() if method is None else method, structure, model)
-    stabilisation = as_simulated(stabilisation, trajectory)
+    drift_control = as_simulated(drift_control, trajectory)
     outputs = _along(
-        model, trajectory.ts, trajectory.q, trajectory.qd, rows, structure, method, stabilisation
+        model, trajectory.ts, trajectory.q, trajectory.qd, rows, structure, method, drift_control
     )
     if guarded:
         outputs = _guard(outputs, model, structure, pair, component)
@@ -423,7 +423,7 @@ def peak_reaction(
     component: str | None = None,
     order: float = PEAK_ORDER,
     method: AbstractRedundancyMethod | None = None,
-    stabilisation=AS_SIMULATED,
+    drift_control=AS_SIMULATED,
     structure: Structure | None = None,
 ) -> PeakReaction:
     """Peak magnitude of a pair's reaction over a simulated manoeuvre, smooth
@@ -458,7 +458,7 @@ def peak_reaction(
     if not order >= 2.0:
         raise ValueError(f"peak_reaction: order must be ≥ 2 (got {order})")
     history = _history(
-        model, trajectory, "peak_reaction", pair, component, method, stabilisation, structure
+        model, trajectory, "peak_reaction", pair, component, method, drift_control, structure
     )
     if component is None:
         force = history.wrench[:, first_moving_body(model, pair), : model.dim]
@@ -492,7 +492,7 @@ def reaction_impulse(
     pair: str,
     component: str | None = None,
     method: AbstractRedundancyMethod | None = None,
-    stabilisation=AS_SIMULATED,
+    drift_control=AS_SIMULATED,
     structure: Structure | None = None,
 ) -> ReactionImpulse:
     """Time integral of a pair's reaction over a simulated manoeuvre (trapezoid
@@ -511,7 +511,7 @@ def reaction_impulse(
     concrete and False somewhere.
     """
     history = _history(
-        model, trajectory, "reaction_impulse", pair, component, method, stabilisation, structure
+        model, trajectory, "reaction_impulse", pair, component, method, drift_control, structure
     )
     w = _trapezoid_weights(trajectory.ts)
     wrench = jnp.einsum("t,tbw->bw", w, history.wrench)

@@ -147,7 +147,7 @@ def reactions(
     *,
     structure: Structure | None = None,
     method: AbstractRedundancyMethod = NullSpace(),
-    stabilisation=None,
+    drift_control=None,
 ) -> Reactions:
     """Per-pair reactions at (q, q̇, t) by `method`, with their uniqueness flags.
 
@@ -158,7 +158,7 @@ def reactions(
       default: [`decide`][] at (q, t). Along a motion pass the one it was simulated
       with (`trajectory.structure`).
     - `method`: how redundant constraints are handled (default minimum norm).
-    - `stabilisation`: the drift control used in the simulation (its Γ), if any,
+    - `drift_control`: the drift control used in the simulation (its Γ), if any,
       so that the reactions match the simulated accelerations.
 
     **Returns:** a [`Reactions`][]. Works under `jax.jit`, `jax.vmap`, `jax.grad`.
@@ -173,15 +173,15 @@ def reactions(
     check_vector(qd, model.n_coordinates, "qd", "reactions")
     if structure is None:
         structure = decide(model, q, t)
-    return _reactions(model, q, qd, jnp.asarray(t, dtype=float), structure, method, stabilisation)
+    return _reactions(model, q, qd, jnp.asarray(t, dtype=float), structure, method, drift_control)
 
 
 # Jitted (t always an array): one program per mechanism and method, whether called
 # eagerly state by state or traced inside a larger program.
 @eqx.filter_jit
-def _reactions(model, q, qd, t, structure, method, stabilisation) -> Reactions:
+def _reactions(model, q, qd, t, structure, method, drift_control) -> Reactions:
     terms, qdd, lam = solve_terms(
-        model, q, qd, t, structure=structure, method=method, stabilisation=stabilisation
+        model, q, qd, t, structure=structure, method=method, drift_control=drift_control
     )
     n_pairs = len(model.pairs)
     return reactions_of(
@@ -257,11 +257,11 @@ def chunk_size(model: Model, n_states: int, memory_budget: int | None = None) ->
 
 
 @eqx.filter_jit
-def _history(model, trajectory, structure, method, stabilisation, batch: int):
+def _history(model, trajectory, structure, method, drift_control, batch: int):
     def one(state):
         q, qd, t = state
         return reactions(
-            model, q, qd, t, structure=structure, method=method, stabilisation=stabilisation
+            model, q, qd, t, structure=structure, method=method, drift_control=drift_control
         )
 
     # `lax.map` in batches reshapes every output, and cannot reshape an empty one
@@ -277,14 +277,14 @@ def reaction_history(
     *,
     structure: Structure | None = None,
     method: AbstractRedundancyMethod = NullSpace(),
-    stabilisation=AS_SIMULATED,
+    drift_control=AS_SIMULATED,
     memory_budget: int | None = None,
 ) -> Reactions:
     """[`reactions`][] at every saved state of `trajectory` (one compilation).
 
     The rank and the verdicts come from `structure`, by default the one the
     trajectory was simulated with (`trajectory.structure`, decided at its initial
-    state): never decided again along the motion. Γ comes from `stabilisation`, by
+    state): never decided again along the motion. Γ comes from `drift_control`, by
     default the drift control the trajectory was simulated with
     (`trajectory.drift_control`), so that q̈ matches the motion.
 
@@ -305,7 +305,7 @@ def reaction_history(
         )
     if structure is None:
         structure = trajectory.structure
-    stabilisation = as_simulated(stabilisation, trajectory)
+    drift_control = as_simulated(drift_control, trajectory)
     batch = chunk_size(model, trajectory.ts.shape[0], memory_budget)
     method = specialise(method, structure, model)
-    return _history(model, trajectory, structure, method, stabilisation, batch)
+    return _history(model, trajectory, structure, method, drift_control, batch)

@@ -22,22 +22,22 @@ def solve_terms(
     *,
     structure: Structure | None = None,
     method: AbstractRedundancyMethod = NullSpace(),
-    stabilisation=None,
+    drift_control=None,
 ) -> tuple[Terms, Float[Array, " nq"], Float[Array, " nc"]]:
     """`(terms, qdd, lam)` at (q, q̇, t): the shared core of [`solve_dynamics`][]
     and [`reactions`][]. `structure` defaults to [`decide`][] at (q, t)."""
     if structure is None:
         structure = decide(model, q, t)
     method = checked(method, structure, model)
-    return _solve(model, q, qd, jnp.asarray(t, dtype=float), structure, method, stabilisation)
+    return _solve(model, q, qd, jnp.asarray(t, dtype=float), structure, method, drift_control)
 
 
 # Jitted (t always an array): one program per mechanism and method, called eagerly
 # state by state or traced once inside a larger program.
 @eqx.filter_jit
-def _solve(model, q, qd, t, structure, method, stabilisation):
+def _solve(model, q, qd, t, structure, method, drift_control):
     terms = dynamics_terms(model, q, qd, t)
-    gamma = stabilised_gamma(terms, stabilisation)
+    gamma = stabilised_gamma(terms, drift_control)
     qdd = method.acceleration(terms, gamma, structure)
     return terms, qdd, method.multipliers(terms, gamma, qdd, structure)
 
@@ -50,7 +50,7 @@ def solve_dynamics(
     *,
     structure: Structure | None = None,
     method: AbstractRedundancyMethod = NullSpace(),
-    stabilisation=None,
+    drift_control=None,
 ) -> tuple[Float[Array, " nq"], Float[Array, " nc"]]:
     """Accelerations q̈ and multipliers λ at (q, q̇, t) by `method`.
 
@@ -60,13 +60,13 @@ def solve_dynamics(
     - `structure`: the mechanism's [`Structure`][] (default: [`decide`][] at (q, t);
       pass the one decided at the initial state of a motion).
     - `method`: how redundant constraints are handled (default [`NullSpace`][]).
-    - `stabilisation`: a drift-control term for Γ (e.g. [`Baumgarte`][]) or None.
+    - `drift_control`: a drift-control term for Γ (e.g. [`Baumgarte`][]) or None.
 
     **Returns:** `(qdd, lam)`, shapes `(nq,)` and `(m + h,)`.
     """
     check_vector(q, model.n_coordinates, "q", "solve_dynamics")
     check_vector(qd, model.n_coordinates, "qd", "solve_dynamics")
     _, qdd, lam = solve_terms(
-        model, q, qd, t, structure=structure, method=method, stabilisation=stabilisation
+        model, q, qd, t, structure=structure, method=method, drift_control=drift_control
     )
     return qdd, lam
