@@ -2,6 +2,8 @@
 (issue 36, item 6)."""
 
 import re
+import tomllib
+from pathlib import Path
 
 import redundax as rx
 from redundax import models
@@ -45,3 +47,9 @@ def test_the_papers_follow_what_a_run_used(capsys):
     assert _keys(rx.citation(twin, model))[2:] == ["kraus2001natural"]
     text = rx.citation(joint, twin, rx.StepProjection())
     assert _balanced(text) and len(_keys(text)) == 7
+
+
+def test_one_version_number():
+    """`redundax.__version__` is pyproject.toml's (the installed metadata's)."""
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert rx.__version__ == pyproject["project"]["version"]

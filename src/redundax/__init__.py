@@ -1,5 +1,7 @@
 """redundax: differentiable dynamics of redundantly constrained multibody systems."""
 
+import importlib.metadata as _metadata
+
 import jax as _jax
 
 # Results a user sees are float64 by default (the seed papers' numbers need it).
@@ -202,7 +204,11 @@ from .methods import (
     weighted_multipliers as weighted_multipliers,
 )
 
-__version__ = "0.1.0"
+# One version number, pyproject.toml's (as installed).
+try:
+    __version__ = _metadata.version("redundax")
+except _metadata.PackageNotFoundError:  # a source tree put on sys.path by hand
+    __version__ = "0+unknown"
 from . import models as models
 from .io._mujoco import (
     UnmappedElementWarning as UnmappedElementWarning,

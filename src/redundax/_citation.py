@@ -1,8 +1,6 @@
 """What to cite for a piece of work done with redundax: the library and the papers
 behind the methods a run used (as `diffrax.citation()` does for its solvers)."""
 
-import importlib.metadata
-
 _REDUNDAX = """\
 @software{{redundax,
   title = {{redundax: differentiable dynamics of redundantly constrained multibody
@@ -169,14 +167,12 @@ def citation(*used) -> str:
         rx.citation(traj, rx.NullSpace())
         ```
     """
-    try:
-        version = importlib.metadata.version("redundax")
-    except importlib.metadata.PackageNotFoundError:  # a source tree on sys.path
-        version = "unknown"
+    from . import __version__  # noqa: PLC0415 - the package's, set after this module loads
+
     lines = [
         "% --- References for this use of redundax (redundax.citation) ---",
         "% The library:",
-        _REDUNDAX.format(version=version),
+        _REDUNDAX.format(version=__version__),
     ]
     for key in _papers(used):
         why, bib = _PAPERS[key]
