@@ -19,7 +19,7 @@ then all timed in 15 rounds, each round running every piece once; every iteratio
 nudges the piece's inputs by 1e-300 × the previous output, so nothing is hoisted out of
 the loop — the "loop overhead" row is the harness alone):
 
-- `rhs`: `redundax._simulate._vector_field`, what Diffrax integrates (terms + the
+- `rhs`: `redundax._integration._vector_field`, what Diffrax integrates (terms + the
   drift control's Baumgarte Γ + `method.acceleration`);
 - `assembly`: `method.terms` (C, b, Γ, Φ, M, F, C q̇ + b by autodiff) + Baumgarte Γ;
 - `linear algebra`: `method.acceleration` on given terms; and inside it, re-implemented
@@ -90,7 +90,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import redundax as rx
-from redundax._simulate import _monitored, _vector_field
+from redundax._integration import _monitored, _vector_field
 from redundax._singularity import THRESHOLD, Watch, step_pivot_sines, step_sigma
 from redundax._step_projection import StepProjection
 from redundax.methods import specialise

@@ -1,7 +1,5 @@
 """redundax: differentiable dynamics of redundantly constrained multibody systems."""
 
-import importlib.metadata as _metadata
-
 import jax as _jax
 
 # Results a user sees are float64 by default (the seed papers' numbers need it).
@@ -204,11 +202,7 @@ from .methods import (
     weighted_multipliers as weighted_multipliers,
 )
 
-# One version number, pyproject.toml's (as installed).
-try:
-    __version__ = _metadata.version("redundax")
-except _metadata.PackageNotFoundError:  # a source tree put on sys.path by hand
-    __version__ = "0+unknown"
+from ._version import __version__ as __version__
 from . import models as models
 from .io._mujoco import (
     UnmappedElementWarning as UnmappedElementWarning,

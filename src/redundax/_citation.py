@@ -1,6 +1,16 @@
 """What to cite for a piece of work done with redundax: the library and the papers
 behind the methods a run used (as `diffrax.citation()` does for its solvers)."""
 
+from ._bodies import SpatialBodies
+from ._compliant_stepping import GonzalezTrajectory
+from ._drift_control import Baumgarte
+from ._integration import Trajectory
+from ._model import Model
+from ._step_projection import StepProjection
+from ._version import __version__
+from .joint_coordinates import JointModel, JointTrajectory
+from .methods import AbstractRedundancyMethod, uses_block_solver
+
 _REDUNDAX = """\
 @software{{redundax,
   title = {{redundax: differentiable dynamics of redundantly constrained multibody
@@ -107,15 +117,6 @@ _PAPERS = {
 
 def _papers(used) -> list[str]:
     """The keys of `_PAPERS` behind the objects `used` (and what they hold)."""
-    from ._bodies import SpatialBodies
-    from ._compliant_stepping import GonzalezTrajectory
-    from ._drift_control import Baumgarte
-    from ._model import Model
-    from ._simulate import Trajectory
-    from ._step_projection import StepProjection
-    from .joint_coordinates import JointModel, JointTrajectory
-    from .methods import AbstractRedundancyMethod, uses_block_solver
-
     keys = ["wojtyra2013"]  # every Structure holds its verdicts
 
     def add(*names):
@@ -167,8 +168,6 @@ def citation(*used) -> str:
         rx.citation(traj, rx.NullSpace())
         ```
     """
-    from . import __version__  # noqa: PLC0415 - the package's, set after this module loads
-
     lines = [
         "% --- References for this use of redundax (redundax.citation) ---",
         "% The library:",

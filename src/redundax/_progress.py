@@ -21,7 +21,7 @@ from diffrax._term import WrapTerm
 from jaxtyping import Array, Bool, Float, Int, PyTree
 
 from ._saving import save_at, saved_states
-from ._simulate import _logs, _monitored, _trajectory, _vector_field
+from ._integration import _logs, _monitored, _trajectory, _vector_field
 from ._validation import host_values
 from ._validity import left_event
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from .._assembly import constraint_matrix
 from .._drift_control import AbstractDriftControl
-from .._simulate import Tolerances
+from .._integration import Tolerances
 from .._singularity import THRESHOLD
 from .._step_projection import StepProjection
 from .._validation import host_values
