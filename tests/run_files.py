@@ -55,7 +55,10 @@ cache; and building a model compiles no program (0.7-2.4 s per process before).
 2026-11-28, 42 files (short files in two processes, test_generated alone; the
 heaviest tests compile one program where they compiled two): all pass in 910 s wall
 (15:10), empty cache, this machine otherwise idle — still above what CI allows with
-its set-up.
+its set-up. Later that day (43 files, idle, a fresh clone with Python 3.11): 841 s of tests,
+14:38 wall with the set-up; with Python 3.12 and 3.13 (jax 0.12.0.1, whose XLA no longer
+has the older emitters) 1,108 and 1,202 s of tests, 19:00 and 20:40 wall. `-- --durations=N`
+prints each file's slowest tests.
 
 Files that compile the same programs share a process (`TOGETHER`): the joint
 coordinates' two files build the same joint models, structures and DCA programs
