@@ -45,6 +45,11 @@ def test_the_papers_follow_what_a_run_used(capsys):
     assert _keys(rx.citation(joint, joint))[2:] == ["pekal_dca_uniqueness", "featherstone1999dca"]
     twin = models.spatial_twin(mech).build()
     assert _keys(rx.citation(twin, model))[2:] == ["kraus2001natural"]
+    # A trajectory says what drift control it ran with (the default: the projection
+    # after every step with Baumgarte's terms between).
+    pendulum = models.pendulum()
+    run = rx.simulate(pendulum.build(), pendulum.initial_state(), 0.05, n_save=2)
+    assert _keys(rx.citation(run))[2:] == ["hairer2006geometric", "baumgarte1972stabilization"]
     text = rx.citation(joint, twin, rx.StepProjection())
     assert _balanced(text) and len(_keys(text)) == 7
 

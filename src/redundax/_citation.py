@@ -125,6 +125,8 @@ def _papers(used) -> list[str]:
     def visit(obj):
         if isinstance(obj, (JointModel, JointTrajectory)):
             add("pekal", "featherstone1999")
+        if isinstance(obj, JointTrajectory):
+            visit(obj.drift_control)  # its Baumgarte terms, or None
         if isinstance(obj, GonzalezTrajectory):
             add("gonzalez2011")
         if isinstance(obj, Model) and isinstance(obj.bodies, SpatialBodies):
@@ -143,8 +145,6 @@ def _papers(used) -> list[str]:
             visit(obj.drift_control)
             if obj.active_set is not None:  # a partitioning method's run
                 add("kraus2001")
-        if isinstance(obj, JointTrajectory) and getattr(obj, "drift_control", None) is not None:
-            visit(obj.drift_control)
 
     for obj in used:
         visit(obj)
