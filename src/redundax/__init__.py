@@ -44,8 +44,8 @@ from ._closure import (
 )
 from ._compliant_stepping import (
     Compliance as Compliance,
+    GonzalezStepper as GonzalezStepper,
     GonzalezTrajectory as GonzalezTrajectory,
-    simulate_gonzalez as simulate_gonzalez,
 )
 from ._drift_control import (
     AS_SIMULATED as AS_SIMULATED,
@@ -102,13 +102,20 @@ from ._reactions import (
     reaction_history as reaction_history,
     reactions as reactions,
 )
+from ._integration import AbstractTrajectory as AbstractTrajectory
+from ._options import (
+    CheckInitial as CheckInitial,
+    ProjectInitial as ProjectInitial,
+    SaveAt as SaveAt,
+    Singularities as Singularities,
+)
+from ._run import simulate as simulate
 from ._simulate import (
     SingularPassageWarning as SingularPassageWarning,
     Trajectory as Trajectory,
     default_controller as default_controller,
     default_drift_control as default_drift_control,
     default_solver as default_solver,
-    simulate as simulate,
 )
 from ._singularity import (
     SingularityLog as SingularityLog,
@@ -180,7 +187,6 @@ from .joint_coordinates import (
     joint_space_terms as joint_space_terms,
     joint_uniqueness as joint_uniqueness,
     project_joint_state as project_joint_state,
-    simulate_joint as simulate_joint,
     to_absolute_state as to_absolute_state,
     to_joint_state as to_joint_state,
 )

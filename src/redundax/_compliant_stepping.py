@@ -27,7 +27,7 @@ as zero at the start of every step (a viscous row c λ = (h + τ) Ψ v₊).
   S = A M⁻¹ Aᵀ + C̄ and ṽ = v + h M⁻¹ F. S is positive definite, so μ is unique,
   whenever the rows of zero compliance are linearly independent, in particular
   for every c > 0 even when A is rank-deficient (redundant constraints).
-- With c = 0 on dependent rows S is singular; `simulate_gonzalez` refuses this at
+- With c = 0 on dependent rows S is singular; `simulate` refuses this at
   the edge rather than regularise silently: give those rows a compliance > 0, which
   is a regularisation with a physical meaning (the projection does not help: it
   acts after the step, whose matrix is the singular one).
@@ -52,6 +52,7 @@ from ._assembly import (
     velocity_bias,
 )
 from ._drift_control import weighted_pinv_step
+from ._integration import AbstractTrajectory
 from ._model import Model, State
 from ._qr import DECISION_RTOL, independent_rows, pivoted_qr
 from ._validation import host_values, known
@@ -160,9 +161,55 @@ class Compliance(eqx.Module):
         return cls(arrays[0], arrays[1])
 
 
-class GonzalezTrajectory(eqx.Module):
-    """A motion computed by [`simulate_gonzalez`][], sampled every `save_every`
-    steps.
+class GonzalezStepper(eqx.Module):
+    """González et al.'s compliant semi-implicit Euler scheme (2011, Eq. 1) as the
+    `solver` of [`redundax.simulate`][]: fixed steps of `h` [s], the constraints
+    as stiff springs of [`Compliance`][] `compliance` (default: rigid), optionally
+    followed by a projection of positions and velocities onto the constraints
+    (Eqs. 2–3). Returns a [`GonzalezTrajectory`][].
+
+    - `h`: step size [s]; the run's length must be a whole number of steps.
+    - `compliance`: per-row compliance and damping time; rows of zero compliance
+      must be linearly independent (a redundant rigid row is refused by name).
+    - `projection`: after each step, project q onto Φ = 0 by q ← q − W Φ(q), then
+      v ← v − W (C v + b), W = L⁻¹ (A L⁻¹)⁺, M = Lᵀ L, with ranks decided once at
+      the initial state by pivoted QR.
+    - `projection_tol`: stop iterating when max |Φ| ≤ this [m, rad];
+      `max_projection_iterations`: the iteration's fixed length (masked after
+      convergence, so the loop is reverse-differentiable).
+
+    All fields but `compliance` are static (Python numbers).
+
+    !!! example
+        ```python
+        stepper = rx.GonzalezStepper(h=1e-3, compliance=rx.Compliance(1e-9))
+        ```
+    """
+
+    h: float = eqx.field(static=True, default=1e-2)
+    compliance: Compliance | None = None
+    projection: bool = eqx.field(static=True, default=False)
+    projection_tol: float = eqx.field(static=True, default=1e-12)
+    max_projection_iterations: int = eqx.field(static=True, default=8)
+
+    def __check_init__(self):
+        problems = []
+        if not (isinstance(self.h, float | int) and self.h > 0.0):
+            problems.append(f"field 'h': the step size must be a number > 0, got {self.h!r}")
+        if isinstance(self.max_projection_iterations, bool) or not (
+            isinstance(self.max_projection_iterations, int) and self.max_projection_iterations >= 1
+        ):
+            problems.append(
+                "field 'max_projection_iterations': expected an integer ≥ 1, got "
+                f"{self.max_projection_iterations!r}"
+            )
+        if problems:
+            raise ValueError("GonzalezStepper " + "; ".join(problems))
+
+
+class GonzalezTrajectory(AbstractTrajectory):
+    """A motion computed by [`GonzalezStepper`][] (through
+    [`redundax.simulate`][]), sampled every `save_every` steps.
 
     - `ts` (T,), `q`, `qd` (T, nq): saved states.
     - `position_violation` (T,): max |Φ| [m or rad] at each saved time.
@@ -186,10 +233,6 @@ class GonzalezTrajectory(eqx.Module):
     multipliers: Float[Array, "T nc"]
     projection_converged: Bool[Array, ""]
     num_steps: Int[Array, ""]
-
-    def state(self, k: int) -> State:
-        """The saved state number `k`."""
-        return State(self.ts[k], self.q[k], self.qd[k])
 
 
 def _step(model: Model, G, c, tau, h: float, q, v, t):
@@ -308,7 +351,7 @@ def _simulate_gonzalez(
     q = eqx.error_if(
         q,
         ~jnp.all(jnp.isfinite(q)),
-        "simulate_gonzalez: non-finite state. If rows with zero compliance are redundant "
+        "simulate (GonzalezStepper): non-finite state. If rows with zero compliance are redundant "
         "(linearly dependent), the step matrix A M⁻¹ Aᵀ + C̄ is singular: give them a "
         "compliance > 0; otherwise reduce h.",
     )
@@ -339,7 +382,7 @@ def _raise_if_rigid_redundant(model: Model, state0: State, c: np.ndarray) -> Non
         return
     names = [p.name for p in model.pairs if set(p.rows) & set(rigid.tolist())]
     raise ValueError(
-        "simulate_gonzalez field 'compliance': the rows with zero compliance (pairs "
+        "simulate (GonzalezStepper) field 'compliance': the rows with zero compliance (pairs "
         f"{', '.join(map(repr, names))}) are linearly dependent at state0 (redundant "
         "constraints), so the step matrix A M⁻¹ Aᵀ + C̄ is singular and the multipliers "
         "are not determined. Give the redundant pairs a compliance > 0, e.g. "
@@ -411,7 +454,7 @@ def simulate_gonzalez(
     !!! example
         ```python
         model, s0 = mech.build(), mech.initial_state()
-        traj = rx.simulate_gonzalez(model, s0, 5.0, h=1e-3, compliance=rx.Compliance(1e-9))
+        traj = rx.simulate(model, s0, 5.0, solver=rx.GonzalezStepper(h=1e-3, compliance=rx.Compliance(1e-9)))
         traj.position_violation.max()
         ```
     """
@@ -421,20 +464,20 @@ def simulate_gonzalez(
     if not t1 > 0.0:
         problems.append(f"field 't1': the final time must be > 0, got {t1}")
     if problems:
-        raise ValueError("simulate_gonzalez: " + "; ".join(problems))
+        raise ValueError("simulate (GonzalezStepper): " + "; ".join(problems))
     n_steps = round(float(t1) / float(h))
     if n_steps < 1 or abs(n_steps * float(h) - float(t1)) > 1e-9 * float(t1):
         raise ValueError(
-            f"simulate_gonzalez field 't1': must be a whole number of steps h = {h}, got {t1}"
+            f"simulate (GonzalezStepper) field 't1': must be a whole number of steps h = {h}, got {t1}"
         )
     if int(save_every) < 1 or n_steps % int(save_every):
         raise ValueError(
-            f"simulate_gonzalez field 'save_every': must be ≥ 1 and divide the number of "
+            f"simulate (GonzalezStepper) field 'save_every': must be ≥ 1 and divide the number of "
             f"steps round(t1 / h) = {n_steps}, got {save_every}"
         )
     if int(max_projection_iterations) < 1:
         raise ValueError(
-            "simulate_gonzalez field 'max_projection_iterations': must be ≥ 1, got "
+            "simulate (GonzalezStepper) field 'max_projection_iterations': must be ≥ 1, got "
             f"{max_projection_iterations}"
         )
     compliance = Compliance() if compliance is None else compliance
@@ -443,7 +486,7 @@ def simulate_gonzalez(
         shape = getattr(compliance, name).shape
         if shape not in ((), (nc,)):
             raise ValueError(
-                f"simulate_gonzalez field 'compliance.{name}': expected a scalar or one "
+                f"simulate (GonzalezStepper) field 'compliance.{name}': expected a scalar or one "
                 f"value per constraint row (m + h = {nc}), got shape {shape}"
             )
     if known(model, state0, compliance.compliance):

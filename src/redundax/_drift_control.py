@@ -180,7 +180,7 @@ class Projection(AbstractDriftControl):
     As a drift control of `simulate` it projects at every saved time and adds
     `baumgarte`'s terms to Γ between them (default `Baumgarte()`; None for the
     projection alone). Called directly, `Projection()(model, q, qd, t)` projects
-    one state (e.g. `simulate(initial_projection=...)`).
+    one state (e.g. `simulate(initial=rx.ProjectInitial(...))`).
 
     `iterations` is a fixed count (so the projection is differentiable); the
     ranks of Φ_q and C are taken at the configuration being projected unless

@@ -29,8 +29,35 @@ class Tolerances(eqx.Module):
     saved: Float[Array, ""]
 
 
-class Trajectory(eqx.Module):
-    """A simulated motion, sampled at `ts`.
+class AbstractTrajectory(eqx.Module):
+    """What every run of [`redundax.simulate`][] returns: the saved states and their
+    diagnostics. [`Trajectory`][redundax.Trajectory] (absolute coordinates),
+    [`JointTrajectory`][redundax.JointTrajectory] (joint coordinates, with the
+    absolute states) and [`GonzalezTrajectory`][redundax.GonzalezTrajectory] (the
+    compliant stepper, with its multipliers) add what their runs know.
+
+    - `ts` (T,), `q`, `qd` (T, n): saved states in the model's coordinates.
+    - `position_violation` (T,): max |Φ| [m or rad] at each saved time.
+    - `velocity_violation` (T,): max |C q̇ + b| (holonomic and Pfaffian rows).
+    - `energy` (T,): kinetic + potential energy [J].
+    - `num_steps`: integrator steps taken.
+    """
+
+    ts: eqx.AbstractVar[Float[Array, " T"]]
+    q: eqx.AbstractVar[Float[Array, "T n"]]
+    qd: eqx.AbstractVar[Float[Array, "T n"]]
+    position_violation: eqx.AbstractVar[Float[Array, " T"]]
+    velocity_violation: eqx.AbstractVar[Float[Array, " T"]]
+    energy: eqx.AbstractVar[Float[Array, " T"]]
+    num_steps: eqx.AbstractVar[Int[Array, ""]]
+
+    def state(self, k: int) -> State:
+        """The saved state number `k` (in the model's coordinates)."""
+        return State(self.ts[k], self.q[k], self.qd[k])
+
+
+class Trajectory(AbstractTrajectory):
+    """A simulated motion in absolute coordinates, sampled at `ts`.
 
     - `ts` (T,), `q`, `qd` (T, nq): saved states.
     - `position_violation` (T,): max |Φ| [m or rad] at each saved time.
@@ -56,7 +83,7 @@ class Trajectory(eqx.Module):
       configurations passed and the rank changes
       ([`SingularityLog`][redundax.SingularityLog]; read it with
       [`singularity_report`][redundax.singularity_report]); None when the run
-      was not monitored (`monitor_singularities=False`, or no constraints).
+      was not monitored (`monitor=None`, or no constraints).
     - `valid` (T,): per saved state, whether the motion is the mechanism's there:
       reached by the integration and on its constraints within what the drift
       control promises (see [`ConstraintsLeftError`][redundax.ConstraintsLeftError]
@@ -91,10 +118,6 @@ class Trajectory(eqx.Module):
     left_at: Float[Array, ""] | None = None
     left_violation: Float[Array, ""] | None = None
     tolerances: Tolerances | None = None
-
-    def state(self, k: int) -> State:
-        """The saved state number `k`."""
-        return State(self.ts[k], self.q[k], self.qd[k])
 
     def until_valid(self) -> "Trajectory":
         """The trajectory cut after its last valid saved state (host-side, on

@@ -242,13 +242,13 @@ def in_segments(
         raise ValueError(
             "simulate field 'progress': reports on the host need concrete inputs; "
             "it cannot be used under jax.jit, jax.vmap or jax.grad (pass "
-            "progress_meter= there)"
+            "a diffrax progress meter there)"
         )
     if drift.projects:
         raise ValueError(
             f"simulate field 'progress': the drift control {type(drift).__name__} "
             "projects at saved times, which a run in segments does not do; use "
-            "rx.StepProjection() (the default) or pass progress_meter= instead"
+            "rx.StepProjection() (the default) or pass a diffrax progress meter instead"
         )
     common = (model, saved_times, structure, method)
     run = progress.call(_begin, *common, solver, controller, drift, watch, y0)

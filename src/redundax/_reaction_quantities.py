@@ -408,7 +408,7 @@ def _trapezoid_weights(ts: Float[Array, " T"]) -> Float[Array, " T"]:
     """w with Σ_k w_k f(t_k) the trapezoid rule over the saved times."""
     if ts.shape[0] < 2:
         raise ValueError(
-            "a trajectory functional needs at least two saved states (simulate with n_save ≥ 2)"
+            "a trajectory functional needs at least two saved states (simulate with saveat=rx.SaveAt(n=...) of n ≥ 2)"
         )
     dt = jnp.diff(ts)
     zero = jnp.zeros(1)

@@ -11,7 +11,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from ._assembly import position_residual, raise_if_inconsistent, velocity_residual
-from ._drift_control import AbstractDriftControl, Baumgarte, Projection, drift_control_of
+from ._drift_control import AbstractDriftControl, Baumgarte, Projection
 from ._errors import ModelError
 from ._integration import (
     Tolerances,
@@ -24,7 +24,7 @@ from ._integration import (
 )
 from ._model import Model, State
 from ._progress import Progress, in_segments
-from ._singularity import MEASURES, THRESHOLD, Watch, singularity_report
+from ._singularity import Watch, singularity_report
 from ._step_projection import StepProjection
 from ._structure import Structure, decide
 from ._validation import check_vector, host_values
@@ -68,12 +68,6 @@ def _initial_state(model: Model, state0: State, initial_projection):
         position_residual(model, q1, t0),
         velocity_residual(model, q1, qd1, t0),
     )
-
-
-PROJECTED_TOL = 1e-6
-"""The largest constraint residual accepted after the initial projection: its
-Gauss–Newton steps converge quadratically, so a state left further off lies where
-no configuration satisfies the constraints (the mechanism cannot be assembled)."""
 
 
 def raise_if_not_projected(model: Model, phi, vel, tol: float) -> None:
@@ -262,9 +256,6 @@ def _simulate(
     )
 
 
-_UNSET = object()
-
-
 class _Times(eqx.Module):
     """Save times as a static (hashable) value."""
 
@@ -317,6 +308,25 @@ def default_drift_control(method: AbstractRedundancyMethod) -> AbstractDriftCont
     return StepProjection()
 
 
+def completed_controller(
+    model: Model, controller: diffrax.PIDController, t0, t1
+) -> diffrax.AbstractStepSizeController:
+    """A `PIDController` given to `simulate`, stepping onto the knots of the
+    prescribed motions, and with no step shorter than `STALL_STEP` (t1 − t0) when
+    its `dtmin` is unset (see [`default_controller`][])."""
+    if controller.dtmin is None:
+        controller = eqx.tree_at(
+            lambda c: (c.dtmin, c.force_dtmin),
+            controller,
+            (STALL_STEP * (t1 - t0), False),
+            is_leaf=lambda x: x is None,
+        )
+    knots = breakpoints(model)
+    if knots.shape[0]:
+        controller = diffrax.ClipStepSizeController(controller, step_ts=knots)
+    return controller
+
+
 def default_controller(
     model: Model, rtol: float, atol: float, t0=None, t1=None
 ) -> diffrax.AbstractStepSizeController:
@@ -335,132 +345,33 @@ def default_controller(
     return controller
 
 
-def simulate(
+def simulate_absolute(
     model: Model,
     state0: State,
     t1: float,
     *,
-    structure: Structure | None = None,
-    method: AbstractRedundancyMethod = NullSpace(),
-    solver: diffrax.AbstractSolver | None = None,
-    stepsize_controller: diffrax.AbstractStepSizeController | None = None,
-    rtol: float = 1e-8,
-    atol: float = 1e-10,
-    drift_control: AbstractDriftControl | None = None,
-    initial_projection: Projection | None = None,
-    consistency_tol: float = 1e-8,
-    n_save: int = 201,
-    ts: Float[ArrayLike, " T"] | None = None,
-    max_steps: int = 100_000,
-    throw: bool = True,
-    progress_meter: diffrax.AbstractProgressMeter = diffrax.NoProgressMeter(),
-    monitor_singularities: bool | str = True,
-    singular_threshold: float = THRESHOLD,
-    progress: Progress | None = None,
-    stabilisation=_UNSET,
-    projection=_UNSET,
+    structure: Structure | None,
+    method: AbstractRedundancyMethod,
+    solver: diffrax.AbstractSolver | None,
+    stepsize_controller: diffrax.AbstractStepSizeController | None,
+    rtol: float,
+    atol: float,
+    drift_control: AbstractDriftControl | None,
+    initial_projection: Projection | None,
+    consistency_tol: float,
+    n_save: int,
+    ts: Float[ArrayLike, " T"] | None,
+    max_steps: int,
+    throw: bool,
+    progress_meter: diffrax.AbstractProgressMeter,
+    monitor,
+    progress: Progress | None,
 ) -> Trajectory:
-    """Integrate the equations of motion from `state0` to `t1`.
-
-    **Arguments:**
-
-    - `model`: the mechanism; `state0`: its initial [`State`][] (t, q, q̇).
-    - `t1`: final time [s].
-    - `structure`: the mechanism's [`Structure`][]; default: [`decide`][] at the
-      initial state (after `initial_projection`). Every discrete decision of the
-      run (the rank of C, the null-space method's path) is read from it.
-    - `method`: how redundant constraints are handled (default [`NullSpace`][]).
-    - `solver`: any Diffrax ODE solver; default [`default_solver`][]`(rtol)`:
-      `diffrax.Dopri8()` when `rtol < 1e-6`, else `diffrax.Tsit5()`. Implicit ones
-      such as `diffrax.Kvaerno5()` work too.
-    - `stepsize_controller`: any Diffrax step-size controller; default
-      [`default_controller`][]`(model, rtol, atol, t0, t1)`: a PID controller that
-      steps onto the knots of the prescribed motions and takes no step shorter
-      than 1e-9 of the run's length (a run that needs one stops there, where the
-      motion cannot go on: judged as leaving its constraints). A controller of
-      your own runs to `max_steps` there instead.
-    - `rtol`, `atol`: tolerances of the default controller (and the default
-      solver's choice).
-    - `drift_control`: how the state is kept on the constraint manifold; default
-      [`default_drift_control`][]`(method)`: [`StepProjection`][]`()`, a projection
-      after every integrator step (what keeps a closed chain on its branch through
-      its singular configurations), for the penalty method [`Baumgarte`][]`()`.
-      Others: `Baumgarte()` terms in Γ alone (α = β = 10 /s);
-      [`Projection`][]`()` at every saved time (positions then velocities, with
-      the structure's ranks) with Baumgarte terms between saves;
-      `Projection(baumgarte=None)`; or [`NoDriftControl`][]`()`.
-    - `initial_projection`: project `state0` first (the correction is reported in
-      `Trajectory.initial_correction`; a state the projection cannot bring within
-      `PROJECTED_TOL` of the constraints, as one where the mechanism cannot be
-      assembled, is refused); if None, an inconsistent `state0` is refused.
-    - `consistency_tol`: the largest constraint residual accepted in `state0`.
-    - `n_save` / `ts`: save times (default: `n_save` equally spaced in [t0, t1]).
-    - `max_steps`: as in `diffrax.diffeqsolve`.
-    - `throw`: raise when the run fails: [`ConstraintsLeftError`][] where the motion
-      left its constraints or cannot go on, `RuntimeError` with Diffrax's reason
-      where the integration stopped for another (`max_steps`); under `jax.jit` and
-      friends the program stops with the same meaning. With `throw=False` the
-      trajectory says it (`result`, `valid`, `left_at`).
-    - `progress_meter`: a Diffrax progress meter (e.g. `diffrax.TextProgressMeter()`),
-      used when the drift control does not project (with a projection the solve
-      runs save interval by save interval).
-    - `monitor_singularities`: record after every integrator step how far C is
-      from losing rank, every singular configuration passed and every rank change
-      of C (`Trajectory.singularities`, read by [`singularity_report`][]). True
-      (default): where the method uses the block solver, the r-th largest pivot
-      sine of the block elimination of C Cᵀ (`"pivots"`: linear in the number of
-      bodies, as the solver), else σ_r/σ_1 by a singular value decomposition of
-      the dense C per step (`"singular_values"`: O(n³)); either by name; False: no
-      record. A passage met with a drift control that does not project after
-      every step gives a [`SingularPassageWarning`][] (the motion may have left
-      its branch).
-    - `singular_threshold`: a local minimum of the measure is a passage when below
-      this fraction of its largest value in the run (default 0.1).
-    - `progress`: a [`Progress`][] to report to on the host while the run goes
-      on: the run then integrates in segments of `progress.steps` integrator
-      steps, each resuming Diffrax's solver and step-size state where the last
-      stopped, so it makes the steps of the run in one piece; its compiled
-      programs have no host callback, so JAX's persistent compilation cache keeps
-      them (a `progress_meter`'s cannot be kept). Eager only (not under `jax.jit`,
-      `vmap` or `grad`), with a drift control that does not project at saved times,
-      and the limit `max_steps` checked after each segment.
-    - `stabilisation`, `projection`: deprecated (a `DeprecationWarning`); the
-      drift control they stand for is built by [`drift_control_of`][].
-
-    **Returns:** a [`Trajectory`][] (with the `structure` it used).
-
-    **Raises:** `ValueError` naming the violated pairs when `state0` is inconsistent
-    and `initial_projection` is None, and `ValueError` when `state0` is a singular
-    configuration for a method of the null-space family (which relies on the rank
-    decided there). Both are checked on concrete inputs (outside `jax.jit`).
-
-    The numerics are the same eagerly and under `jax.jit`, `jax.vmap` (over states
-    or models) and `jax.grad` (reverse mode through Diffrax's checkpointed adjoint).
-
-    !!! example
-        ```python
-        traj = rx.simulate(model, state0, 10.0, rtol=1e-10, atol=1e-12)
-        traj.position_violation.max()
-        ```
-    """
-    if stabilisation is not _UNSET or projection is not _UNSET:
-        warnings.warn(
-            "simulate(stabilisation=..., projection=...) is deprecated: pass "
-            "drift_control=rx.drift_control_of(stabilisation, projection), e.g. "
-            "drift_control=rx.Projection() or rx.NoDriftControl()",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        drift_control = drift_control_of(
-            Baumgarte() if stabilisation is _UNSET else stabilisation,
-            None if projection is _UNSET else projection,
-        )
+    """[`redundax.simulate`][] for an absolute-coordinate model, its options
+    unpacked: `rtol`, `atol` the controller's (the default controller's and
+    solver's choice), `initial_projection` and `consistency_tol` from `initial`,
+    `n_save` and `ts` from `saveat`, `monitor` a `Singularities` or None."""
     _check_arguments(model, state0, t1, n_save, ts, max_steps, rtol, atol, method)
-    if not isinstance(monitor_singularities, bool) and monitor_singularities not in MEASURES:
-        raise ValueError(
-            f"simulate field 'monitor_singularities': expected True, False, "
-            f"'singular_values' or 'pivots', got {monitor_singularities!r}"
-        )
     if drift_control is None:
         drift_control = default_drift_control(method)
     if not isinstance(drift_control, AbstractDriftControl):
@@ -477,7 +388,7 @@ def simulate(
     if residuals is not None and initial_projection is None:
         raise_if_inconsistent(model, *residuals, consistency_tol)
     elif residuals is not None:
-        raise_if_not_projected(model, *residuals, max(consistency_tol, PROJECTED_TOL))
+        raise_if_not_projected(model, *residuals, consistency_tol)
     if structure is None:
         structure = decide(model, q0, state0.t)
     if isinstance(method, AbstractNullSpaceMethod) and model.n_constraints:
@@ -495,15 +406,13 @@ def simulate(
         solver = default_solver(rtol)
     if stepsize_controller is None:
         stepsize_controller = default_controller(model, rtol, atol, state0.t, ts[-1])
+    elif isinstance(stepsize_controller, diffrax.PIDController):
+        stepsize_controller = completed_controller(model, stepsize_controller, state0.t, ts[-1])
     method = specialise(method, structure, model)
-    measure = singularity_measure(monitor_singularities, method)
-    watch = None if measure is None else Watch(singular_threshold, measure)
-    if stepsize_controller is None:
-        controller_rtol = rtol
-    else:
-        controller_rtol = getattr(stepsize_controller, "rtol", None)
+    measure = singularity_measure(monitor, method)
+    watch = None if measure is None else Watch(monitor.threshold, measure)
     drift_control = drift_control.prepare(method, structure)
-    tol = tolerances(drift_control, q0, host_number(controller_rtol))
+    tol = tolerances(drift_control, q0, host_number(rtol))
     if progress is not None:
 
         trajectory = in_segments(
@@ -699,14 +608,17 @@ def _check_arguments(model: Model, state0: State, t1, n_save, ts, max_steps, rto
         refuse(f"ts[-1] = {saved[-1]} differs from t1 = {t1}: the run ends at t1")
 
 
-def singularity_measure(monitor: bool | str, method) -> str | None:
-    """What `simulate(monitor_singularities=monitor)` measures with `method`
-    (specialised): True: `"pivots"` where the method uses the block solver (linear
-    in the number of bodies, as the solver), else `"singular_values"`; a measure by
-    name; False: None."""
-    if monitor is True:
+def singularity_measure(monitor, method) -> str | None:
+    """What `simulate(monitor=monitor)` measures with `method` (specialised): a
+    [`Singularities`][redundax.Singularities] without a measure: `"pivots"` where
+    the method uses the block solver (linear in the number of bodies, as the
+    solver), else `"singular_values"`; its measure where it names one; None
+    (`monitor=None`): nothing."""
+    if monitor is None:
+        return None
+    if monitor.measure is None:
         return "pivots" if uses_block_solver(method) else "singular_values"
-    return None if monitor is False else monitor
+    return monitor.measure
 
 
 _MEASURE_NAMES = {"singular_values": "sigma_r/sigma_1", "pivots": "pivot sine"}

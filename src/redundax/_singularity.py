@@ -45,7 +45,7 @@ Two measures of how far C is from losing rank (`SingularityLog.measure`):
   step ends; the dense SVD takes 14× the block solver's step at 64 loops.
 
 `simulate` takes "pivots" where the run's method uses the block solver and
-"singular_values" elsewhere (`monitor_singularities`).
+"singular_values" elsewhere ([`redundax.Singularities`][]).
 """
 
 import dataclasses

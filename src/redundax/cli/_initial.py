@@ -5,7 +5,8 @@ constraints first when its `[simulation]` table says `initial = "project"`, as
 import numpy as np
 
 from .. import Model, State
-from .._simulate import PROJECTED_TOL, _initial_state, raise_if_not_projected
+from .._options import initial_projection
+from .._simulate import _initial_state, raise_if_not_projected
 from ..io.config import Config
 from ._programs import cached_call
 
@@ -23,10 +24,8 @@ def check_projected(config: Config, residuals) -> None:
     not bring onto the constraints (`ModelError`: "the initial state could not be
     projected ..."); nothing without an initial projection (the loader refused an
     inconsistent state then)."""
-    if config.simulation.initial_projection is not None:
-        raise_if_not_projected(
-            config.model, *residuals, max(config.consistency_tolerance, PROJECTED_TOL)
-        )
+    if initial_projection(config.simulation.initial) is not None:
+        raise_if_not_projected(config.model, *residuals, config.simulation.initial.tol)
 
 
 def initial_state(cache, config: Config) -> tuple[State, list[float]]:
@@ -34,7 +33,7 @@ def initial_state(cache, config: Config) -> tuple[State, list[float]]:
     and max |Δq|, |Δq̇| of its projection (`[0.0, 0.0]` without one)."""
     state = config.state
     q, qd, correction, residuals = cached_call(
-        cache, _start, config.model, state, config.simulation.initial_projection
+        cache, _start, config.model, state, initial_projection(config.simulation.initial)
     )
     check_projected(config, residuals)
     return State(state.t, q, qd), [float(x) for x in np.asarray(correction)]

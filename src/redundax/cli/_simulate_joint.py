@@ -28,10 +28,12 @@ import jax
 import numpy as np
 
 from .. import ModelError, State
+from .._run import simulate
 from .._progress import Progress
 from .._drift_control import Projection
 from .._rank_history import rank_history, singular_instants
-from .._simulate import PROJECTED_TOL, _initial_state, raise_if_not_projected
+from .._options import initial_projection
+from .._simulate import _initial_state, raise_if_not_projected
 from .._singularity import THRESHOLD
 from ..io.config import Config, SimulationOptions
 from ..io.results import component_labels, write_run
@@ -43,7 +45,6 @@ from ..joint_coordinates import (
     joint_model,
     joint_reaction_history,
     joint_uniqueness,
-    simulate_joint,
     to_joint_state,
 )
 from ..joint_coordinates._reactions import METHOD
@@ -72,12 +73,14 @@ def _start(config: Config, options: SimulationOptions) -> tuple[State, list[floa
     `redundax simulate` refuses it when the projection could not assemble it) and
     the size of the projection's correction."""
     state = config.state
-    if options.initial_projection is None:
+    if initial_projection(options.initial) is None:
         return state, [0.0, 0.0]
-    q, qd, correction, phi, vel = _initial_state(config.model, state, options.initial_projection)
+    q, qd, correction, phi, vel = _initial_state(
+        config.model, state, initial_projection(options.initial)
+    )
     if not (np.all(np.isfinite(np.asarray(q))) and np.all(np.isfinite(np.asarray(qd)))):
         _refuse_weightless(config)
-    raise_if_not_projected(config.model, phi, vel, max(config.consistency_tolerance, PROJECTED_TOL))
+    raise_if_not_projected(config.model, phi, vel, options.initial.tol)
     return State(state.t, q, qd), [float(x) for x in np.asarray(correction)]
 
 
@@ -155,7 +158,7 @@ def _verdicts(model, report: JointUniquenessReport):
 
 class _Progress(Progress):
     """The progress of `redundax simulate --coordinates joint`: the run in segments
-    (`simulate_joint(progress=...)`); after each segment the heartbeat's status
+    (`simulate(jm, ..., progress=...)`); after each segment the heartbeat's status
     (`t = 3.2 s of 20 s, 512 steps`, as an absolute run's), and the bar when stderr
     is a terminal."""
 
@@ -295,14 +298,13 @@ def integrate(
         raise ModelError(f"{config.path}: {error}") from None
     structure = decide_joint(jm, jstate)
     report = joint_uniqueness(jm, structure, jstate)
-    trajectory = simulate_joint(
+    trajectory = simulate(
         jm,
         jstate,
         options.t_final,
         structure=structure,
-        n_save=options.n_save,
-        rtol=options.rtol,
-        atol=options.atol,
+        saveat=options.saveat,
+        stepsize_controller=options.stepsize_controller,
         solver=options.solver,
         drift_control=drift,
         max_steps=options.max_steps,

@@ -24,6 +24,7 @@ from .. import (
     simulate,
     singularity_report,
 )
+from .._options import Singularities, initial_projection
 from .._reactions import MEMORY_BUDGET, chunk_size
 from .._simulate import SingularPassageWarning, constraints_left_error
 from .._singularity import SingularityReport
@@ -333,7 +334,7 @@ def _integrate(
     # The decisions on the host, once, from the (projected) initial state; the
     # initial state was checked for consistency when the file was read.
     structure, residuals = cached_call(
-        cache, _decision, config.model, config.state, options.initial_projection
+        cache, _decision, config.model, config.state, initial_projection(options.initial)
     )
     # Its verdict on the Schur path, judged here on the host: the exported program
     # that computed it traced `decide` (one compiled path for the run).
@@ -344,11 +345,10 @@ def _integrate(
     keywords = options.keywords(
         structure=structure,
         method=specialise(options.method, structure, config.model),
-        consistency_tol=config.consistency_tolerance,
         throw=False,
         # The JSON's min_sigma_ratio and passages are σ_r/σ_1 (DESIGN.md), also where
         # the block solver runs (whose own default monitor reads its pivots).
-        monitor_singularities="singular_values",
+        monitor=Singularities("singular_values"),
     )
     with warnings.catch_warnings():
         # Reported below from the log, the same whether the run was cached or not.

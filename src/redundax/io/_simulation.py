@@ -7,7 +7,9 @@ from typing import Any, Final
 
 import diffrax
 
-from .._drift_control import AbstractDriftControl, Baumgarte, Projection, drift_control_of
+from .._drift_control import AbstractDriftControl, Projection, drift_control_of
+from .._options import DEFAULT_SAVES, AbstractInitial, CheckInitial, ProjectInitial, SaveAt
+from .._run import ATOL, RTOL
 from .._simulate import default_solver
 from .._step_projection import StepProjection
 from ..methods import AbstractRedundancyMethod, NullSpace
@@ -18,55 +20,60 @@ from ._schema import TYPES, Kind, parse_table
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SimulationOptions:
-    """The `[simulation]` table, checked and mapped to objects (defaults where a key
-    is absent), ready for [`redundax.simulate`][].
+    """The `[simulation]` table, checked and mapped to the objects
+    [`redundax.simulate`][] takes (defaults where a key is absent).
 
     **Attributes:**
 
     - `t_final`: end time [s] (`t_final`, default 10).
-    - `rtol`, `atol`: tolerances of the step-size controller (1e-8, 1e-10).
-    - `n_save`: number of equally spaced saved states in [0, t_final] (201).
+    - `method`: the redundancy method (`method`, default `NullSpace()`);
+      `"elimination"` is decided by [`redundax.methods.eliminate`][] at the initial
+      configuration.
+    - `solver`: the Diffrax solver (`solver`; default `diffrax.Dopri8()` when
+      rtol < 1e-6, else `diffrax.Tsit5()`, as `redundax.simulate`).
+    - `stepsize_controller`: `diffrax.PIDController(rtol, atol)` (`rtol`, `atol`:
+      1e-8, 1e-10).
+    - `drift_control`: from `stabilisation` (Baumgarte's α, β or none) and
+      `projection`: [`redundax.StepProjection`][] after every integrator step
+      (`"steps"`, the default but for the penalty method, with α = β = 1 /s
+      between unless the file gives them), [`redundax.Projection`][] at every saved
+      state (`true`), or Baumgarte's terms alone (`false`, α = β = 10 /s).
+    - `initial`: [`redundax.CheckInitial`][] (`initial = "refuse"`, the default) or
+      [`redundax.ProjectInitial`][] (`initial = "project"`).
+    - `saveat`: [`redundax.SaveAt`][]`(n=n_save)` (`n_save`, 201).
     - `max_steps`: the most integrator steps before giving up (100000).
-    - `solver`: the Diffrax solver (`solver`; default [`redundax.default_solver`][]
-      of `rtol`, as `redundax.simulate`: `diffrax.Dopri8()` when rtol < 1e-6, else
-      `diffrax.Tsit5()`).
-    - `method`: the [`redundax.AbstractRedundancyMethod`][] (`method`, default
-      `NullSpace()`); `"elimination"` is decided by [`redundax.eliminate`][] at the
-      initial configuration.
-    - `stabilisation`: `Baumgarte(alpha, beta)` or None (`stabilisation`); by
-      default α = β = 1 /s with the projection after every step, else 10 /s.
-    - `projection`: `StepProjection()` after every integrator step (`projection =
-      "steps"`, the default but for the penalty method), `Projection()` at every
-      saved state (`projection = true`), or None (`false`).
-    - `initial_projection`: `Projection()` when `initial = "project"`, None when
-      the initial state is refused unless consistent (`initial = "refuse"`).
     - `choices`: the type string chosen (or defaulted) for each of `solver`,
       `method`, `stabilisation` and `initial`, for reports.
     - `raw`: the table as written in the file (`{}` when absent).
     """
 
     t_final: float = 10.0
-    rtol: float = 1e-8
-    atol: float = 1e-10
-    n_save: int = 201
-    max_steps: int = 100_000
-    solver: diffrax.AbstractSolver = dataclasses.field(default_factory=diffrax.Dopri8)
     method: AbstractRedundancyMethod = dataclasses.field(default_factory=NullSpace)
-    stabilisation: Baumgarte | None = dataclasses.field(
-        default_factory=lambda: StepProjection().baumgarte
+    solver: diffrax.AbstractSolver = dataclasses.field(default_factory=diffrax.Dopri8)
+    stepsize_controller: diffrax.PIDController = dataclasses.field(
+        default_factory=lambda: diffrax.PIDController(rtol=1e-8, atol=1e-10)
     )
-    projection: Projection | StepProjection | None = dataclasses.field(
-        default_factory=StepProjection
-    )
-    initial_projection: Projection | None = None
+    drift_control: AbstractDriftControl = dataclasses.field(default_factory=StepProjection)
+    initial: AbstractInitial = dataclasses.field(default_factory=CheckInitial)
+    saveat: SaveAt = dataclasses.field(default_factory=lambda: SaveAt(n=201))
+    max_steps: int = 100_000
     choices: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict(SIMULATION_CHOICES))
     raw: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
-    def drift_control(self) -> AbstractDriftControl:
-        """The drift control `stabilisation` and `projection` stand for (see
-        [`redundax.drift_control_of`][])."""
-        return drift_control_of(self.stabilisation, self.projection)
+    def rtol(self) -> float:
+        """The step-size controller's relative tolerance (`rtol`)."""
+        return self.stepsize_controller.rtol
+
+    @property
+    def atol(self) -> float:
+        """The step-size controller's absolute tolerance (`atol`)."""
+        return self.stepsize_controller.atol
+
+    @property
+    def n_save(self) -> int:
+        """The number of saved states (`n_save`)."""
+        return self.saveat.n
 
     def keywords(self, **overrides: Any) -> dict[str, Any]:
         """The keyword arguments of [`redundax.simulate`][] these options stand for
@@ -77,19 +84,13 @@ class SimulationOptions:
         keywords = {
             "method": self.method,
             "solver": self.solver,
-            "rtol": self.rtol,
-            "atol": self.atol,
+            "stepsize_controller": self.stepsize_controller,
             "drift_control": self.drift_control,
-            "initial_projection": self.initial_projection,
-            "n_save": self.n_save,
+            "initial": self.initial,
+            "saveat": self.saveat,
             "max_steps": self.max_steps,
         }
-        unknown = (
-            set(overrides)
-            - set(keywords)
-            - {"structure", "throw", "progress_meter", "consistency_tol", "ts"}
-            - {"monitor_singularities"}
-        )
+        unknown = set(overrides) - set(keywords) - {"structure", "throw", "monitor", "progress"}
         if unknown:
             raise TypeError(f"SimulationOptions.keywords: unknown {', '.join(sorted(unknown))}")
         return {**keywords, **overrides}
@@ -203,7 +204,7 @@ def parse_simulation(raw: dict[str, Any], problems: list[str]) -> dict[str, Any]
         return None
     if "solver" not in raw:
         # The solver redundax.simulate takes at these tolerances: one set of defaults.
-        objects["solver"] = default_solver(values.get("rtol", SimulationOptions.rtol))
+        objects["solver"] = default_solver(values.get("rtol", RTOL))
         chosen["solver"] = type(objects["solver"]).__name__.lower()
     # Default: after every step (rx.default_drift_control), except for a method
     # whose equations carry their own drift terms (the penalty method).
@@ -219,13 +220,18 @@ def parse_simulation(raw: dict[str, Any], problems: list[str]) -> dict[str, Any]
             stabilisation = projection.baumgarte
     else:
         projection = Projection() if projection else None
+    initial = objects["initial"]
     return {
-        **values,
+        "t_final": values.get("t_final", SimulationOptions.t_final),
+        "max_steps": values.get("max_steps", SimulationOptions.max_steps),
         "solver": objects["solver"],
         "method": objects["method"],
-        "stabilisation": stabilisation,
-        "projection": projection,
-        "initial_projection": objects["initial"],
+        "stepsize_controller": diffrax.PIDController(
+            rtol=values.get("rtol", RTOL), atol=values.get("atol", ATOL)
+        ),
+        "drift_control": drift_control_of(stabilisation, projection),
+        "initial": CheckInitial() if initial is None else ProjectInitial(initial),
+        "saveat": SaveAt(n=values.get("n_save", DEFAULT_SAVES)),
         "choices": chosen,
         "raw": dict(raw),
     }

@@ -30,6 +30,7 @@ from .._assembly import CONSISTENCY_TOL, check_consistency
 from .._errors import ModelError
 from .._model import Model, State
 from .._motion import Constant
+from .._options import PROJECTED_TOL, CheckInitial, ProjectInitial
 from .._spatial_spec import RevoluteDriver3D, TranslationalDriver3D
 from .._spec import GROUND, Mechanism, RevoluteDriver, TranslationalDriver
 from ..methods import Compliant, eliminate, joint_stiffness
@@ -377,7 +378,15 @@ def load_config(path: str | os.PathLike) -> Config:
         raise ConfigError(path, _problems(err)) from None
 
     tol = options.get("consistency_tolerance", CONSISTENCY_TOL)
-    if simulation["initial_projection"] is None:
+    projecting = isinstance(simulation["initial"], ProjectInitial)
+    # The initial state is checked with the file's tolerance (after a projection,
+    # with what the projection promises at least).
+    simulation["initial"] = (
+        ProjectInitial(simulation["initial"].projection, max(tol, PROJECTED_TOL))
+        if projecting
+        else CheckInitial(tol)
+    )
+    if not projecting:
         _check_initial(
             path,
             model,
@@ -404,8 +413,8 @@ def load_config(path: str | os.PathLike) -> Config:
         # Rows are chosen where the run starts: the projected state when the file
         # asks for the projection (off the constraints, dependent rows look independent).
         q = state.q
-        if simulation["initial_projection"] is not None:
-            q, _ = simulation["initial_projection"](model, state.q, state.qd, state.t)
+        if projecting:
+            q, _ = simulation["initial"].projection(model, state.q, state.qd, state.t)
         try:
             simulation["method"] = eliminate(model, q, state.t, rows=rows.rows)
         except ValueError as err:

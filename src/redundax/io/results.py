@@ -61,7 +61,7 @@ pairs that prescribe motion (their work changes the energy) when the run came fr
 a configuration. Runs written before these entries existed lack them; [`read_run`][]
 then returns `rank` None and empty dicts.
 
-A run in joint coordinates ([`redundax.simulate_joint`][]) is written in the same
+A run in joint coordinates ([`redundax.simulate`][]) is written in the same
 layout: `q`, `q̇`, `q̈` are the absolute coordinates of the same motion, the
 reactions are the DCA's (`method` "DCA"), the verdicts and `b_norm` those of seed
 002's analysis ([`redundax.joint_uniqueness`][]: `meta["solvability"]` then has
@@ -499,7 +499,7 @@ def write_run(
     - `source`: the [`Config`][] the run came from (its name and file go into the
       metadata), or just the `Model`.
     - `trajectory`: the [`redundax.Trajectory`][] of `simulate`, or the
-      [`redundax.JointTrajectory`][] of `simulate_joint` (then pass `joint_report`).
+      [`redundax.JointTrajectory`][] of a joint-coordinate run (then pass `joint_report`).
     - `reactions`: [`redundax.Reactions`][] at every saved state, batched:
       `jax.vmap(lambda q, qd, t: reactions(model, q, qd, t, method=...))(
       trajectory.q, trajectory.qd, trajectory.ts)`.

@@ -36,7 +36,6 @@ from ._reactions import (
 from ._simulate import (
     JointTrajectory as JointTrajectory,
     project_joint_state as project_joint_state,
-    simulate_joint as simulate_joint,
 )
 from ._terms import (
     JointSpaceTerms as JointSpaceTerms,

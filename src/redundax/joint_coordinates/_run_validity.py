@@ -162,7 +162,7 @@ def reason(jm: JointModel, trajectory) -> str:
 def constraints_left_error(
     jm: JointModel,
     trajectory,
-    what: str = "simulate_joint",
+    what: str = "simulate (joint coordinates)",
     hint: str = " (throw=False returns the trajectory with JointTrajectory.valid)",
 ) -> ConstraintsLeftError:
     """The [`redundax.ConstraintsLeftError`][] of a (concrete) joint-coordinate run
@@ -201,7 +201,7 @@ def checked(jm: JointModel, trajectory, throw: bool):
     ok = bool(trajectory.result == diffrax.RESULTS.successful)
     if not (ok or bool(trajectory.left_constraints)):
         raise RuntimeError(
-            f"simulate_joint: the integration stopped at t = {float(trajectory.end.t):.6g} s "
+            f"simulate (joint coordinates): the integration stopped at t = {float(trajectory.end.t):.6g} s "
             f"after {int(trajectory.num_steps)} steps: {diffrax.RESULTS[trajectory.result]}"
         )
     if not np.all(known[0]):
@@ -216,7 +216,7 @@ def _error_if_failed(trajectory):
     arrays = eqx.error_if(
         arrays,
         ~jnp.all(trajectory.valid, axis=-1) | ~(trajectory.result == diffrax.RESULTS.successful),
-        "simulate_joint: the run failed: the integration stopped before t1, or the motion "
+        "simulate (joint coordinates): the run failed: the integration stopped before t1, or the motion "
         "left its constraints (JointTrajectory.left_at says when, result why): the "
         "mechanism cannot follow the prescribed motion from there; pass throw=False to get "
         "the trajectory with JointTrajectory.valid",

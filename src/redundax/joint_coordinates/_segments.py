@@ -1,5 +1,5 @@
 """A joint-coordinate run in segments, for progress reports on the host
-([`redundax.simulate_joint`][]`(progress=...)`): as `simulate(progress=...)` does
+([`redundax.simulate`][]`(progress=...)`): as `simulate(progress=...)` does
 in absolute coordinates (`redundax._progress`), each segment a fixed number of
 integrator steps resuming Diffrax's solver and step-size state where the last one
 stopped, so the steps are those of the run in one piece and the programs hold no
@@ -128,7 +128,7 @@ def in_segments(
     max_steps: int,
     tol,
 ) -> JointTrajectory:
-    """The run of `simulate_joint(progress=progress)`, segment by segment on the
+    """The run of `simulate(jm, ..., progress=progress)`, segment by segment on the
     host (judged by `simulate_joint`, as the run in one piece)."""
     common = (jm, structure, save, t1, solver, drift, rtol, atol)
     run = progress.call(_begin, *common, (state.q, state.qd))

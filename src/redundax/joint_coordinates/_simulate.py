@@ -39,7 +39,7 @@ from .._drift_control import AbstractDriftControl, Baumgarte, NoDriftControl
 from .._model import State
 from .._progress import Progress
 from .._saving import save_at, saved_states
-from .._simulate import Tolerances
+from .._integration import AbstractTrajectory, Tolerances
 from .._step_projection import AbstractStepEnd, ProjectedSteps, StepProjection
 from .._validation import host_values
 from ._dca import dca_solve
@@ -50,7 +50,7 @@ from ._run_validity import checked, controller, judge, left_event, tolerances
 from ._terms import BodyTerms, body_terms
 
 DEFAULT_DRIFT_CONTROL = StepProjection()
-"""The drift control of [`simulate_joint`][]: a projection after every step, with
+"""The drift control of [`redundax.simulate`][]: a projection after every step, with
 Baumgarte's terms at α = β = 1 /s between (as in absolute coordinates). Bricard
 10 s with P3 within 2e-6 m of the reference (`experiments/bench_bricard.py`): 37
 steps, 42 ms warm; with Baumgarte's terms alone (10 /s) 100 steps, 82 ms."""
@@ -66,7 +66,7 @@ class AbsoluteStates(NamedTuple):
     qd: Float[Array, "T nq"]
 
 
-class JointTrajectory(eqx.Module):
+class JointTrajectory(AbstractTrajectory):
     """A motion in joint coordinates, sampled at `ts`.
 
     - `q`, `qd` (T, nj): joint coordinates and rates.
@@ -186,12 +186,12 @@ def simulate_joint(
     """
     values = host_values(state.q, state.qd)  # None when traced (vmap over states)
     if values is not None and not all(np.all(np.isfinite(v)) for v in values):
-        raise ValueError("simulate_joint: the state holds non-finite joint coordinates or rates")
+        raise ValueError("simulate (joint coordinates): the state holds non-finite joint coordinates or rates")
     if isinstance(drift_control, NoDriftControl):
         drift_control = None
     if drift_control is not None and not isinstance(drift_control, StepProjection | Baumgarte):
         raise TypeError(
-            f"simulate_joint: drift_control {type(drift_control).__name__} is not offered in "
+            f"simulate (joint coordinates): drift_control {type(drift_control).__name__} is not offered in "
             "joint coordinates; use StepProjection() (a projection after every step, the "
             "default), Baumgarte(alpha, beta) or None"
         )
@@ -211,7 +211,7 @@ def simulate_joint(
 
         if values is None:
             raise ValueError(
-                "simulate_joint field 'progress': reports on the host need concrete inputs; "
+                "simulate (joint coordinates) field 'progress': reports on the host need concrete inputs; "
                 "it cannot be used under jax.jit, jax.vmap or jax.grad"
             )
         trajectory = in_segments(

@@ -11,7 +11,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import diffrax
+
 from .. import Projection, decide
+from .._options import PROJECTED_TOL, ProjectInitial, SaveAt
 from .._parameters import Target
 from ..io._checks import (
     MAX_SAVED_STATES,
@@ -441,11 +444,19 @@ def load_design(path: str | Path) -> Design:
     problems += _not_unique(config, terms_ok)
     if problems:
         raise ConfigError(path, problems)
-    options = dataclasses.replace(
-        config.simulation,
-        **{k: (int(v) if k == "n_save" else float(v)) for k, v in sim.items()},
-        initial_projection=Projection(),
-    )
+    simulation = config.simulation
+    changes = {
+        "initial": ProjectInitial(Projection(), max(simulation.initial.tol, PROJECTED_TOL))
+    }
+    if "t_final" in sim:
+        changes["t_final"] = float(sim["t_final"])
+    if "n_save" in sim:
+        changes["saveat"] = SaveAt(n=int(sim["n_save"]))
+    if {"rtol", "atol"} & set(sim):
+        changes["stepsize_controller"] = diffrax.PIDController(
+            rtol=float(sim.get("rtol", simulation.rtol)), atol=float(sim.get("atol", simulation.atol))
+        )
+    options = dataclasses.replace(simulation, **changes)
     config = dataclasses.replace(config, simulation=options)
     return Design(
         config=config,

@@ -18,6 +18,7 @@ from .. import (
     reaction_impulse,
     simulate,
 )
+from .._options import initial_projection
 from .._parameters import apply_parameters, parameter_targets
 from .._rank_history import singular_values_along
 from .._reaction_quantities import first_moving_body
@@ -96,8 +97,8 @@ class DesignProblem:
         # on the initial design, and shared by every design the optimiser visits.
         options = design.simulation
         q, qd, t = self.state.q, self.state.qd, self.state.t
-        if options.initial_projection is not None:
-            q, qd = options.initial_projection(self.model, q, qd, t)
+        if initial_projection(options.initial) is not None:
+            q, qd = initial_projection(options.initial)(self.model, q, qd, t)
         self.structure = decide(self.model, q, t)
         self.method = specialise(options.method, self.structure, self.model)
         self.rank = int(self.structure.rank)

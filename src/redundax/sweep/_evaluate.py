@@ -29,6 +29,7 @@ from .. import (
     simulate,
     velocity_residual,
 )
+from .._options import CheckInitial, Singularities
 from .._parameters import apply_parameters
 from .._reactions import MEMORY_BUDGET
 from ..methods import path_accurate, specialise
@@ -224,11 +225,11 @@ class Evaluator:
                     **options.keywords(
                         structure=structure,
                         method=method,
-                        initial_projection=None,  # projected above, if asked for
+                        initial=CheckInitial(),  # projected above, if asked for
                         throw=False,
                         # The rank along the motion is the run's own record (its
                         # measure: simulate's default for the method).
-                        monitor_singularities=True,
+                        monitor=Singularities(),
                     ),
                 )
                 # A failed integration leaves non-finite saved states after the

@@ -16,6 +16,7 @@ from .. import (
     Model,
     State,
 )
+from .._options import initial_projection
 from .._parameters import Target, parameter_targets, resolve_parameters, unknown_parameter
 from ..io._checks import (
     MAX_STEPS,
@@ -498,7 +499,7 @@ def load_sweep(path: str | Path) -> Sweep:
         options = dataclasses.replace(options, t_final=float(table["t_final"]))
     if "max_steps" in table:
         options = dataclasses.replace(options, max_steps=int(table["max_steps"]))
-    default_initial = "keep" if options.initial_projection is None else "project"
+    default_initial = "keep" if initial_projection(options.initial) is None else "project"
     parameters = tuple(p for p in parsed if p is not None)
     analyze, simulate = bool(table.get("analyze", True)), bool(table.get("simulate", False))
     chunk_size = table.get("chunk_size")

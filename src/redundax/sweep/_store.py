@@ -96,7 +96,7 @@ def _describe(sweep: Sweep, table: np.ndarray, chunk_size: int) -> dict[str, Any
             # an older redundax, which took them at the saved states, differs).
             "rank_along": "singularity monitor at the integrator's step ends",
             "objects (sha256)": _digest(
-                (options.method, options.solver, options.stabilisation, options.projection)
+                (options.method, options.solver, options.drift_control, options.initial)
             ),
         }
         if sweep.simulate
