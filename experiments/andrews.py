@@ -27,6 +27,7 @@ import platform
 import statistics
 import time
 
+import diffrax
 import jax
 import numpy as np
 
@@ -66,7 +67,10 @@ def hairer_wanner(x):
 
 
 def run(model, state, rtol):
-    tolerances = dict(rtol=rtol, atol=rtol / 100, n_save=N_SAVE)
+    tolerances = dict(
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=rtol / 100),
+        saveat=rx.SaveAt(n=N_SAVE),
+    )
     start = time.perf_counter()
     traj = rx.simulate(model, state, T_FINAL, **tolerances)
     traj.q.block_until_ready()

@@ -115,7 +115,10 @@ def _version(name: str) -> str | None:
 
 def _sweep(model, state, batch: int, t_final: float) -> sw.Sweep:
     options = SimulationOptions(
-        t_final=t_final, rtol=RTOL, atol=ATOL, n_save=N_SAVE, solver=diffrax.Dopri8()
+        t_final=t_final,
+        stepsize_controller=diffrax.PIDController(rtol=RTOL, atol=ATOL),
+        saveat=rx.SaveAt(n=N_SAVE),
+        solver=diffrax.Dopri8(),
     )
     return sw.Sweep(
         model,
@@ -174,7 +177,12 @@ def _single(model, state, t_final: float, repeats: int) -> dict:
 
     def call():
         trajectory = rx.simulate(
-            model, state, t_final, rtol=RTOL, atol=ATOL, n_save=N_SAVE, throw=False
+            model,
+            state,
+            t_final,
+            stepsize_controller=diffrax.PIDController(rtol=RTOL, atol=ATOL),
+            saveat=rx.SaveAt(n=N_SAVE),
+            throw=False,
         )
         jax.block_until_ready(trajectory.q)
         return trajectory

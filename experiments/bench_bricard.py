@@ -8,18 +8,19 @@ of 1e-6 m.
   error, max over the 101 saved times, is ≤ 1e-6 m; that choice of each solver
   is timed as a user calls it (tolerances as Python floats): compile time = first
   call − median warm call, run time = median and minimum of N warm calls.
-- González et al.'s semi-implicit Euler stepper at h = 1e-3 s (`rx.simulate_gonzalez`,
-  joint rows near-rigid, c = 1e-12), with and without projection: compile time,
-  one warm 10 s run and its P3 error, and the median and minimum of N runs over a
-  shorter horizon scaled to 10 s (a 10 s run with projection takes tens of
-  seconds here).
+- González et al.'s semi-implicit Euler stepper at h = 1e-3 s (`rx.simulate` with
+  `solver=rx.GonzalezStepper(...)`, joint rows near-rigid, c = 1e-12), with and
+  without projection: compile time, one warm 10 s run and its P3 error, and the
+  median and minimum of N runs over a shorter horizon scaled to 10 s (a 10 s run
+  with projection takes tens of seconds here).
 - Projection after every step (`rx.StepProjection()`), issue 11's target: P3 within
   2e-6 m in ≤ 32 ms warm (Pinocchio's time here), for the null-space method and for
   the elimination of one row chosen along the reference motion; structure decided
   once and passed.
-- Joint coordinates (`rx.simulate_joint`, the DCA; issue 12): the same mechanism with
-  5 joint angles and J3 as the cut joint, default projection after every step and
-  Baumgarte's terms alone, each at the loosest rtol meeting 2e-6 m, timed warm.
+- Joint coordinates (`rx.simulate` on an `rx.JointModel`, the DCA; issue 12): the
+  same mechanism with 5 joint angles and J3 as the cut joint, default projection
+  after every step and Baumgarte's terms alone, each at the loosest rtol meeting
+  2e-6 m, timed warm.
   `--only joint` (or `--only projection` for the section above) recomputes the
   reference and that section alone and updates it in the committed summary.
 - Profile: µs per evaluation of the right-hand side that `simulate` integrates
@@ -278,8 +279,8 @@ def step_projection_timing(model, state0, P_ref, markers, n_runs, reference):
                 stepsize_controller=diffrax.PIDController(
                     rtol=jnp.asarray(rtol), atol=jnp.asarray(rtol * 1e-2)
                 ),
-                n_save=N_SAVE,
-                monitor_singularities=monitor,
+                saveat=rx.SaveAt(n=N_SAVE),
+                monitor=rx.Singularities() if monitor else None,
             )
             jax.block_until_ready(traj.q)
             return traj
@@ -316,11 +317,12 @@ def step_projection_timing(model, state0, P_ref, markers, n_runs, reference):
 
 
 def joint_coordinates_timing(model, state0, P_ref, markers, n_runs):
-    """The same mechanism in joint coordinates (issue 12): `rx.simulate_joint`, the
-    DCA's q̈, 5 joint angles and the cut joint J3 as constraint rows, Dopri8, drift
-    control by the default projection after every step (solved by the DCA) and by
-    Baumgarte's terms alone; per drift control the loosest rtol (atol = rtol/100)
-    whose P3 error is ≤ 2e-6 m, timed warm (structure decided once and passed)."""
+    """The same mechanism in joint coordinates (issue 12): `rx.simulate` on the
+    joint model, the DCA's q̈, 5 joint angles and the cut joint J3 as constraint
+    rows, Dopri8, drift control by the default projection after every step (solved
+    by the DCA) and by Baumgarte's terms alone; per drift control the loosest rtol
+    (atol = rtol/100) whose P3 error is ≤ 2e-6 m, timed warm (structure decided
+    once and passed)."""
     jm = rx.joint_model(model, state0.q)
     jstate = rx.to_joint_state(jm, state0)
     structure = rx.decide_joint(jm, jstate)
@@ -334,9 +336,10 @@ def joint_coordinates_timing(model, state0, P_ref, markers, n_runs):
     for name, drift in controls.items():
 
         def run(rtol, t1=T_FINAL, drift=drift):
-            traj = rx.simulate_joint(
-                jm, jstate, t1, structure=structure, rtol=rtol, atol=rtol * 1e-2,
-                n_save=N_SAVE, drift_control=drift,
+            traj = rx.simulate(
+                jm, jstate, t1, structure=structure,
+                stepsize_controller=diffrax.PIDController(rtol=rtol, atol=rtol * 1e-2),
+                saveat=rx.SaveAt(n=N_SAVE), drift_control=drift,
             )  # fmt: skip
             jax.block_until_ready(traj.x)
             return traj
@@ -395,7 +398,13 @@ def only_section(which: str, n_runs: int) -> None:
     mech = rx.models.bricard()
     model, state0 = mech.build(), mech.initial_state()
     markers = jax.jit(jax.vmap(lambda q: rx.marker_positions(model, q)))
-    ref = rx.simulate(model, state0, T_FINAL, rtol=REF_RTOL, atol=REF_ATOL, n_save=N_SAVE)
+    ref = rx.simulate(
+        model,
+        state0,
+        T_FINAL,
+        stepsize_controller=diffrax.PIDController(rtol=REF_RTOL, atol=REF_ATOL),
+        saveat=rx.SaveAt(n=N_SAVE),
+    )
     P_ref = np.asarray(markers(ref.q))[:, 0]
     load_before = os.getloadavg()
     if which == "joint":
@@ -447,7 +456,13 @@ def main():
 
     def simulate(method, solver, rtol, atol, t1=T_FINAL):
         traj = rx.simulate(
-            model, state0, t1, method=method, solver=solver, rtol=rtol, atol=atol, n_save=N_SAVE
+            model,
+            state0,
+            t1,
+            method=method,
+            solver=solver,
+            stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+            saveat=rx.SaveAt(n=N_SAVE),
         )
         jax.block_until_ready((traj.q, traj.num_steps))
         return traj
@@ -628,7 +643,7 @@ def main():
             "accuracy_target_m": TARGET_ERROR,
             "error_measure": "max over t = 0, 0.1, …, 10 s of |P3 − P3_ref| (Euclidean)",
             "method": "rx.simulate, NullSpace() (and NullSpace(schur=False)), default "
-            "Baumgarte(10, 10), n_save = 101",
+            "Baumgarte(10, 10), saveat=rx.SaveAt(n=101)",
             "quick": args.quick,
             "runs": n_runs,
         },
@@ -706,14 +721,14 @@ def gonzalez_timing(model, state0, P_ref, markers, n_runs, t_timed, quick):
     for projection in (True,) if quick else (True, False):
 
         def call(t1, projection=projection):
-            traj = rx.simulate_gonzalez(
+            traj = rx.simulate(
                 model,
                 state0,
                 t1,
-                h=GONZALEZ_H,
-                compliance=compliance,
-                projection=projection,
-                save_every=save_every,
+                solver=rx.GonzalezStepper(
+                    h=GONZALEZ_H, compliance=compliance, projection=projection
+                ),
+                saveat=rx.SaveAt(n=round(t1 / GONZALEZ_H) // save_every + 1),
             )
             jax.block_until_ready((traj.q, traj.num_steps))
             return traj

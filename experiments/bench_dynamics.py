@@ -30,6 +30,7 @@ import platform
 import statistics
 import time
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -212,8 +213,8 @@ def timed(fn, n):
     return out, times
 
 
-def bench_redundax(model, state0, method, **options):
-    options = {"rtol": RTOL, "atol": ATOL, **options}
+def bench_redundax(model, state0, method, rtol=RTOL, atol=ATOL, **options):
+    options = {"stepsize_controller": diffrax.PIDController(rtol=rtol, atol=atol), **options}
 
     def call():
         traj = rx.simulate(model, state0, T_FINAL, method=method, **options)
@@ -545,7 +546,7 @@ def main():
             "stabilisation": "Baumgarte(alpha=10, beta=10) (the hand-written equations); "
             "'+ StepProjection' and '(defaults)': projection after every step",
             "redundax_solver": (
-                "Dopri8 (default at rtol < 1e-6), PIDController, n_save=201 (default)"
+                "Dopri8 (default at rtol < 1e-6), PIDController, SaveAt(n=201) (default)"
             ),
             "scipy_solver": "solve_ivp DOP853",
             "eliminated_rows_1based": list(ELIMINATED),

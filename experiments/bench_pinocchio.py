@@ -4,8 +4,9 @@ run and a sweep of variants, on the same machine in the same run.
 - Reference: `rx.simulate` on `rx.models.bricard()` at rtol = 1e-12, atol = 1e-14
   (null-space method, Dopri8, projection after every step), P3 (the far end of rod 2)
   at the 201 saved times t = 0, 0.05, …, 10 s.
-- Redundax as a user calls it: `rx.simulate(model, state0, 10.0, rtol=5e-6,
-  atol=5e-8, solver=diffrax.Dopri8())`, everything else default (`NullSpace()`,
+- Redundax as a user calls it: `rx.simulate(model, state0, 10.0,
+  stepsize_controller=diffrax.PIDController(rtol=5e-6, atol=5e-8),
+  solver=diffrax.Dopri8())`, everything else default (`NullSpace()`,
   `StepProjection()`, 201 saved states; the solver is named because the default at
   rtol ≥ 1e-6 is Tsit5). Its first call in the process (compilation included),
   the median of N warm calls (`jax.block_until_ready`), and the median of N calls
@@ -409,7 +410,13 @@ def main():
 
     # ---- redundax as a user calls it (first call of the process: compilation) -------
     def rx_run(t1=T_FINAL):
-        traj = rx.simulate(model, state0, t1, rtol=RX_RTOL, atol=RX_ATOL, solver=diffrax.Dopri8())
+        traj = rx.simulate(
+            model,
+            state0,
+            t1,
+            stepsize_controller=diffrax.PIDController(rtol=RX_RTOL, atol=RX_ATOL),
+            solver=diffrax.Dopri8(),
+        )
         jax.block_until_ready(traj.q)
         return traj
 
@@ -423,8 +430,8 @@ def main():
     rx_run(1e-9)
     _, tiny = timed(lambda: rx_run(1e-9), n_runs)
     rx_single = {
-        "call": f"rx.simulate(model, state0, {T_FINAL}, rtol={RX_RTOL}, atol={RX_ATOL}, "
-        "solver=diffrax.Dopri8())",
+        "call": f"rx.simulate(model, state0, {T_FINAL}, stepsize_controller="
+        f"diffrax.PIDController(rtol={RX_RTOL}, atol={RX_ATOL}), solver=diffrax.Dopri8())",
         "steps": int(traj.num_steps),
         "first_call_s": rx_first,
         "run_time_median_s": statistics.median(rx_times),
@@ -440,7 +447,12 @@ def main():
     )
 
     # ---- reference ------------------------------------------------------------------
-    ref = rx.simulate(model, state0, T_FINAL, rtol=REF_RTOL, atol=REF_ATOL)
+    ref = rx.simulate(
+        model,
+        state0,
+        T_FINAL,
+        stepsize_controller=diffrax.PIDController(rtol=REF_RTOL, atol=REF_ATOL),
+    )
     ts = np.asarray(ref.ts)
     P_ref = np.asarray(markers(ref.q))[:, 0]
     rx_err = p3_error(np.asarray(markers(traj.q))[:, 0], P_ref)
@@ -534,7 +546,8 @@ def main():
             "tracked_point": "P3 (far end of rod 2)",
             "accuracy_target_m": TARGET_ERROR,
             "error_measure": "max over the 201 saved times of |P3 − P3_ref| (Euclidean)",
-            "reference": f"rx.simulate(model, state0, 10, rtol={REF_RTOL}, atol={REF_ATOL}): "
+            "reference": f"rx.simulate(model, state0, 10, stepsize_controller="
+            f"diffrax.PIDController(rtol={REF_RTOL}, atol={REF_ATOL})): "
             f"{int(ref.num_steps)} steps",
             "quick": args.quick,
             "runs": n_runs,

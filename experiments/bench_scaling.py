@@ -181,6 +181,14 @@ def batched(n: int, batches) -> list[dict]:
     return out
 
 
+MONITORS = {
+    True: rx.Singularities(),
+    "singular_values": rx.Singularities("singular_values"),
+    False: None,
+}
+"""The singularity monitor of each timed run: the default, the dense SVD's, none."""
+
+
 def simulated_second(n: int, t_final: float, dense_max: int) -> dict:
     """Wall time of `rx.simulate` per simulated second for IFToMM A02's spatial chain
     of `n` loops, with the library's defaults (`NullSpace()`: the block solver from
@@ -206,8 +214,8 @@ def simulated_second(n: int, t_final: float, dense_max: int) -> dict:
 
             def run(method=method, monitor=monitor):
                 return rx.simulate(
-                    model, state, t_final, structure=structure, method=method, n_save=3,
-                    monitor_singularities=monitor,
+                    model, state, t_final, structure=structure, method=method,
+                    saveat=rx.SaveAt(n=3), monitor=MONITORS[monitor],
                 )  # fmt: skip
 
             trajectory = run()

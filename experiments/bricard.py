@@ -237,10 +237,9 @@ def main():
         model,
         state0,
         T_FINAL,
-        rtol=cfg["rtol"],
-        atol=cfg["atol"],
+        stepsize_controller=diffrax.PIDController(rtol=cfg["rtol"], atol=cfg["atol"]),
         solver=diffrax.Dopri8(),
-        n_save=cfg["n_save"],
+        saveat=rx.SaveAt(n=cfg["n_save"]),
     )
     traj.q.block_until_ready()
     sim_wall = time.perf_counter() - start

@@ -12,7 +12,7 @@ h = 1e-2 s and reports that
     step (seed Eqs. 2–3) restores it as well, with the violation at machine
     precision.
 
-Here, with `rx.simulate_gonzalez` at h = 1e-2 s over 10 s:
+Here, with `rx.simulate(..., solver=rx.GonzalezStepper(h=1e-2, ...))` over 10 s:
 (a) every joint row gets a tiny compliance c (a redundant set of exactly rigid rows
     makes the step matrix A M⁻¹ Aᵀ + C̄ singular, which the library refuses), swept
     over RIGID_SWEEP; the figure shows the stiffest c whose run completes;
@@ -110,8 +110,11 @@ def turning_points(ts, x):
 
 def run_variant(model, state0, markers, compliance, projection, ref):
     start = time.perf_counter()
-    traj = rx.simulate_gonzalez(
-        model, state0, T_FINAL, h=H, compliance=compliance, projection=projection
+    traj = rx.simulate(
+        model,
+        state0,
+        T_FINAL,
+        solver=rx.GonzalezStepper(h=H, compliance=compliance, projection=projection),
     )
     jax.block_until_ready(traj.q)
     wall = time.perf_counter() - start
@@ -183,7 +186,12 @@ def main():
     # Null-space reference at the stepper's output times.
     ts_ref = jnp.linspace(0.0, T_FINAL, round(T_FINAL / H) + 1)
     ref = rx.simulate(
-        model, state0, T_FINAL, rtol=1e-10, atol=1e-12, solver=diffrax.Dopri8(), ts=ts_ref
+        model,
+        state0,
+        T_FINAL,
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12),
+        solver=diffrax.Dopri8(),
+        saveat=rx.SaveAt(ts=ts_ref),
     )
     P_ref = np.asarray(markers(ref.q))[:, 0]
     reference = {
@@ -204,7 +212,7 @@ def main():
         try:
             entry, s = run_variant(model, state0, markers, compliance(c), False, P_ref)
         except Exception as e:  # noqa: BLE001 — a failed run is a result here
-            lines = [ln for ln in str(e).splitlines() if "simulate_gonzalez" in ln]
+            lines = [ln for ln in str(e).splitlines() if "simulate (GonzalezStepper)" in ln]
             sweep_results[key] = {"failed": f"{type(e).__name__}: {(lines or [str(e)])[-1]}"}
             print(f"(a) c = {c:g}: failed ({sweep_results[key]['failed'][:100]})")
             continue

@@ -123,7 +123,12 @@ def state_on_manifold(model, state0, quick):
         # Any state of the motion will do; projection puts it on the manifold. Tsit5
         # compiles faster than Dopri8 and is accurate enough for that.
         traj = rx.simulate(
-            model, state0, T_STATE, rtol=1e-8, atol=1e-10, solver=diffrax.Tsit5(), n_save=2
+            model,
+            state0,
+            T_STATE,
+            stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10),
+            solver=diffrax.Tsit5(),
+            saveat=rx.SaveAt(n=2),
         )
         q, qd, t = traj.q[-1], traj.qd[-1], traj.ts[-1]
         before = (float(traj.position_violation[-1]), float(traj.velocity_violation[-1]))

@@ -101,7 +101,9 @@ def check_validity(family, seed, max_steps=100_000):
     not successful."""
     g, model, state, _ = tg.case(family, seed)
     try:
-        traj = rx.simulate(model, state, tg.T_RUN, n_save=8, throw=False, max_steps=max_steps)
+        traj = rx.simulate(
+            model, state, tg.T_RUN, saveat=rx.SaveAt(n=8), throw=False, max_steps=max_steps
+        )
     except Exception as error:
         flagged, how = True, f"simulate raised {type(error).__name__}: {str(error)[:200]}"
         strict = False

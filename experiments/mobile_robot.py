@@ -17,6 +17,7 @@ import json
 import pathlib
 import time
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import matplotlib
@@ -58,7 +59,14 @@ def run_variant(model, state0, method, reaction_method):
     """Simulate, then evaluate reactions (with the same Baumgarte terms) at every
     saved state of this variant's own trajectory, as the paper does."""
     start = time.perf_counter()
-    traj = rx.simulate(model, state0, T_FINAL, method=method, rtol=RTOL, atol=ATOL, n_save=N_SAVE)
+    traj = rx.simulate(
+        model,
+        state0,
+        T_FINAL,
+        method=method,
+        stepsize_controller=diffrax.PIDController(rtol=RTOL, atol=ATOL),
+        saveat=rx.SaveAt(n=N_SAVE),
+    )
     traj.q.block_until_ready()
     wall = time.perf_counter() - start
     reac = reactions_along(model, reaction_method, traj.q, traj.qd, traj.ts)

@@ -106,7 +106,7 @@ def main():
         model, state = mech.build(), mech.initial_state()
         structure = rx.decide(model, state.q)
         r = int(structure.rank)
-        traj = rx.simulate(model, state, t1, n_save=201, structure=structure)
+        traj = rx.simulate(model, state, t1, saveat=rx.SaveAt(n=201), structure=structure)
         args = (model, structure, None, None)
         ts, qs, qds = (np.asarray(a) for a in (traj.ts, traj.q, traj.qd))
         svd = np.stack([np.asarray(_svd(model, q, t)) for q, t in zip(qs, ts)])

@@ -193,11 +193,23 @@ def run_redundax(mech: rx.Mechanism) -> dict:
     wall time of a first (compiling) and a warm call [s]."""
     model, state = mech.build(), mech.initial_state()
     start = time.perf_counter()
-    trajectory = rx.simulate(model, state, T_FINAL, n_save=N_SAVE, **REDUNDAX)
+    trajectory = rx.simulate(
+        model,
+        state,
+        T_FINAL,
+        saveat=rx.SaveAt(n=N_SAVE),
+        stepsize_controller=diffrax.PIDController(**REDUNDAX),
+    )
     trajectory.q.block_until_ready()
     first = time.perf_counter() - start
     start = time.perf_counter()
-    rx.simulate(model, state, T_FINAL, n_save=N_SAVE, **REDUNDAX).q.block_until_ready()
+    rx.simulate(
+        model,
+        state,
+        T_FINAL,
+        saveat=rx.SaveAt(n=N_SAVE),
+        stepsize_controller=diffrax.PIDController(**REDUNDAX),
+    ).q.block_until_ready()
     warm = time.perf_counter() - start
     markers = np.asarray(jax.vmap(lambda q: rx.marker_positions(model, q))(trajectory.q))
     coms = np.asarray(jax.vmap(lambda q: rx.body_poses(model, q)[0])(trajectory.q))
@@ -334,7 +346,13 @@ def bricard_against_toml() -> dict:
         "toml": (config.model, config.state),
         "mjcf": (mech.build(), mech.initial_state()),
     }.items():
-        trajectory = rx.simulate(model, state, T_FINAL, n_save=N_SAVE, **REDUNDAX)
+        trajectory = rx.simulate(
+            model,
+            state,
+            T_FINAL,
+            saveat=rx.SaveAt(n=N_SAVE),
+            stepsize_controller=diffrax.PIDController(**REDUNDAX),
+        )
         out[label] = np.asarray(
             jax.vmap(lambda q, m=model: rx.marker_positions(m, q))(trajectory.q)
         )

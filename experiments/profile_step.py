@@ -311,10 +311,8 @@ def profile_mechanism(setting, target_s, repeats, n_runs, run_batches):
             t1,
             structure=structure,
             solver=diffrax.Dopri8(),
-            rtol=setting.rtol,
-            atol=setting.atol,
-            n_save=setting.n_save,
-            ts=ts,
+            stepsize_controller=diffrax.PIDController(rtol=setting.rtol, atol=setting.atol),
+            saveat=rx.SaveAt(n=setting.n_save) if ts is None else rx.SaveAt(ts=ts),
             throw=throw,
         )
 

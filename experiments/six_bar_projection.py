@@ -60,7 +60,7 @@ def run(model, state, structure, tol, tau, solver):
         solver=solver,
         stepsize_controller=controller,
         drift_control=rx.Projection(baumgarte=None, tolerance=jnp.asarray(tau)),
-        n_save=SAVES,
+        saveat=rx.SaveAt(n=SAVES),
         max_steps=200_000,
     )
 
