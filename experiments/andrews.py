@@ -92,7 +92,7 @@ def main():
     angles_ref = np.array([reference[n][1] for n in ANGLES])
     rates_ref = np.array([reference[f"d{n}/dt"][1] for n in ANGLES])
 
-    qdd, _ = rx.solve_dynamics(model, state.q, state.qd, 0.0)
+    qdd, _ = rx.equations.solve_dynamics(model, state.q, state.qd, 0.0)
     accelerations = hairer_wanner(qdd)[:2]
     accelerations_ref = np.array([reference[f"d2{n}/dt2"][0] for n in ("beta", "Theta")])
 

@@ -19,7 +19,7 @@ batches above `--extrapolate-above` (default 256) are timed with t_final =
 `--short-t-final` (default 1 s) and scaled to 10 s by the ratio of the 10 s and 1 s
 wall times measured at the largest batch timed in full; the JSON says so
 (`extrapolated`). A profile gives the cost per variant of the right-hand side's two
-parts (`rx.dynamics_terms` and `rx.schur_acceleration`) inside one compiled loop at
+parts (`rx.equations.dynamics_terms` and `rx.methods.schur_acceleration`) inside one compiled loop at
 batch 1 and 256: what batching does and does not amortise.
 
 Targets (issue 5): on the CPU, batch 256 at least 20× the throughput of batch 1; on one
@@ -209,25 +209,25 @@ def _profile(model, state, batches=(1, 16, 256), reps: int = 100) -> dict:
     """µs per variant of the right-hand side and of its assembly, in one compiled loop.
 
     The right-hand side is what the integrator evaluates 13 times per Dopri8 step:
-    `rx.dynamics_terms` (C, b, Γ, Φ, M, F by autodiff), the Baumgarte terms and the
+    `rx.equations.dynamics_terms` (C, b, Γ, Φ, M, F by autodiff), the Baumgarte terms and the
     null-space q̈ (`NullSpace.acceleration`, the Schur complement for this model).
-    For comparison, the same with the block solver (`rx.local_terms` and
+    For comparison, the same with the block solver (`rx.equations.local_terms` and
     `BlockSparse.acceleration`: pure `jax.numpy`, no LAPACK call)."""
-    method, stabilisation = rx.NullSpace(), rx.Baumgarte()
+    method, stabilisation = rx.methods.NullSpace(), rx.drift.Baumgarte()
     structure = rx.decide(model, state.q, state.t)
     method = rx.methods.specialise(method, structure, model)
-    block = rx.methods.specialise(rx.BlockSparse(), structure, model)  # pivots from M
+    block = rx.methods.specialise(rx.methods.BlockSparse(), structure, model)  # pivots from M
 
     def assembly(q, qd, t):
-        terms = rx.dynamics_terms(model, q, qd, t)
+        terms = rx.equations.dynamics_terms(model, q, qd, t)
         return sum(jnp.sum(leaf) for leaf in jax.tree.leaves(terms))
 
     def right_hand_side(q, qd, t):
-        terms = rx.dynamics_terms(model, q, qd, t)
+        terms = rx.equations.dynamics_terms(model, q, qd, t)
         return jnp.sum(method.acceleration(terms, stabilisation.gamma(terms), structure))
 
     def block_right_hand_side(q, qd, t):
-        terms = rx.local_terms(model, q, qd, t)
+        terms = rx.equations.local_terms(model, q, qd, t)
         return jnp.sum(block.acceleration(terms, stabilisation.gamma(terms), structure))
 
     out = {}

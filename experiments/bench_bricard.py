@@ -3,7 +3,7 @@ of 1e-6 m.
 
 - Reference: `rx.simulate`, null-space method, Dopri8 at rtol = 1e-12, atol = 1e-14
   (its own error estimated against rtol = 1e-11), P3 at t = 0, 0.1, …, 10 s.
-- Null-space/Diffrax (and the block solver, `rx.BlockSparse()`): Dopri8 and Tsit5,
+- Null-space/Diffrax (and the block solver, `rx.methods.BlockSparse()`): Dopri8 and Tsit5,
   each over a few rtol (atol = rtol / 100); per solver the loosest rtol whose P3
   error, max over the 101 saved times, is ≤ 1e-6 m; that choice of each solver
   is timed as a user calls it (tolerances as Python floats): compile time = first
@@ -13,11 +13,11 @@ of 1e-6 m.
   without projection: compile time, one warm 10 s run and its P3 error, and the
   median and minimum of N runs over a shorter horizon scaled to 10 s (a 10 s run
   with projection takes tens of seconds here).
-- Projection after every step (`rx.StepProjection()`), issue 11's target: P3 within
+- Projection after every step (`rx.drift.StepProjection()`), issue 11's target: P3 within
   2e-6 m in ≤ 32 ms warm (Pinocchio's time here), for the null-space method and for
   the elimination of one row chosen along the reference motion; structure decided
   once and passed.
-- Joint coordinates (`rx.simulate` on an `rx.JointModel`, the DCA; issue 12): the
+- Joint coordinates (`rx.simulate` on an `rx.joint_coordinates.JointModel`, the DCA; issue 12): the
   same mechanism with 5 joint angles and J3 as the cut joint, default projection
   after every step and Baumgarte's terms alone, each at the loosest rtol meeting
   2e-6 m, timed warm.
@@ -87,10 +87,10 @@ def methods(quick=False):
     """The null-space method as `simulate` uses it by default, and (where the
     library offers the choice, and not `quick`) its pivoted-QR path instead of the
     all-rows Schur complement, and the block-sparse solver with its partitioning."""
-    out = {"NullSpace()": rx.NullSpace()}
-    if not quick and "schur" in {f.name for f in dataclasses.fields(rx.NullSpace)}:
-        out["NullSpace(schur=False)"] = rx.NullSpace(schur=False)
-    out["BlockSparse()"] = rx.BlockSparse()
+    out = {"NullSpace()": rx.methods.NullSpace()}
+    if not quick and "schur" in {f.name for f in dataclasses.fields(rx.methods.NullSpace)}:
+        out["NullSpace(schur=False)"] = rx.methods.NullSpace(schur=False)
+    out["BlockSparse()"] = rx.methods.BlockSparse()
     return out
 
 
@@ -160,16 +160,16 @@ def profile(model, state0, q, qd, t, n, quick=False):
     and its pieces, at the state (q, q̇, t) of the motion (`quick`: the Schur path
     and the assembly only)."""
     structure = rx.decide(model, state0.q, 0.0)
-    baum = rx.Baumgarte()
-    terms = rx.dynamics_terms(model, q, qd, t)
+    baum = rx.drift.Baumgarte()
+    terms = rx.equations.dynamics_terms(model, q, qd, t)
     gamma = baum.gamma(terms)
     pieces = {}
     # `NullSpace()` takes the path the structure chose (the all-rows Schur
     # complement for Bricard); here the choice is made explicit.
-    variants = {"NullSpace(schur=True)": rx.NullSpace(schur=True)}
+    variants = {"NullSpace(schur=True)": rx.methods.NullSpace(schur=True)}
     if not quick:
-        variants["NullSpace(schur=False)"] = rx.NullSpace(schur=False)
-    variants["BlockSparse()"] = rx.BlockSparse()
+        variants["NullSpace(schur=False)"] = rx.methods.NullSpace(schur=False)
+    variants["BlockSparse()"] = rx.methods.BlockSparse()
     for mname, method in variants.items():
 
         def rhs(q, qd, t, method=method):
@@ -192,7 +192,7 @@ def profile(model, state0, q, qd, t, n, quick=False):
         {
             "dynamics_terms (C, b, Γ, Φ, M, F)": (
                 lambda q, qd, t: jnp.concatenate(
-                    [x.ravel() for x in jax.tree.leaves(rx.dynamics_terms(model, q, qd, t))]
+                    [x.ravel() for x in jax.tree.leaves(rx.equations.dynamics_terms(model, q, qd, t))]
                 ),
                 (),
             ),
@@ -201,12 +201,12 @@ def profile(model, state0, q, qd, t, n, quick=False):
     if not quick:
         pieces.update(
             {
-                "constraint_matrix": (lambda q, qd, t: rx.constraint_matrix(model, q, t), ()),
+                "constraint_matrix": (lambda q, qd, t: rx.equations.constraint_matrix(model, q, t), ()),
                 "acceleration_rhs (Γ)": (
-                    lambda q, qd, t: rx.acceleration_rhs(model, q, qd, t),
+                    lambda q, qd, t: rx.equations.acceleration_rhs(model, q, qd, t),
                     (),
                 ),
-                "position_residual (Φ)": (lambda q, qd, t: rx.position_residual(model, q, t), ()),
+                "position_residual (Φ)": (lambda q, qd, t: rx.equations.position_residual(model, q, t), ()),
             }
         )
     out = {name: in_loop_us(fn, q, qd, t, extra, n=n) for name, (fn, extra) in pieces.items()}
@@ -248,16 +248,16 @@ def timed_choice(run, tried, n_runs):
 
 
 def step_projection_timing(model, state0, P_ref, markers, n_runs, reference):
-    """Drift control by projection after every step (`rx.StepProjection()`, default
+    """Drift control by projection after every step (`rx.drift.StepProjection()`, default
     settings), Dopri8, with the structure decided once and passed (as a design
     study or a sweep does; `decide` costs ≈ 3 ms per call here): for the default
     null-space method and for the elimination of one row chosen along the reference
-    motion (`rx.eliminate(..., along=reference)`: at the square start all rows
+    motion (`rx.methods.eliminate(..., along=reference)`: at the square start all rows
     tie), the loosest rtol (atol = rtol/100) whose P3 error is ≤ 2e-6 m, timed."""
     structure = rx.decide(model, state0.q, state0.t)
-    elimination = rx.eliminate(model, state0.q, state0.t, along=reference)
+    elimination = rx.methods.eliminate(model, state0.q, state0.t, along=reference)
     out = {
-        "drift_control": "rx.StepProjection() (1 Newton step on positions, 1 on velocities "
+        "drift_control": "rx.drift.StepProjection() (1 Newton step on positions, 1 on velocities "
         "after every step; Baumgarte(1, 1) between)",
         "structure": "rx.decide(model, q0, 0) once, passed to simulate",
         "eliminated_rows_0based": list(elimination.eliminated),
@@ -265,7 +265,7 @@ def step_projection_timing(model, state0, P_ref, markers, n_runs, reference):
         "time_target_s": ISSUE11_TARGET_S,
         "runs": {},
     }
-    for name, method in {"NullSpace()": rx.NullSpace(), "Elimination(along)": elimination}.items():
+    for name, method in {"NullSpace()": rx.methods.NullSpace(), "Elimination(along)": elimination}.items():
 
         def run(rtol, t1=T_FINAL, method=method, monitor=True):
             traj = rx.simulate(
@@ -274,7 +274,7 @@ def step_projection_timing(model, state0, P_ref, markers, n_runs, reference):
                 t1,
                 method=method,
                 structure=structure,
-                drift_control=rx.StepProjection(),
+                drift_control=rx.drift.StepProjection(),
                 solver=diffrax.Dopri8(),
                 stepsize_controller=diffrax.PIDController(
                     rtol=jnp.asarray(rtol), atol=jnp.asarray(rtol * 1e-2)
@@ -323,16 +323,16 @@ def joint_coordinates_timing(model, state0, P_ref, markers, n_runs):
     by the DCA) and by Baumgarte's terms alone; per drift control the loosest rtol
     (atol = rtol/100) whose P3 error is ≤ 2e-6 m, timed warm (structure decided
     once and passed)."""
-    jm = rx.joint_model(model, state0.q)
-    jstate = rx.to_joint_state(jm, state0)
-    structure = rx.decide_joint(jm, jstate)
+    jm = rx.joint_coordinates.joint_model(model, state0.q)
+    jstate = rx.joint_coordinates.to_joint_state(jm, state0)
+    structure = rx.joint_coordinates.decide_joint(jm, jstate)
     out = {
-        "model": "rx.joint_model(model, q0): tree J0, J5, J1, J4, J2; cut joint J3",
+        "model": "rx.joint_coordinates.joint_model(model, q0): tree J0, J5, J1, J4, J2; cut joint J3",
         "accuracy_target_m": ISSUE11_ERROR,
         "time_target_s": ISSUE11_TARGET_S,
         "runs": {},
     }
-    controls = {"StepProjection()": rx.StepProjection(), "Baumgarte()": rx.Baumgarte()}
+    controls = {"StepProjection()": rx.drift.StepProjection(), "Baumgarte()": rx.drift.Baumgarte()}
     for name, drift in controls.items():
 
         def run(rtol, t1=T_FINAL, drift=drift):
@@ -358,19 +358,19 @@ def joint_coordinates_timing(model, state0, P_ref, markers, n_runs):
         )
         out["runs"][name] = entry
     # µs per evaluation, as the profile measures the absolute path's (in-loop minimum).
-    absolute, projection = rx.to_absolute_state(jm, jstate), rx.StepProjection()
+    absolute, projection = rx.joint_coordinates.to_absolute_state(jm, jstate), rx.drift.StepProjection()
     decided = rx.decide(model, absolute.q, absolute.t)
     out["rhs_us"] = {
         "dca_dynamics (terms + DCA + joint map, Baumgarte(1, 1))": in_loop_us(
-            lambda q, qd, t: rx.dca_dynamics(jm, structure, q, qd, t, rx.Baumgarte(1.0, 1.0)).qdd,
+            lambda q, qd, t: rx.joint_coordinates.dca_dynamics(jm, structure, q, qd, t, rx.drift.Baumgarte(1.0, 1.0)).qdd,
             jstate.q, jstate.qd, jnp.asarray(0.0),
         ),
         "project_joint_state (1 + 1 Newton steps)": in_loop_us(
-            lambda q, qd, t: rx.project_joint_state(jm, structure, projection, q, qd, t)[0],
+            lambda q, qd, t: rx.joint_coordinates.project_joint_state(jm, structure, projection, q, qd, t)[0],
             jstate.q, jstate.qd, jnp.asarray(0.0),
         ),
-        "absolute rhs (rx.solve_dynamics, the same state, structure decided)": in_loop_us(
-            lambda q, qd, t: rx.solve_dynamics(model, q, qd, t, structure=decided)[0],
+        "absolute rhs (rx.equations.solve_dynamics, the same state, structure decided)": in_loop_us(
+            lambda q, qd, t: rx.equations.solve_dynamics(model, q, qd, t, structure=decided)[0],
             absolute.q, absolute.qd, jnp.asarray(0.0),
         ),
     }  # fmt: skip
@@ -397,7 +397,7 @@ def only_section(which: str, n_runs: int) -> None:
     of the committed summary (the rest is left as it was)."""
     mech = rx.models.bricard()
     model, state0 = mech.build(), mech.initial_state()
-    markers = jax.jit(jax.vmap(lambda q: rx.marker_positions(model, q)))
+    markers = jax.jit(jax.vmap(lambda q: rx.equations.marker_positions(model, q)))
     ref = rx.simulate(
         model,
         state0,
@@ -452,7 +452,7 @@ def main():
 
     mech = rx.models.bricard()
     model, state0 = mech.build(), mech.initial_state()
-    markers = jax.jit(jax.vmap(lambda q: rx.marker_positions(model, q)))
+    markers = jax.jit(jax.vmap(lambda q: rx.equations.marker_positions(model, q)))
 
     def simulate(method, solver, rtol, atol, t1=T_FINAL):
         traj = rx.simulate(
@@ -470,10 +470,10 @@ def main():
     # ---- reference -------------------------------------------------------------------
     # Tolerances as arrays: one compilation serves every tolerance of a solver.
     start = time.perf_counter()
-    ref = simulate(rx.NullSpace(), diffrax.Dopri8(), jnp.asarray(REF_RTOL), jnp.asarray(REF_ATOL))
+    ref = simulate(rx.methods.NullSpace(), diffrax.Dopri8(), jnp.asarray(REF_RTOL), jnp.asarray(REF_ATOL))
     ref_wall = time.perf_counter() - start
     start = time.perf_counter()
-    ref = simulate(rx.NullSpace(), diffrax.Dopri8(), jnp.asarray(REF_RTOL), jnp.asarray(REF_ATOL))
+    ref = simulate(rx.methods.NullSpace(), diffrax.Dopri8(), jnp.asarray(REF_RTOL), jnp.asarray(REF_ATOL))
     ref_warm = time.perf_counter() - start
     # Compile time of each (method, solver): its first call − a warm call at the
     # same tolerance.
@@ -482,7 +482,7 @@ def main():
     ref_err = (None, None)
     if not args.quick:
         check = simulate(
-            rx.NullSpace(), diffrax.Dopri8(), jnp.asarray(10 * REF_RTOL), jnp.asarray(10 * REF_ATOL)
+            rx.methods.NullSpace(), diffrax.Dopri8(), jnp.asarray(10 * REF_RTOL), jnp.asarray(10 * REF_ATOL)
         )
         ref_err = p3_error(np.asarray(markers(check.q))[:, 0], P_ref)
     reference = {

@@ -16,15 +16,15 @@ evaluations (`*_us`) and, for the DCA and the absolute path, as the marginal cos
 one more evaluation (`*_marginal_us`: see `bench_scaling.py`; a program's first touch
 of its temporary memory is paid once per call, not per evaluation):
 
-- `dca`: `rx.dca_dynamics` — the preliminary passes (forward kinematics by pointer
+- `dca`: `rx.joint_coordinates.dca_dynamics` — the preliminary passes (forward kinematics by pointer
   jumping, velocities by autodiff), the body terms in twists, the DCA's main pass
   and back-substitution over a balanced assembly tree (levels batched), and q̈ joint
   by joint;
-- `dense`: `rx.joint_space_terms` + `rx.dense_joint_accelerations` — the mass matrix
+- `dense`: `rx.joint_coordinates.joint_space_terms` + `rx.joint_coordinates.dense_joint_accelerations` — the mass matrix
   Jᵀ M J and the loop rows C J by autodiff of the forward kinematics, then the
   null-space method on a pivoted QR (O(N²) memory, O(N³) work);
 - `absolute`: the absolute-coordinate right-hand side redundax integrates by default
-  (`rx.local_terms` + the block-sparse solver for these sizes; natural coordinates).
+  (`rx.equations.local_terms` + the block-sparse solver for these sizes; natural coordinates).
 
 Reported: µs per evaluation, compile time, the log–log slope from N = 64 to the
 largest N, and for N = 16 the DCA's cost per variant under `jax.vmap` at batch 1, 16
@@ -70,10 +70,10 @@ def _time(rhs, q, qd, calls):
 def time_family(family: str, n: int, dense_max: int) -> dict:
     mech = FAMILIES[family](n)
     model, state = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, state.q)
-    jstate = rx.to_joint_state(jm, state)
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    jstate = rx.joint_coordinates.to_joint_state(jm, state)
     start = time.perf_counter()
-    structure = rx.decide_joint(jm, jstate)
+    structure = rx.joint_coordinates.decide_joint(jm, jstate)
     decide_s = time.perf_counter() - start
     row = {
         "N": n,
@@ -86,24 +86,24 @@ def time_family(family: str, n: int, dense_max: int) -> dict:
         "decide_s": decide_s,
     }
     calls = 100 if n <= 16 else 10 if n <= 256 else 3
-    dca = lambda q, qd: rx.dca_dynamics(jm, structure, q, qd, 0.0).qdd  # noqa: E731
+    dca = lambda q, qd: rx.joint_coordinates.dca_dynamics(jm, structure, q, qd, 0.0).qdd  # noqa: E731
     row["dca_us"], row["dca_compile_s"] = _time(dca, jstate.q, jstate.qd, calls)
     row["dca_marginal_us"] = 1e6 * _marginal(dca, calls, jstate.q, jstate.qd)
     reference = jax.jit(dca)(jstate.q, jstate.qd)
     if n <= dense_max:
 
         def dense(q, qd):
-            return rx.dense_joint_accelerations(rx.joint_space_terms(jm, q, qd, 0.0))
+            return rx.joint_coordinates.dense_joint_accelerations(rx.joint_coordinates.joint_space_terms(jm, q, qd, 0.0))
 
         dense_calls = 50 if n <= 16 else 3 if n <= 64 else 1
         row["dense_us"], row["dense_compile_s"] = _time(dense, jstate.q, jstate.qd, dense_calls)
         other = jax.jit(dense)(jstate.q, jstate.qd)
         scale = float(jnp.max(jnp.abs(reference)))
         row["dense_vs_dca_relative"] = float(jnp.max(jnp.abs(other - reference))) / scale
-    pattern = rx.block_pattern(model, rx.topology(model))
+    pattern = rx.internal.block_pattern(model, rx.analysis.topology(model))
 
     def absolute(q, qd):
-        t = rx.local_terms(model, q, qd, 0.0)
+        t = rx.equations.local_terms(model, q, qd, 0.0)
         return block_solve(pattern, t.R, t.B, t.mass_blocks, t.F, t.gamma).qdd
 
     row["absolute_us"], row["absolute_compile_s"] = _time(absolute, state.q, state.qd, calls)
@@ -121,9 +121,9 @@ def batched(n: int, batches) -> list[dict]:
     """The DCA's cost per variant when `jax.vmap` runs a batch of states."""
     mech = FAMILIES["a02"](n)
     model, state = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, state.q)
-    jstate = rx.to_joint_state(jm, state)
-    structure = rx.decide_joint(jm, jstate)
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    jstate = rx.joint_coordinates.to_joint_state(jm, state)
+    structure = rx.joint_coordinates.decide_joint(jm, jstate)
     out = []
     for b in batches:
         q = jnp.broadcast_to(jstate.q, (b, jstate.q.shape[0])) + 1e-3 * jnp.arange(b)[:, None] / b
@@ -131,7 +131,7 @@ def batched(n: int, batches) -> list[dict]:
 
         @jax.jit
         def run(q, qd):
-            f = jax.vmap(lambda a, c: rx.dca_dynamics(jm, structure, a, c, 0.0).qdd)
+            f = jax.vmap(lambda a, c: rx.joint_coordinates.dca_dynamics(jm, structure, a, c, 0.0).qdd)
 
             def body(_, acc):
                 return acc + f(q + 1e-12 * acc, qd)

@@ -162,7 +162,7 @@ def np_terms(q, qd, t):
 
 
 def np_baumgarte(phi, C, b, gamma, qd, alpha=10.0, beta=10.0):
-    """Γ − 2α (C q̇ + b) − β² [Φ; 0] (rx.Baumgarte defaults)."""
+    """Γ − 2α (C q̇ + b) − β² [Φ; 0] (rx.drift.Baumgarte defaults)."""
     return gamma - 2.0 * alpha * (C @ qd + b) - beta**2 * np.concatenate([phi, np.zeros(H_ROWS)])
 
 
@@ -324,28 +324,28 @@ def numpy_us(fn, n=200, repeats=5):
 def profile(model, state0, methods):
     q, qd, t = state0.q, state0.qd, jnp.asarray(1.0)
     structure = rx.decide(model, q, 0.0)  # as `simulate` does: decided once, at q⁰
-    C0 = rx.constraint_matrix(model, q, 0.0)
-    baum = rx.Baumgarte()
+    C0 = rx.equations.constraint_matrix(model, q, 0.0)
+    baum = rx.drift.Baumgarte()
     out = {}
     for name, method in methods.items():
         m = rx.methods.specialise(method, structure)
 
         def rhs(q, qd, t, m=m):
-            return rx.solve_dynamics(
+            return rx.equations.solve_dynamics(
                 model, q, qd, t, structure=structure, method=m, drift_control=baum
             )[0]
 
         out[f"rhs_{name}_jit_call"] = per_call_us(jax.jit(rhs), (q, qd, t))
         out[f"rhs_{name}_in_loop"] = in_loop_us(rhs, q, qd, t)
     pieces = {
-        "constraint_matrix": lambda q, qd, t: rx.constraint_matrix(model, q, t),
-        "acceleration_rhs": lambda q, qd, t: rx.acceleration_rhs(model, q, qd, t),
-        "position_residual": lambda q, qd, t: rx.position_residual(model, q, t),
+        "constraint_matrix": lambda q, qd, t: rx.equations.constraint_matrix(model, q, t),
+        "acceleration_rhs": lambda q, qd, t: rx.equations.acceleration_rhs(model, q, qd, t),
+        "position_residual": lambda q, qd, t: rx.equations.position_residual(model, q, t),
         "dynamics_terms (C, b, Γ, Φ, M, F)": lambda q, qd, t: jnp.concatenate(
-            [x.ravel() for x in jax.tree.leaves(rx.dynamics_terms(model, q, qd, t))]
+            [x.ravel() for x in jax.tree.leaves(rx.equations.dynamics_terms(model, q, qd, t))]
         ),
         "constraint_matrix + pivoted_qr(Cᵀ)": lambda q, qd, t: (
-            rx.pivoted_qr(rx.constraint_matrix(model, q, t).T).q
+            rx.internal.pivoted_qr(rx.equations.constraint_matrix(model, q, t).T).q
         ),
     }
     for name, piece in pieces.items():
@@ -353,16 +353,16 @@ def profile(model, state0, methods):
         out[f"{name}_in_loop"] = in_loop_us(piece, q, qd, t)
     # The linear algebra alone, on fixed terms (perturbed by the loop carry so that
     # nothing is hoisted out of the loop).
-    terms = rx.dynamics_terms(model, q, qd, t)
-    rank = rx.pivoted_qr(C0).rank
+    terms = rx.equations.dynamics_terms(model, q, qd, t)
+    rank = rx.internal.pivoted_qr(C0).rank
     out["pivoted_qr(Cᵀ) 21×22 alone_in_loop"] = in_loop_us(
-        lambda q, qd, t: rx.pivoted_qr(terms.C.T + q[0] * 1e-300).q, q, qd, t
+        lambda q, qd, t: rx.internal.pivoted_qr(terms.C.T + q[0] * 1e-300).q, q, qd, t
     )
     out["pivoted_qr(Cᵀ) 21×22 alone_jit_call"] = per_call_us(
-        jax.jit(lambda C: rx.pivoted_qr(C.T).q), (terms.C,)
+        jax.jit(lambda C: rx.internal.pivoted_qr(C.T).q), (terms.C,)
     )
     out["null_space_acceleration (given terms)_in_loop"] = in_loop_us(
-        lambda q, qd, t: rx.null_space_acceleration(
+        lambda q, qd, t: rx.methods.null_space_acceleration(
             terms.C, terms.M, terms.F, terms.gamma + q[0] * 1e-300, rank=rank
         ),
         q,
@@ -390,12 +390,12 @@ def main():
     # `eliminate` runs eagerly (outside jit) once, before any simulation; its cost is
     # reported on its own, not in the compile time of the simulation.
     start = time.perf_counter()
-    elimination = rx.eliminate(model, state0.q, 0.0, rows=ELIMINATED)
+    elimination = rx.methods.eliminate(model, state0.q, 0.0, rows=ELIMINATED)
     eliminate_s = time.perf_counter() - start
     start = time.perf_counter()
-    rx.eliminate(model, state0.q, 0.0, rows=ELIMINATED)
+    rx.methods.eliminate(model, state0.q, 0.0, rows=ELIMINATED)
     eliminate_again_s = time.perf_counter() - start
-    methods = {"NullSpace": rx.NullSpace(), "Elimination{6,21}": elimination}
+    methods = {"NullSpace": rx.methods.NullSpace(), "Elimination{6,21}": elimination}
 
     results = {}
     trajs = {}
@@ -403,7 +403,7 @@ def main():
         # Baumgarte's terms, as in the hand-written equations (not the default since
         # issue 14: that is the projection after every step, timed below).
         trajs[name], results[f"redundax {name}"] = bench_redundax(
-            model, state0, method, drift_control=rx.Baumgarte()
+            model, state0, method, drift_control=rx.drift.Baumgarte()
         )
         r = results[f"redundax {name}"]
         print(
@@ -418,10 +418,10 @@ def main():
     for k in (0, 60, 150):
         qk, qdk, tk = traj.q[k], traj.qd[k], traj.ts[k]
         phi, C, b, gamma = np_terms(np.asarray(qk), np.asarray(qdk), float(tk))
-        terms = rx.dynamics_terms(model, qk, qdk, tk)
+        terms = rx.equations.dynamics_terms(model, qk, qdk, tk)
         check[f"t={float(tk):g}"] = {
             "C": float(np.max(np.abs(C - np.asarray(terms.C)))),
-            "b": float(np.max(np.abs(b - np.asarray(rx.velocity_bias(model, qk, tk))))),
+            "b": float(np.max(np.abs(b - np.asarray(rx.equations.velocity_bias(model, qk, tk))))),
             "gamma": float(np.max(np.abs(gamma - np.asarray(terms.gamma)))),
             "phi": float(np.max(np.abs(phi - np.asarray(terms.phi)))),
         }
@@ -453,7 +453,7 @@ def main():
             method,
             rtol=1e-9,
             atol=1e-11,
-            drift_control=rx.StepProjection(),
+            drift_control=rx.drift.StepProjection(),
             structure=structure,
         )
         r = results[key]
@@ -462,7 +462,7 @@ def main():
     # The library's defaults at rtol 1e-8 (projection after every step, Baumgarte(1, 1)
     # between, the singularity monitor), as a user calls it.
     key = "redundax NullSpace (defaults)"
-    trajs["NullSpace (defaults)"], results[key] = bench_redundax(model, state0, rx.NullSpace())
+    trajs["NullSpace (defaults)"], results[key] = bench_redundax(model, state0, rx.methods.NullSpace())
     r = results[key]
     print(f"{key}: {r['steps']} steps, run {1e3 * r['run_time_median_s']:.1f} ms")
 

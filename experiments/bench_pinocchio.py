@@ -406,7 +406,7 @@ def main():
 
     mech = rx.models.bricard()
     model, state0 = mech.build(), mech.initial_state()
-    markers = jax.jit(jax.vmap(lambda q: rx.marker_positions(model, q)))
+    markers = jax.jit(jax.vmap(lambda q: rx.equations.marker_positions(model, q)))
 
     # ---- redundax as a user calls it (first call of the process: compilation) -------
     def rx_run(t1=T_FINAL):

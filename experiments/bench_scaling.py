@@ -1,5 +1,5 @@
 """How the cost of one right-hand side grows with the number of bodies: the block-sparse
-solver (`rx.BlockSparse`, Kraus et al. 2001 §6) against the dense null-space paths.
+solver (`rx.methods.BlockSparse`, Kraus et al. 2001 §6) against the dense null-space paths.
 
 Two families of spatial mechanisms in natural coordinates (12 coordinates and 6
 rigid-body rows per body):
@@ -23,8 +23,8 @@ temporary memory, which glibc's malloc returns to the system after every call
 (~10 ms at N = 1024: 41.6 ms for one call, 31.0 ms with
 `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295`)
 — paid once per `simulate`, not per step; `block_per_program_us` keeps the time per
-evaluation of a loop of k (so with them) for comparison. `block` = `rx.local_terms` +
-the block factorisation (no dense matrix anywhere); `schur` = `rx.dynamics_terms` +
+evaluation of a loop of k (so with them) for comparison. `block` = `rx.equations.local_terms` +
+the block factorisation (no dense matrix anywhere); `schur` = `rx.equations.dynamics_terms` +
 the dense all-rows Schur complement (the null-space method's default path);
 `qr` = the same with the pivoted QR of Cᵀ (the null-space method's path when the
 Schur complement is ill conditioned). Dense paths stop where they would take too
@@ -102,21 +102,21 @@ def _loop(rhs, n_calls: int):
 
 
 def right_hand_sides(model):
-    pattern = rx.block_pattern(model, rx.topology(model))
-    drift = rx.Baumgarte()
+    pattern = rx.internal.block_pattern(model, rx.analysis.topology(model))
+    drift = rx.drift.Baumgarte()
     dof = model.bodies.dof
 
     def block(q, qd):
-        t = rx.local_terms(model, q, qd, 0.0)
+        t = rx.equations.local_terms(model, q, qd, 0.0)
         return block_solve(pattern, t.R, t.B, t.mass_blocks, t.F, drift.gamma(t)).qdd
 
     def schur(q, qd):
-        t = rx.dynamics_terms(model, q, qd, 0.0)
+        t = rx.equations.dynamics_terms(model, q, qd, 0.0)
         return schur_acceleration(t.C, t.M, t.F, drift.gamma(t), dof)
 
     def qr(q, qd):
-        t = rx.dynamics_terms(model, q, qd, 0.0)
-        return rx.null_space_acceleration(t.C, t.M, t.F, drift.gamma(t), rx.DECISION_RTOL)
+        t = rx.equations.dynamics_terms(model, q, qd, 0.0)
+        return rx.methods.null_space_acceleration(t.C, t.M, t.F, drift.gamma(t), rx.internal.DECISION_RTOL)
 
     return pattern, {"block": block, "schur": schur, "qr": qr}
 
@@ -203,9 +203,9 @@ def simulated_second(n: int, t_final: float, dense_max: int) -> dict:
     structure = rx.decide(model, state.q, state.t)
     jax.block_until_ready(structure.rank)
     row = {"N": n, "coordinates": model.n_coordinates, "decide_s": time.perf_counter() - start}
-    runs = {"default": rx.NullSpace()}  # the block solver from 150 coordinates on
+    runs = {"default": rx.methods.NullSpace()}  # the block solver from 150 coordinates on
     if n <= dense_max:
-        runs["dense"] = rx.NullSpace(block=False)
+        runs["dense"] = rx.methods.NullSpace(block=False)
     for name, method in runs.items():
         # The default monitor reads the block solver's pivots where it runs, else
         # σ_r/σ_1 by a dense SVD; the block runs are also timed with the SVD's.

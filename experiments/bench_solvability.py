@@ -36,7 +36,7 @@ from redundax import models
 
 OUT = pathlib.Path(__file__).resolve().parent / "results" / "bench_solvability.json"
 BATCH = 10_000
-CHUNK = 32  # rx.analyze_many's default
+CHUNK = 32  # rx.analysis.analyze_many's default
 SINGLE_CALLS = 300
 BATCH_RUNS = 5
 TARGET_US_PER_ANALYSIS_IN_BATCH = 50.0
@@ -131,14 +131,14 @@ def main() -> dict:
     batch_median = statistics.median(batch_runs)
     vmap_us_per_analysis = batch_median / BATCH * 1e6
 
-    # --- the same batch through rx.analyze_many (chunks that stay in cache) ---
+    # --- the same batch through rx.analysis.analyze_many (chunks that stay in cache) ---
     t0 = time.perf_counter()
-    many = block(rx.analyze_many(model, qs, chunk_size=CHUNK))
+    many = block(rx.analysis.analyze_many(model, qs, chunk_size=CHUNK))
     many_first_call = time.perf_counter() - t0
     assert np.array_equal(np.asarray(many.unique), np.asarray(reports.unique))
     many_cpu: list[float] = []
     many_runs = time_calls(
-        lambda model, qs: rx.analyze_many(model, qs, chunk_size=CHUNK),
+        lambda model, qs: rx.analysis.analyze_many(model, qs, chunk_size=CHUNK),
         model,
         qs,
         runs=BATCH_RUNS,
@@ -150,32 +150,32 @@ def main() -> dict:
     m = model.n_holonomic
     nc = model.n_constraints
     pair_rows = [p.rows for p in model.pairs]
-    S_pairs = rx.membership(nc, pair_rows)
+    S_pairs = rx.analysis.membership(nc, pair_rows)
     S_rows = jnp.eye(nc)
-    Cs = block(batched(rx.constraint_matrix)(model, qs))
+    Cs = block(batched(rx.equations.constraint_matrix)(model, qs))
 
     def on_c(fn):
         return eqx.filter_jit(jax.vmap(fn))
 
-    qrs = block(on_c(rx.pivoted_qr)(Cs))
+    qrs = block(on_c(rx.internal.pivoted_qr)(Cs))
     Ns = jnp.where(jax.vmap(lambda qr: qr.null_mask())(qrs)[:, None, :], qrs.q, 0.0)
 
     pieces = {
-        "constraint_matrix C (assembly by autodiff)": (batched(rx.constraint_matrix), (model, qs)),
-        "pivoted_qr(C), 22 x 21": (on_c(rx.pivoted_qr), (Cs,)),
+        "constraint_matrix C (assembly by autodiff)": (batched(rx.equations.constraint_matrix), (model, qs)),
+        "pivoted_qr(C), 22 x 21": (on_c(rx.internal.pivoted_qr), (Cs,)),
         "solvability_by_qr(C, pairs): QR + B_X of 14 pairs": (
-            on_c(lambda C: rx.solvability_by_qr(C, S_pairs)),
+            on_c(lambda C: rx.analysis.solvability_by_qr(C, S_pairs)),
             (Cs,),
         ),
         "solvability_by_qr(C, rows): QR + B_X of 22 rows": (
-            on_c(lambda C: rx.solvability_by_qr(C, S_rows)),
+            on_c(lambda C: rx.analysis.solvability_by_qr(C, S_rows)),
             (Cs,),
         ),
         "pivoted_qr(Phi_q), 17 x 21 (rank_holonomic)": (
-            on_c(lambda C: rx.pivoted_qr(C[:m])),
+            on_c(lambda C: rx.internal.pivoted_qr(C[:m])),
             (Cs,),
         ),
-        "pivoted_qr(Psi), 5 x 21 (rank_pfaffian)": (on_c(lambda C: rx.pivoted_qr(C[m:])), (Cs,)),
+        "pivoted_qr(Psi), 5 x 21 (rank_pfaffian)": (on_c(lambda C: rx.internal.pivoted_qr(C[m:])), (Cs,)),
         "for comparison: jnp.linalg.svd(C) (LAPACK gesdd)": (on_c(jnp.linalg.svd), (Cs,)),
         "for comparison: jax.lax.linalg.qr(C, pivoting=True) (LAPACK geqp3)": (
             on_c(lambda C: jax.lax.linalg.qr(C, pivoting=True)),
@@ -241,7 +241,7 @@ def main() -> dict:
             "dispatch_only_median_us": statistics.median(dispatch) * 1e6,
         },
         "batch": {
-            "function": f"rx.analyze_many(model, qs, chunk_size={CHUNK})",
+            "function": f"rx.analysis.analyze_many(model, qs, chunk_size={CHUNK})",
             "first_call_s": many_first_call,
             "median_s": statistics.median(many_runs),
             "min_s": min(many_runs),

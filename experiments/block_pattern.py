@@ -1,6 +1,6 @@
 """The structure of the block-sparse system (Kraus, Winckler & Bock 2001, Fig. 3) for
 the reference mechanisms: which constraint blocks couple, in the elimination order
-of `rx.block_pattern`, and where the factorisation fills in.
+of `rx.internal.block_pattern`, and where the factorisation fills in.
 
 Run:
     .venv/bin/python experiments/block_pattern.py      # a few seconds, no simulation
@@ -28,7 +28,7 @@ def main() -> None:
     summary = {}
     for name, build in MECHANISMS.items():
         model = build().build()
-        pattern = rx.block_pattern(model, rx.topology(model))
+        pattern = rx.internal.block_pattern(model, rx.analysis.topology(model))
         plot_block_pattern(pattern).savefig(RESULTS / f"{name}.png", dpi=120)
         summary[name] = {
             "bodies": model.bodies.count,

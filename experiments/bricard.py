@@ -54,7 +54,7 @@ OUT_QUICK = pathlib.Path(tempfile.gettempdir()) / "redundax_quick" / "bricard"
 T_FINAL = 10.0
 FULL = {"rtol": 1e-10, "atol": 1e-12, "n_save": 1001}
 QUICK = {"rtol": 1e-8, "atol": 1e-10, "n_save": 401}
-PROJECTION = rx.Projection(iterations=6)
+PROJECTION = rx.drift.Projection(iterations=6)
 # Four-bar geometry of `rx.models.four_bar()` (its defaults) [m, rad].
 FOUR_BAR = {"ground": 1.0, "crank": 0.4, "coupler": 1.2, "rocker": 0.8, "crank_angle": math.pi / 3}
 ROD_SIDE = 0.02  # square cross-section of the four-bar's links [m] (inertia only)
@@ -152,10 +152,10 @@ def four_bar_3d():
     mech = rx.Mechanism(
         bodies=[link("crank", O, A), link("coupler", A, B), link("rocker", D, B)],
         pairs=[
-            rx.Revolute3D("O", "crank", "ground", point=p3(O), axis=z),
-            rx.Revolute3D("A", "crank", "coupler", point=p3(A), axis=z),
-            rx.Revolute3D("B", "coupler", "rocker", point=p3(B), axis=z),
-            rx.Revolute3D("D", "rocker", "ground", point=p3(D), axis=z),
+            rx.joints.Revolute3D("O", "crank", "ground", point=p3(O), axis=z),
+            rx.joints.Revolute3D("A", "crank", "coupler", point=p3(A), axis=z),
+            rx.joints.Revolute3D("B", "coupler", "rocker", point=p3(B), axis=z),
+            rx.joints.Revolute3D("D", "rocker", "ground", point=p3(D), axis=z),
         ],
         gravity=(0.0, -9.81, 0.0),
     )
@@ -244,7 +244,7 @@ def main():
     traj.q.block_until_ready()
     sim_wall = time.perf_counter() - start
     ts = np.asarray(traj.ts)
-    P = np.asarray(jax.jit(jax.vmap(lambda q: rx.marker_positions(model, q)))(traj.q))[:, 0]
+    P = np.asarray(jax.jit(jax.vmap(lambda q: rx.equations.marker_positions(model, q)))(traj.q))[:, 0]
     energy = np.asarray(traj.energy)
     energy_error = energy - energy[0]
     pos, vel = np.asarray(traj.position_violation), np.asarray(traj.velocity_violation)
@@ -266,7 +266,7 @@ def main():
     for label, k in (("x(P3) = 0", k_mid), ("first turning point", k_turn)):
         q, qd = project(traj.q[k], traj.qd[k], traj.ts[k])
         before = float(traj.position_violation[k])
-        after = float(jnp.max(jnp.abs(rx.position_residual(model, q, traj.ts[k]))))
+        after = float(jnp.max(jnp.abs(rx.equations.position_residual(model, q, traj.ts[k]))))
         report = rx.analyze_solvability(model, q, traj.ts[k])
         name = f"solvability_t{float(ts[k]):.3f}.txt"
         (out / name).write_text(

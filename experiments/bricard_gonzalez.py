@@ -164,7 +164,7 @@ def main():
 
     mech = rx.models.bricard()
     model, state0 = mech.build(), mech.initial_state()
-    markers = jax.jit(jax.vmap(lambda q: rx.marker_positions(model, q)))
+    markers = jax.jit(jax.vmap(lambda q: rx.equations.marker_positions(model, q)))
     nc = model.n_constraints
     joint_rows = np.array([r for p in model.pairs for r in p.rows])
     bending_rows = np.array(

@@ -7,13 +7,13 @@ joint stiffnesses, while the formerly unique ones tend to the rigid values.
 
 For the mobile robot (DESIGN.md §6; state after 1 s of its manoeuvre) and Bricard's
 mechanism (DESIGN.md §8; state after 1 s of its fall), each projected onto the
-constraint manifold with `rx.Projection(iterations=6)`:
+constraint manifold with `rx.drift.Projection(iterations=6)`:
 
-- rigid reference: `rx.reactions(..., method=rx.NullSpace())`;
-- penalty joints `rx.Penalty(stiffness=s · k)` for s = 1e3 … 1e9, with
-  k = `rx.joint_stiffness(model, 1.0)` (every joint row 1 N/m or 1 N m/rad) and a
+- rigid reference: `rx.reactions(..., method=rx.methods.NullSpace())`;
+- penalty joints `rx.methods.Penalty(stiffness=s · k)` for s = 1e3 … 1e9, with
+  k = `rx.methods.joint_stiffness(model, 1.0)` (every joint row 1 N/m or 1 N m/rad) and a
   variant with one pair 10× stiffer (robot: B; Bricard: J1);
-- their rigid limits `rx.Compliant(k)`.
+- their rigid limits `rx.methods.Compliant(k)`.
 
 (a) max over the uniquely solvable pairs of ‖W_pen − W_rigid‖ / ‖W_rigid‖ (W: the
 pair's wrenches on all bodies) vs s — Bricard has no unique pair, so for it (and
@@ -22,7 +22,7 @@ for the robot as well) the same for the total generalised reaction f = F − M q
 moment) vs s for the two stiffness ratios, with the `Compliant` limits.
 
 Bricard's natural coordinates have rigid-body rows, to which `joint_stiffness`
-gives k = ∞ (rigid bodies). `rx.Penalty` builds M + Cᵀ diag(α) C and returns NaN
+gives k = ∞ (rigid bodies). `rx.methods.Penalty` builds M + Cᵀ diag(α) C and returns NaN
 for α = ∞, so for Bricard the rigid-body rows get the finite stiffness
 BODY_RATIO · s instead (bodies BODY_RATIO times stiffer than the joints); the
 penalty values then tend to `Compliant` with that same finite k, which is compared
@@ -70,7 +70,7 @@ SCALES_QUICK = np.logspace(3.0, 9.0, 7)
 STIFFER = {"mobile robot": "B", "Bricard": "J1"}
 STIFFER_FACTOR = 10.0
 BODY_RATIO = 1e3  # Bricard: rigid-body rows this much stiffer than the joint rows
-PROJECTION = rx.Projection(iterations=6)
+PROJECTION = rx.drift.Projection(iterations=6)
 
 
 def git_info():
@@ -134,9 +134,9 @@ def state_on_manifold(model, state0, quick):
         before = (float(traj.position_violation[-1]), float(traj.velocity_violation[-1]))
     q, qd = jax.jit(lambda q, qd, t: PROJECTION(model, q, qd, t))(q, qd, t)
     after = (
-        float(jnp.max(jnp.abs(rx.position_residual(model, q, t)))),
+        float(jnp.max(jnp.abs(rx.equations.position_residual(model, q, t)))),
         float(
-            jnp.max(jnp.abs(rx.constraint_matrix(model, q, t) @ qd + rx.velocity_bias(model, q, t)))
+            jnp.max(jnp.abs(rx.equations.constraint_matrix(model, q, t) @ qd + rx.equations.velocity_bias(model, q, t)))
         ),
     )
     return q, qd, t, {"violation_before_projection": before, "violation_after_projection": after}
@@ -146,8 +146,8 @@ def study(name, mech, scales, quick):
     model, state0 = mech.build(), mech.initial_state()
     q, qd, t, proj = state_on_manifold(model, state0, quick)
     # Every reaction evaluation is compiled (eager evaluation dispatches op by op).
-    rigid = jax.jit(lambda q, qd, t: rx.reactions(model, q, qd, t, method=rx.NullSpace()))(q, qd, t)
-    compliant = jax.jit(lambda kk: rx.reactions(model, q, qd, t, method=rx.Compliant(kk)))
+    rigid = jax.jit(lambda q, qd, t: rx.reactions(model, q, qd, t, method=rx.methods.NullSpace()))(q, qd, t)
+    compliant = jax.jit(lambda kk: rx.reactions(model, q, qd, t, method=rx.methods.Compliant(kk)))
     unique = np.asarray(rigid.unique)
     names = model.pair_names
     unique_pairs = [n for n, u in zip(names, unique, strict=True) if u]
@@ -155,10 +155,10 @@ def study(name, mech, scales, quick):
     W_rigid = np.asarray(rigid.wrench)
     f_rigid = np.asarray(rigid.total)
 
-    k = rx.joint_stiffness(model, 1.0)
+    k = rx.methods.joint_stiffness(model, 1.0)
     ratios = {
         "equal": k,
-        f"{STIFFER[name]} ×{STIFFER_FACTOR:g}": rx.joint_stiffness(
+        f"{STIFFER[name]} ×{STIFFER_FACTOR:g}": rx.methods.joint_stiffness(
             model, 1.0, pairs={STIFFER[name]: STIFFER_FACTOR}
         ),
     }
@@ -166,7 +166,7 @@ def study(name, mech, scales, quick):
     finite = {r: jnp.where(jnp.isinf(kk), BODY_RATIO, kk) for r, kk in ratios.items()}
 
     def penalty_reactions(stiffness):
-        return rx.reactions(model, q, qd, t, method=rx.Penalty(stiffness=stiffness))
+        return rx.reactions(model, q, qd, t, method=rx.methods.Penalty(stiffness=stiffness))
 
     batched = jax.jit(jax.vmap(penalty_reactions))
     out = {
@@ -370,8 +370,8 @@ def draw(axes, name, scales, res, series):
             ax.axhline(s["limit_mag"][n][kind], color=c, ls=styles[i], lw=0.6, alpha=0.6)
     ax.set(xlabel="stiffness scale s", ylabel=f"|{kind}| of the pair [{unit}]")
     ax.set_title(
-        f"{name}: (b) non-unique reactions, rx.Penalty(s·k)\nsolid: equal k, dashed: "
-        f"{STIFFER[name]} ×{STIFFER_FACTOR:g}; thin: rx.Compliant(k) limits",
+        f"{name}: (b) non-unique reactions, rx.methods.Penalty(s·k)\nsolid: equal k, dashed: "
+        f"{STIFFER[name]} ×{STIFFER_FACTOR:g}; thin: rx.methods.Compliant(k) limits",
         fontsize=9.5,
     )
     ax.grid(alpha=0.3, which="both")
@@ -476,7 +476,7 @@ def main():
 
     summary = {
         "scales": scales.tolist(),
-        "stiffness": "rx.joint_stiffness(model, 1.0) (1 N/m, 1 N m/rad per joint row; "
+        "stiffness": "rx.methods.joint_stiffness(model, 1.0) (1 N/m, 1 N m/rad per joint row; "
         "rigid-body rows ∞), times s",
         "stiffer_pair": {k: f"{v} ×{STIFFER_FACTOR:g}" for k, v in STIFFER.items()},
         "state": (
@@ -484,7 +484,7 @@ def main():
             if args.quick
             else f"after {T_STATE} s of the motion (Tsit5, rtol 1e-8)"
         )
-        + ", then rx.Projection(iterations=6)",
+        + ", then rx.drift.Projection(iterations=6)",
         "magnitudes": "per pair, ‖λ‖ over its force rows [N] and over its moment rows [N m]",
         "results": results,
         "machine": {

@@ -139,10 +139,10 @@ def _draw_tree(ax, model, structure, report):
 
 def run(name, mech, out: pathlib.Path) -> dict:
     model, state = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, state.q)
-    jstate = rx.to_joint_state(jm, state)
-    structure = rx.decide_joint(jm, jstate, ground="root")
-    report = rx.joint_uniqueness(jm, structure, jstate)
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    jstate = rx.joint_coordinates.to_joint_state(jm, state)
+    structure = rx.joint_coordinates.decide_joint(jm, jstate, ground="root")
+    report = rx.joint_coordinates.joint_uniqueness(jm, structure, jstate)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     _draw_mechanism(axes[0], model, state.q, jm, report, model.dim == 2)
     _draw_tree(axes[1], model, structure, report)

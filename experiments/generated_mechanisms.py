@@ -14,7 +14,7 @@ projection, central differences):
 - `stable` (b): `Structure.rank_nearby`, `stable_unique`, `stable_row_unique`
   against the SVD at a generic configuration nearby, and `analyze_solvability`
   there;
-- `gradient` (c): d(unique reaction after `rx.Projection`)/d(joint point, mass) by
+- `gradient` (c): d(unique reaction after `rx.drift.Projection`)/d(joint point, mass) by
   `jax.grad` against central differences, on every exactly symmetric instance
   (identical links or legs) with an invertible mass matrix;
 - `validity` (d): a crank drive inside its range runs valid, one past the end of

@@ -83,7 +83,7 @@ def reactions_along(model, method, q, qd, ts):
         _REACTIONS[key] = jax.jit(
             jax.vmap(
                 lambda q, qd, t: rx.reactions(
-                    model, q, qd, t, method=method, drift_control=rx.Baumgarte()
+                    model, q, qd, t, method=method, drift_control=rx.drift.Baumgarte()
                 )
             )
         )
@@ -92,7 +92,7 @@ def reactions_along(model, method, q, qd, ts):
 
 def markers_along(model, q):
     """Global marker positions (T, nm, 2) along a trajectory."""
-    return np.asarray(jax.jit(jax.vmap(lambda q: rx.marker_positions(model, q)))(q))
+    return np.asarray(jax.jit(jax.vmap(lambda q: rx.equations.marker_positions(model, q)))(q))
 
 
 def compared_quantities(model, traj, reac):
@@ -305,16 +305,16 @@ def main():
     mech = models.mobile_robot(steering)
     model, state0 = mech.build(), mech.initial_state()
 
-    methods = {"null-space": rx.NullSpace()}
+    methods = {"null-space": rx.methods.NullSpace()}
     for name, rows in VARIANTS.items():
-        methods[name] = rx.eliminate(model, state0.q, 0.0, rows=rows)
+        methods[name] = rx.methods.eliminate(model, state0.q, 0.0, rows=rows)
     # `reactions` decides the rank of C afresh at every state. The slight drift of a
     # simulated state (|Φ| ~ 1e-11) makes the two dependent rows independent by
     # σ_min ~ 1e-13; with a rank tolerance of 2·eps·22 (relative) the rank comes out
     # 21 and the minimum-norm λ blows up. The null-space reactions therefore use an
     # explicit, looser tolerance; `summary.json` records how the defaults fare
     # ("null_space_default_rank_tolerance"). `simulate` fixes the rank once, at q⁰.
-    reaction_methods = dict(methods, **{"null-space": rx.NullSpace(rtol=NULL_SPACE_RTOL)})
+    reaction_methods = dict(methods, **{"null-space": rx.methods.NullSpace(rtol=NULL_SPACE_RTOL)})
 
     runs, series = {}, {}
     for name, method in methods.items():
@@ -423,9 +423,9 @@ def main():
             pair_wrenches(model, common[e1], NON_UNIQUE_PAIRS),
         )
     # How the default rank tolerance fares on the same states (see main).
-    default_ns = reactions_along(model, rx.NullSpace(), ref_traj.q, ref_traj.qd, ref_traj.ts)
+    default_ns = reactions_along(model, rx.methods.NullSpace(), ref_traj.q, ref_traj.qd, ref_traj.ts)
     ranks = np.asarray(
-        jax.jit(jax.vmap(lambda q, t: rx.pivoted_qr(rx.constraint_matrix(model, q, t)).rank))(
+        jax.jit(jax.vmap(lambda q, t: rx.internal.pivoted_qr(rx.equations.constraint_matrix(model, q, t)).rank))(
             ref_traj.q, ref_traj.ts
         )
     )

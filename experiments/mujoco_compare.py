@@ -1,6 +1,6 @@
 """redundax against MuJoCo on the closed chains of `configs/mjcf/` (issue 13).
 
-Each MJCF (or URDF + MJCF) file is read twice: by `rx.from_mjcf` into a rigid
+Each MJCF (or URDF + MJCF) file is read twice: by `rx.io.from_mjcf` into a rigid
 redundax mechanism, simulated with `rx.simulate` at rtol = 1e-10, atol = 1e-12
 (null-space method, Dopri8, projection after every step), and by MuJoCo itself,
 whose loop closures (`connect`, `weld` equalities) are soft constraints. Both
@@ -211,8 +211,8 @@ def run_redundax(mech: rx.Mechanism) -> dict:
         stepsize_controller=diffrax.PIDController(**REDUNDAX),
     ).q.block_until_ready()
     warm = time.perf_counter() - start
-    markers = np.asarray(jax.vmap(lambda q: rx.marker_positions(model, q))(trajectory.q))
-    coms = np.asarray(jax.vmap(lambda q: rx.body_poses(model, q)[0])(trajectory.q))
+    markers = np.asarray(jax.vmap(lambda q: rx.equations.marker_positions(model, q))(trajectory.q))
+    coms = np.asarray(jax.vmap(lambda q: rx.equations.body_poses(model, q)[0])(trajectory.q))
     history = rx.reaction_history(model, trajectory)
     report = rx.analyze_solvability(model, state.q, state.t)
     return {
@@ -340,7 +340,7 @@ def figure(name: str, rd: dict, runs: dict, forces: dict, path: pathlib.Path) ->
 def bricard_against_toml() -> dict:
     """P3 of the imported Bricard against configs/bricard.toml, the same settings."""
     config = load_config(ROOT / "configs" / "bricard.toml")
-    mech = rx.from_mjcf(EXAMPLES["bricard"])
+    mech = rx.io.from_mjcf(EXAMPLES["bricard"])
     out = {}
     for label, (model, state) in {
         "toml": (config.model, config.state),
@@ -354,7 +354,7 @@ def bricard_against_toml() -> dict:
             stepsize_controller=diffrax.PIDController(**REDUNDAX),
         )
         out[label] = np.asarray(
-            jax.vmap(lambda q, m=model: rx.marker_positions(m, q))(trajectory.q)
+            jax.vmap(lambda q, m=model: rx.equations.marker_positions(m, q))(trajectory.q)
         )
         report = rx.analyze_solvability(model, state.q, state.t)
         out[label + "_analysis"] = {
@@ -446,7 +446,7 @@ def main() -> None:
         "examples": {},
     }
     for name, path in EXAMPLES.items():
-        mech = rx.from_mjcf(path)
+        mech = rx.io.from_mjcf(path)
         rd = run_redundax(mech)
         runs = {s: run_mujoco(path, setting, rd["ts"]) for s, setting in SETTINGS.items()}
         forces = {s: compare_forces(rd, mj) for s, mj in runs.items()}

@@ -5,9 +5,9 @@ Mechanisms and settings (the library's default path, structure decided once by
 `rx.decide` at the initial state, the method specialised as `simulate` does it with
 `redundax.methods.specialise`, the drift control prepared as `simulate` prepares it):
 
-- Bricard (`rx.models.bricard()`, 60 coordinates): `rx.NullSpace()`, Dopri8 at
+- Bricard (`rx.models.bricard()`, 60 coordinates): `rx.methods.NullSpace()`, Dopri8 at
   rtol = 5e-6, atol = 5e-8 (the setting of `bench_bricard.py`'s projection section),
-  default drift control `rx.StepProjection()`, default singularity monitor (σ of the
+  default drift control `rx.drift.StepProjection()`, default singularity monitor (σ of the
   dense C after every step), 10 s, 101 saved states.
 - The mobile robot (`rx.models.mobile_robot()`, 21 coordinates): every default of
   `rx.simulate` (rtol 1e-8, atol 1e-10, hence Dopri8; `StepProjection()`; the monitor),
@@ -300,7 +300,7 @@ def profile_mechanism(setting, target_s, repeats, n_runs, run_batches):
     mech = setting.build()
     model, state0 = mech.build(), mech.initial_state()
     structure = rx.decide(model, state0.q, state0.t)
-    method = specialise(rx.NullSpace(), structure, model)
+    method = specialise(rx.methods.NullSpace(), structure, model)
     drift = StepProjection().prepare(method, structure)
     args = (model, structure, method, drift)
 
@@ -421,7 +421,7 @@ def profile_mechanism(setting, target_s, repeats, n_runs, run_batches):
 
     def constraint_matrix(x):
         q, qd, t = x
-        return rx.constraint_matrix(model, q, t)
+        return rx.equations.constraint_matrix(model, q, t)
 
     def overhead(x):
         q, qd, t = x

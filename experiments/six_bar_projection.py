@@ -7,9 +7,9 @@ extra steps a change of the active set of the constraint partitioning costs.
 The 6-bar is `models.six_bar()` (the Sarrus linkage with the counts of the seed's
 6-bar: 5 moving bodies, 6 revolutes, one loop, 1 DOF, one dependent row; see
 `configs/six_bar.toml`), simulated with the block solver and its constraint
-partitioning (`rx.BlockSparse()`), the default integrator of each tolerance
-(`rx.default_solver`), rtol = atol = `tol` ∈ 1e-4 … 1e-10 (the seed's x axis is
-−log err of the absolute tolerance), and `rx.Projection(tolerance=τ)` every
+partitioning (`rx.methods.BlockSparse()`), the default integrator of each tolerance
+(`rx.internal.default_solver`), rtol = atol = `tol` ∈ 1e-4 … 1e-10 (the seed's x axis is
+−log err of the absolute tolerance), and `rx.drift.Projection(tolerance=τ)` every
 0.01 s (MBSSIM projects after every step; redundax projects at its save times):
 positions and velocities are corrected only when their residual exceeds τ,
 τ ∈ 1e-3, 1e-6, 1e-9 and 0 (always), with no Baumgarte terms between the
@@ -18,7 +18,7 @@ projections (as in the seed: projection is the only stabilisation).
 For each pair: warm wall time (best of 3, compiled beforehand; tolerances are
 passed as arrays so every pair runs the same compiled program), integrator steps
 (accepted, rejected), the active-set changes logged during the run
-(`rx.active_set_history`), the largest position residual at the saves, and the
+(`rx.monitors.active_set_history`), the largest position residual at the saves, and the
 error of the final state against a reference at tol = 1e-12, τ = 0.
 
 Run:
@@ -56,10 +56,10 @@ def run(model, state, structure, tol, tau, solver):
         state,
         T1,
         structure=structure,
-        method=rx.BlockSparse(),
+        method=rx.methods.BlockSparse(),
         solver=solver,
         stepsize_controller=controller,
-        drift_control=rx.Projection(baumgarte=None, tolerance=jnp.asarray(tau)),
+        drift_control=rx.drift.Projection(baumgarte=None, tolerance=jnp.asarray(tau)),
         saveat=rx.SaveAt(n=SAVES),
         max_steps=200_000,
     )
@@ -75,7 +75,7 @@ def main(quick: bool) -> None:
     rows = []
     for tau in PROJECTION_TOLERANCES:
         for tol in tolerances:
-            solver = rx.default_solver(tol)
+            solver = rx.internal.default_solver(tol)
             traj = run(model, state, structure, tol, tau, solver)  # compiles (once per solver)
             times = []
             for _ in range(3):
@@ -83,7 +83,7 @@ def main(quick: bool) -> None:
                 traj = run(model, state, structure, tol, tau, solver)
                 jax.block_until_ready(traj.q)
                 times.append(time.perf_counter() - start)
-            history = rx.active_set_history(model, traj)
+            history = rx.monitors.active_set_history(model, traj)
             rows.append(
                 {
                     "integration_tolerance": tol,

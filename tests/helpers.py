@@ -193,9 +193,9 @@ def four_bar_design(folder: Path, edit=lambda text: text) -> Path:
 
 # Compiled once per model (called eagerly, each of their operations would be compiled
 # on its own: seconds per model).
-_constraint_matrix = eqx.filter_jit(rx.constraint_matrix)
-_position_residual = eqx.filter_jit(rx.position_residual)
-_velocity_residual = eqx.filter_jit(rx.velocity_residual)
+_constraint_matrix = eqx.filter_jit(rx.equations.constraint_matrix)
+_position_residual = eqx.filter_jit(rx.equations.position_residual)
+_velocity_residual = eqx.filter_jit(rx.equations.velocity_residual)
 
 
 def consistent_states(model, state, count, seed, spread=0.05):
@@ -203,7 +203,7 @@ def consistent_states(model, state, count, seed, spread=0.05):
     manifold's tangent (the null space of Φ_q, by SVD) and random velocities,
     projected (positions, then velocities)."""
     rng = np.random.default_rng(seed)
-    project = eqx.filter_jit(rx.Projection(iterations=10))
+    project = eqx.filter_jit(rx.drift.Projection(iterations=10))
     m = model.n_holonomic
     A = np.asarray(_constraint_matrix(model, state.q, state.t))[:m]
     _, sv, Vt = np.linalg.svd(A)
@@ -270,13 +270,13 @@ def three_rrr(
         lp = float(np.hypot(*(elbow - base)))
         ld = float(np.hypot(*(tip - elbow)))
         pairs += [
-            rx.Revolute(f"A{k + 1}", f"prox{k}", "ground", (-lp / 2, 0.0), tuple(base)),
-            rx.Revolute(f"B{k + 1}", f"prox{k}", f"dist{k}", (lp / 2, 0.0), (-ld / 2, 0.0)),
-            rx.Revolute(f"C{k + 1}", f"dist{k}", "platform", (ld / 2, 0.0), tuple(tip)),
+            rx.joints.Revolute(f"A{k + 1}", f"prox{k}", "ground", (-lp / 2, 0.0), tuple(base)),
+            rx.joints.Revolute(f"B{k + 1}", f"prox{k}", f"dist{k}", (lp / 2, 0.0), (-ld / 2, 0.0)),
+            rx.joints.Revolute(f"C{k + 1}", f"dist{k}", "platform", (ld / 2, 0.0), tuple(tip)),
         ]
         d0 = bodies[-2].angle
         pairs.append(
-            rx.RevoluteDriver(f"M{k + 1}", f"prox{k}", "ground", rx.SmoothSteps([0.0, 1.0], [d0, d0 + step]))
+            rx.joints.RevoluteDriver(f"M{k + 1}", f"prox{k}", "ground", rx.motions.SmoothSteps([0.0, 1.0], [d0, d0 + step]))
         )
     bodies.append(rx.Body("platform", mass=2.0, inertia=0.09))
     mech = rx.Mechanism(bodies, pairs, gravity=(0.0, -gravity))

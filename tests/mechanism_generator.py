@@ -35,7 +35,7 @@ Families (`FAMILIES`; `generate(family, seed)`):
   1 dof although Grübler–Kutzbach counts −2 (p = 3).
 - `spatial_4r`: four random revolute axes closed into a loop (no Bennett
   condition): rigid, p = 2. Same structure as `bennett`.
-- `four_bar_drive`: a four-bar whose crank is driven by `rx.SmoothSteps`:
+- `four_bar_drive`: a four-bar whose crank is driven by `rx.motions.SmoothSteps`:
   `feasible` inside its range of motion (a Grashof crank, transmission angle
   bounded away from 0 and π), or driven 0.4 rad past the end of its travel
   (a rocker input of a non-Grashof linkage): then no configuration satisfies the
@@ -148,8 +148,8 @@ class _Planar:
         self.pose[name] = (com, angle)
         return rx.Body(name, mass=mass, inertia=inertia, position=_tup(com), angle=angle)
 
-    def revolute(self, name, bi, bj, X) -> rx.Revolute:
-        return rx.Revolute(name, bi, bj, self.local(bi, X), self.local(bj, X))
+    def revolute(self, name, bi, bj, X) -> rx.joints.Revolute:
+        return rx.joints.Revolute(name, bi, bj, self.local(bi, X), self.local(bj, X))
 
 
 def _planar_masses(rng, lengths, mode):
@@ -380,8 +380,8 @@ def _rrr3_mechanism(rng, symmetric: bool):
     for i in range(3):
         angle = plan.pose[f"prox{i + 1}"][1]
         # Polynomial (not Constant): rx.models.spatial_twin reads its coefficients.
-        pairs.append(rx.RevoluteDriver(f"drive{i + 1}", f"prox{i + 1}", "ground",
-                                       rx.Polynomial([angle])))
+        pairs.append(rx.joints.RevoluteDriver(f"drive{i + 1}", f"prox{i + 1}", "ground",
+                                       rx.motions.Polynomial([angle])))
     # Gravity in the plane in every case: a symmetric design (what makes the
     # eigenvalues repeat) under a load that is not symmetric, so that reactions
     # and their derivatives are not all zero.
@@ -431,7 +431,7 @@ def _branched_mechanism(rng):
     normal_global = np.array([-along[1], along[0]])
     normal_local = _tup(_rot(rocker_angle).T @ normal_global)
     pairs.append(
-        rx.Translational(
+        rx.joints.Translational(
             "H", "slider", "rocker", plan.local("slider", S), plan.local("rocker", S),
             normal=normal_local, angle=slider_angle - rocker_angle,
         )
@@ -627,7 +627,7 @@ def _loop_bodies(rng, points, axes, kinds, symmetric, family):
         bi, bj = names[k], names[k - 1]
         if bi == "ground":
             bi, bj = bj, bi
-        pairs.append(rx.Revolute3D(f"J{k}", bi, bj, point=_tup(points[k]), axis=_tup(axes[k])))
+        pairs.append(rx.joints.Revolute3D(f"J{k}", bi, bj, point=_tup(points[k]), axis=_tup(axes[k])))
     return bodies, pairs
 
 
@@ -756,8 +756,8 @@ def four_bar_drive(seed: int) -> Generated:
     plan = _Planar()
     bodies, pairs = _four_bar_parts(rng, plan, mode, geometry)
     phi0 = plan.pose["crank"][1]
-    motion = rx.SmoothSteps([0.0, T_DRIVE], [phi0, phi0 + delta])
-    pairs.append(rx.RevoluteDriver("drive", "crank", "ground", motion))
+    motion = rx.motions.SmoothSteps([0.0, T_DRIVE], [phi0, phi0 + delta])
+    pairs.append(rx.joints.RevoluteDriver("drive", "crank", "ground", motion))
     why = (
         f"four-bar ground {g:.4g} crank {a:.4g} coupler {b:.4g} rocker {c:.4g} m "
         f"({'Grashof' if is_grashof else 'non-Grashof'}) at {theta:.4g} rad, crank driven "

@@ -132,7 +132,7 @@ def test_simulate_checks_what_it_is_given_as_a_method(four_bar):
     with pytest.raises(rx.ModelError, match=problem):
         rx._simulate._check_arguments(model, state, 1.0, 3, None, 10, 1e-8, 1e-10, "nullspace")
     with pytest.raises(rx.ModelError, match=problem):
-        rx._simulate._check_arguments(model, state, 1.0, 3, None, 10, 1e-8, 1e-10, rx.NullSpace)
+        rx._simulate._check_arguments(model, state, 1.0, 3, None, 10, 1e-8, 1e-10, rx.methods.NullSpace)
 
 
 # ------------------------------------------------------- a structure of another mechanism
@@ -141,7 +141,7 @@ def test_simulate_checks_what_it_is_given_as_a_method(four_bar):
 def test_a_structure_decided_for_another_mechanism_is_refused(four_bar, robot):
     model, state = robot
     other = rx.decide(*four_bar[:1], four_bar[1].q)
-    for method in (rx.NullSpace(), rx.BlockSparse()):
+    for method in (rx.methods.NullSpace(), rx.methods.BlockSparse()):
         with pytest.raises(rx.ModelError, match="structure: decided for another mechanism"):
             rx.simulate(model, state, 0.1, structure=other, method=method)
     with pytest.raises(rx.ModelError, match="pairs O, A, B, D"):
@@ -189,16 +189,16 @@ def test_an_unassembled_configuration_is_analysed_with_a_warning():
 @pytest.mark.parametrize(
     ("build", "field"),
     [
-        (lambda: rx.BlockSparse(pivot_rtol=0.0), "pivot_rtol"),
-        (lambda: rx.BlockSparse(pivot_rtol=-1.0), "pivot_rtol"),
-        (lambda: rx.BlockSparse(pivot_rtol=10.0), "pivot_rtol"),
-        (lambda: rx.Penalty(stiffness=-1.0), "stiffness"),
-        (lambda: rx.Penalty(omega=float("nan")), "omega"),
-        (lambda: rx.Projection(iterations=0), "iterations"),
-        (lambda: rx.Projection(tolerance=-1.0), "tolerance"),
-        (lambda: rx.WeightedMinimumNorm(weights=jnp.asarray([1.0, -1.0, 1.0])), "weights"),
-        (lambda: rx.Elimination(keep=(0, 1, 40), n_rows=22), "keep"),
-        (lambda: rx.Elimination(keep=(0, 1, 1), n_rows=22), "keep"),
+        (lambda: rx.methods.BlockSparse(pivot_rtol=0.0), "pivot_rtol"),
+        (lambda: rx.methods.BlockSparse(pivot_rtol=-1.0), "pivot_rtol"),
+        (lambda: rx.methods.BlockSparse(pivot_rtol=10.0), "pivot_rtol"),
+        (lambda: rx.methods.Penalty(stiffness=-1.0), "stiffness"),
+        (lambda: rx.methods.Penalty(omega=float("nan")), "omega"),
+        (lambda: rx.drift.Projection(iterations=0), "iterations"),
+        (lambda: rx.drift.Projection(tolerance=-1.0), "tolerance"),
+        (lambda: rx.methods.WeightedMinimumNorm(weights=jnp.asarray([1.0, -1.0, 1.0])), "weights"),
+        (lambda: rx.methods.Elimination(keep=(0, 1, 40), n_rows=22), "keep"),
+        (lambda: rx.methods.Elimination(keep=(0, 1, 1), n_rows=22), "keep"),
     ],
 )
 def test_method_options_out_of_range_are_refused_by_name(build, field):
@@ -208,7 +208,7 @@ def test_method_options_out_of_range_are_refused_by_name(build, field):
 
 def test_weights_for_another_number_of_rows_are_refused(robot):
     model, state = robot
-    method = rx.WeightedMinimumNorm(weights=jnp.ones(3))
+    method = rx.methods.WeightedMinimumNorm(weights=jnp.ones(3))
     with pytest.raises(rx.ModelError, match=r"'weights': shape \(3,\), but C has 22 rows"):
         rx.reactions(model, state.q, state.qd, method=method)
 
@@ -216,7 +216,7 @@ def test_weights_for_another_number_of_rows_are_refused(robot):
 def test_eliminate_refuses_a_row_given_twice(robot):
     model, state = robot
     with pytest.raises(rx.ModelError, match=r"rows \[6\] given more than once"):
-        rx.eliminate(model, state.q, rows=(6, 6))
+        rx.methods.eliminate(model, state.q, rows=(6, 6))
 
 
 # -------------------------------------------------------------- models and mechanisms
@@ -246,7 +246,7 @@ def test_a_four_bar_that_closes_is_built_on_its_loop():
     initial configuration satisfies the constraints."""
     mech = models.four_bar(crank=0.5, coupler=1.0, rocker=1.0, crank_angle=0.3)
     model, state = mech.build(), mech.initial_state()
-    assert float(jnp.max(jnp.abs(rx.position_residual(model, state.q, 0.0)))) < 1e-12
+    assert float(jnp.max(jnp.abs(rx.equations.position_residual(model, state.q, 0.0)))) < 1e-12
 
 
 def _problems(mechanism) -> tuple[str, ...]:
@@ -258,7 +258,7 @@ def _problems(mechanism) -> tuple[str, ...]:
 def test_an_unknown_body_is_one_problem_not_two():
     bodies = [rx.Body("crank", 1.0, 0.1, (0.5, 0.0))]
     problems = _problems(
-        rx.Mechanism(bodies, [rx.Revolute("O", "cranck", "ground", (-0.5, 0.0), (0.0, 0.0))])
+        rx.Mechanism(bodies, [rx.joints.Revolute("O", "cranck", "ground", (-0.5, 0.0), (0.0, 0.0))])
     )
     assert len(problems) == 1 and "unknown body 'cranck'" in problems[0]
 
@@ -268,7 +268,7 @@ def test_pairs_and_loads_on_the_ground_alone_are_refused():
     problems = _problems(
         rx.Mechanism(
             bodies,
-            [rx.KnifeEdge("W", "ground", (0.0, 0.0), (0.0, 1.0))],
+            [rx.joints.KnifeEdge("W", "ground", (0.0, 0.0), (0.0, 1.0))],
             loads=[rx.Load("ground", force=(1.0, 0.0)), rx.Load("cart")],
         )
     )

@@ -78,20 +78,20 @@ INERTIA = (0.3, 0.2, 0.05)
 
 def every_type_mechanism(**kw):
     bodies = [rx.Body(f"b{k + 1}", MASS[k], INERTIA[k]) for k in range(3)]
-    motion = rx.Polynomial(POLY)
+    motion = rx.motions.Polynomial(POLY)
     pairs = [
-        rx.Revolute("R", "b1", "b2", G["rev_si"], G["rev_sj"]),
-        rx.Revolute("R0", "b2", "ground", G["grd_si"], G["grd_sj"]),
-        rx.Translational(
+        rx.joints.Revolute("R", "b1", "b2", G["rev_si"], G["rev_sj"]),
+        rx.joints.Revolute("R0", "b2", "ground", G["grd_si"], G["grd_sj"]),
+        rx.joints.Translational(
             "T", "b3", "b1", G["tra_si"], G["tra_sj"], normal=G["tra_v"], angle=G["tra_psi"]
         ),
-        rx.Weld("W", "b2", "b3", G["weld_si"], G["weld_sj"], angle=G["weld_psi"]),
-        rx.TranslationalDriver(
+        rx.joints.Weld("W", "b2", "b3", G["weld_si"], G["weld_sj"], angle=G["weld_psi"]),
+        rx.joints.TranslationalDriver(
             "DT", "b1", "b3", motion, G["drv_si"], G["drv_sj"], direction=G["drv_u"]
         ),
-        rx.RevoluteDriver("DR", "b1", "b2", motion),
-        rx.KnifeEdge("K1", "b1", G["ke1_s"], G["ke1_n"]),
-        rx.KnifeEdge("K2", "b3", G["ke2_s"], G["ke2_n"]),
+        rx.joints.RevoluteDriver("DR", "b1", "b2", motion),
+        rx.joints.KnifeEdge("K1", "b1", G["ke1_s"], G["ke1_n"]),
+        rx.joints.KnifeEdge("K2", "b3", G["ke2_s"], G["ke2_n"]),
     ]
     return rx.Mechanism(bodies, pairs, **kw)
 
@@ -107,11 +107,11 @@ def _assembled(model, q, qd, t):
     # mechanism in `test_jit_matches_eager_and_public_pieces`); velocity_residual is
     # computed apart from C (a JVP per pair), so it is checked against the oracle.
     return dict(
-        phi=rx.position_residual(model, q, t),
-        C=rx.constraint_matrix(model, q, t),
-        b=rx.velocity_bias(model, q, t),
-        gamma=rx.acceleration_rhs(model, q, qd, t),
-        velocity=rx.velocity_residual(model, q, qd, t),
+        phi=rx.equations.position_residual(model, q, t),
+        C=rx.equations.constraint_matrix(model, q, t),
+        b=rx.equations.velocity_bias(model, q, t),
+        gamma=rx.equations.acceleration_rhs(model, q, qd, t),
+        velocity=rx.equations.velocity_residual(model, q, qd, t),
     )
 
 
@@ -284,11 +284,11 @@ def test_driven_pendulum_and_slider_exact_motion():
     mech = rx.Mechanism(
         [rx.Body("p", 1.0, 0.1), rx.Body("s", 1.0, 0.1)],
         [
-            rx.Revolute("O", "p", "ground", s_p, P_p),
-            rx.RevoluteDriver("turn", "p", "ground", rx.Polynomial(POLY)),
-            rx.Translational("T", "s", "ground", s_s, P_s, normal=v, angle=psi),
-            rx.TranslationalDriver(
-                "push", "s", "ground", rx.Polynomial(POLY), s_s, P_s, direction=u
+            rx.joints.Revolute("O", "p", "ground", s_p, P_p),
+            rx.joints.RevoluteDriver("turn", "p", "ground", rx.motions.Polynomial(POLY)),
+            rx.joints.Translational("T", "s", "ground", s_s, P_s, normal=v, angle=psi),
+            rx.joints.TranslationalDriver(
+                "push", "s", "ground", rx.motions.Polynomial(POLY), s_s, P_s, direction=u
             ),
         ],
     )
@@ -319,11 +319,11 @@ def car(delta=CAR_DELTA, r0=(0.4, -0.2), phi0=0.7):
             rx.Body("wheel", 1.0, 0.01, position=front, angle=phi0 + delta),
         ],
         [
-            rx.Revolute("F", "wheel", "car", (0.0, 0.0), (CAR_L, 0.0)),
-            rx.RevoluteDriver("steer", "wheel", "car", rx.Constant(delta)),
-            rx.KnifeEdge("K1", "car", (0.0, -CAR_W), (0.0, 1.0)),
-            rx.KnifeEdge("K2", "car", (0.0, CAR_W), (0.0, 1.0)),
-            rx.KnifeEdge("K3", "wheel", (0.0, 0.0), (0.0, 1.0)),
+            rx.joints.Revolute("F", "wheel", "car", (0.0, 0.0), (CAR_L, 0.0)),
+            rx.joints.RevoluteDriver("steer", "wheel", "car", rx.motions.Constant(delta)),
+            rx.joints.KnifeEdge("K1", "car", (0.0, -CAR_W), (0.0, 1.0)),
+            rx.joints.KnifeEdge("K2", "car", (0.0, CAR_W), (0.0, 1.0)),
+            rx.joints.KnifeEdge("K3", "wheel", (0.0, 0.0), (0.0, 1.0)),
         ],
     )
 
@@ -361,16 +361,16 @@ def test_steered_car_turning_about_its_instantaneous_centre():
 
 def test_mass_matrix_is_diagonal_m_m_j(every_type):
     expected = np.diag(np.ravel([[m, m, j] for m, j in zip(MASS, INERTIA, strict=True)]))
-    np.testing.assert_array_equal(np.asarray(rx.mass_matrix(every_type)), expected)
+    np.testing.assert_array_equal(np.asarray(rx.equations.mass_matrix(every_type)), expected)
     qd = np.random.default_rng(4).standard_normal(9)
     np.testing.assert_allclose(
-        rx.kinetic_energy(every_type, jnp.asarray(qd)), 0.5 * qd @ expected @ qd, rtol=TOL_EXACT
+        rx.equations.kinetic_energy(every_type, jnp.asarray(qd)), 0.5 * qd @ expected @ qd, rtol=TOL_EXACT
     )
 
 
 @eqx.filter_jit
 def _forces(model, q):
-    return rx.generalized_forces(model, q), rx.potential_energy(model, q)
+    return rx.equations.generalized_forces(model, q), rx.equations.potential_energy(model, q)
 
 
 def test_generalized_forces_by_virtual_work():
@@ -436,19 +436,19 @@ def test_custom_pairs_equal_the_built_in_ones():
     builtin = rx.Mechanism(
         bodies,
         [
-            rx.Revolute("R", "b1", "b2", si, sj),
-            rx.Revolute("R0", "b2", "ground", (0.0, 0.0), s0),
-            rx.KnifeEdge("K", "b1", ks, kn),
+            rx.joints.Revolute("R", "b1", "b2", si, sj),
+            rx.joints.Revolute("R0", "b2", "ground", (0.0, 0.0), s0),
+            rx.joints.KnifeEdge("K", "b1", ks, kn),
         ],
     ).build()
     custom = rx.Mechanism(
         bodies,
         [
-            rx.CustomHolonomic("R", ("b1", "b2"), _revolute_residual, 2, {"s_i": si, "s_j": sj}),
-            rx.CustomHolonomic(
+            rx.joints.CustomHolonomic("R", ("b1", "b2"), _revolute_residual, 2, {"s_i": si, "s_j": sj}),
+            rx.joints.CustomHolonomic(
                 "R0", ("b2", "ground"), _revolute_residual, 2, {"s_i": (0.0, 0.0), "s_j": s0}
             ),
-            rx.CustomPfaffian("K", ("b1",), _knife_residual, 1, {"s": ks, "n": kn}),
+            rx.joints.CustomPfaffian("K", ("b1",), _knife_residual, 1, {"s": ks, "n": kn}),
         ],
     ).build()
     for q, qd, t in random_states(6, 2):
@@ -463,7 +463,7 @@ def test_custom_pair_over_three_bodies_scatters_its_columns():
     mech = rx.Mechanism(
         [rx.Body(n, 1.0, 1.0) for n in ("a", "b", "c")],
         [
-            rx.CustomHolonomic(
+            rx.joints.CustomHolonomic(
                 "X",
                 ("a", "b", "c"),
                 lambda p, qb, t: qb[0, 0] + 2 * qb[1, 1] - 3 * qb[2, 2] + t**2,
@@ -491,10 +491,10 @@ def test_jit_matches_eager_and_public_pieces():
     q = np.asarray(mech.initial_state().q) + np.random.default_rng(7).uniform(-0.3, 0.3, 6)
     qd = np.random.default_rng(8).standard_normal(6)
     jitted = assembled(model, q, qd)
-    C = np.asarray(rx.constraint_matrix(model, jnp.asarray(q)))
+    C = np.asarray(rx.equations.constraint_matrix(model, jnp.asarray(q)))
     np.testing.assert_allclose(C, jitted["C"], atol=TOL_EXACT)
-    np.testing.assert_array_equal(rx.holonomic_jacobian(model, jnp.asarray(q)), C[:3])
-    np.testing.assert_array_equal(rx.pfaffian_matrix(model, jnp.asarray(q)), C[3:])
+    np.testing.assert_array_equal(rx.equations.holonomic_jacobian(model, jnp.asarray(q)), C[:3])
+    np.testing.assert_array_equal(rx.equations.pfaffian_matrix(model, jnp.asarray(q)), C[3:])
 
 
 def test_check_consistency_names_the_violated_pairs():
@@ -504,14 +504,14 @@ def test_check_consistency_names_the_violated_pairs():
     not enter its row, and F's point is the wheel centre too)."""
     mech = car()
     model, state = mech.build(), mech.initial_state()
-    rx.check_consistency(model, state)
+    rx.equations.check_consistency(model, state)
     moved = rx.State(state.t, state.q.at[3].add(0.01), state.qd)
     with pytest.raises(ValueError, match=r"1 pair\(s\)") as info:
-        rx.check_consistency(model, moved)
+        rx.equations.check_consistency(model, moved)
     assert "pair 'F'" in str(info.value)
     spun = rx.State(state.t, state.q, state.qd.at[5].set(1.0))
     with pytest.raises(ValueError, match=r"1 pair\(s\)") as info:
-        rx.check_consistency(model, spun)
+        rx.equations.check_consistency(model, spun)
     assert "pair 'steer'" in str(info.value)
     assert "velocity residual 1" in str(info.value)
 
@@ -525,12 +525,12 @@ def test_custom_pair_parameters_given_as_tuples_become_vectors():
         return qb[0, :2] - params["P"]
 
     body = rx.Body("b", 1.0, 0.1, position=point)
-    custom = rx.Mechanism([body], [rx.CustomHolonomic("pin", ("b",), pin, 2, {"P": point})])
-    builtin = rx.Mechanism([body], [rx.Revolute("pin", "b", "ground", (0.0, 0.0), point)])
+    custom = rx.Mechanism([body], [rx.joints.CustomHolonomic("pin", ("b",), pin, 2, {"P": point})])
+    builtin = rx.Mechanism([body], [rx.joints.Revolute("pin", "b", "ground", (0.0, 0.0), point)])
     q = custom.initial_state().q
     np.testing.assert_allclose(
-        rx.position_residual(custom.build(), q), rx.position_residual(builtin.build(), q)
+        rx.equations.position_residual(custom.build(), q), rx.equations.position_residual(builtin.build(), q)
     )
     np.testing.assert_allclose(
-        rx.constraint_matrix(custom.build(), q), rx.constraint_matrix(builtin.build(), q)
+        rx.equations.constraint_matrix(custom.build(), q), rx.equations.constraint_matrix(builtin.build(), q)
     )

@@ -1,4 +1,4 @@
-"""Batched analysis: rx.analyze_many equals jax.vmap equals a Python loop,
+"""Batched analysis: rx.analysis.analyze_many equals jax.vmap equals a Python loop,
 including configurations whose rank differs (a singular one in the batch)."""
 
 import jax
@@ -15,7 +15,7 @@ def test_analyze_many_equals_vmap_and_loop_with_mixed_ranks():
     states = [models.parallelogram(2, crank_angle=a).initial_state() for a in (0.3, 0.0, 1.2)]
     model = models.parallelogram(2, crank_angle=0.3).build()
     qs = jnp.stack([s.q for s in states])
-    many = rx.analyze_many(model, qs, chunk_size=2)
+    many = rx.analysis.analyze_many(model, qs, chunk_size=2)
     batched = jax.vmap(lambda q: rx.analyze_solvability(model, q))(qs)
     assert np.asarray(many.rank).tolist() == [8, 7, 8]
     for k, q in enumerate(qs):

@@ -1,4 +1,4 @@
-"""The block-sparse solver with constraint partitioning (`rx.BlockSparse`, Kraus et
+"""The block-sparse solver with constraint partitioning (`rx.methods.BlockSparse`, Kraus et
 al. 2001 §6 and §8) against the dense null-space method: the same q̈, the same
 unique reactions, at consistent states of planar and spatial mechanisms, chains
 and loops; eager ≡ jit, vmap ≡ loop, and gradients against central differences."""
@@ -63,8 +63,8 @@ def _a02_at(n: int, angle: float, rate: float) -> rx.Mechanism:
 @eqx.filter_jit
 def _both(model, state, structure, pivots="mass"):
     terms = dynamics_terms(model, state.q, state.qd, state.t)
-    dense = rx.NullSpace(schur=False).acceleration(terms, terms.gamma, structure)
-    block = rx.BlockSparse(pivots=pivots).solve(terms, terms.gamma, structure)
+    dense = rx.methods.NullSpace(schur=False).acceleration(terms, terms.gamma, structure)
+    block = rx.methods.BlockSparse(pivots=pivots).solve(terms, terms.gamma, structure)
     return dense, block, terms
 
 
@@ -96,7 +96,7 @@ def test_block_solver_gives_the_same_unique_reactions(name):
     (s,) = consistent_states(model, state, 1, seed=7)
     structure = rx.decide(model, s.q, s.t)
     dense = rx.reactions(model, s.q, s.qd, s.t, structure=structure)
-    block = rx.reactions(model, s.q, s.qd, s.t, structure=structure, method=rx.BlockSparse())
+    block = rx.reactions(model, s.q, s.qd, s.t, structure=structure, method=rx.methods.BlockSparse())
     unique = np.asarray(structure.stable_unique[: len(model.pairs)])
     scale = float(jnp.max(jnp.abs(dense.wrench)))
     np.testing.assert_allclose(
@@ -111,7 +111,7 @@ def test_block_pattern_of_chains_and_loops():
     # A chain of bodies (the slider-crank's crank and rod, a tree): no fill-in.
     def pattern_of(mech):
         model = mech.build()
-        return rx.block_pattern(model, rx.topology(model))
+        return rx.internal.block_pattern(model, rx.analysis.topology(model))
 
     assert not pattern_of(models.slider_crank()).fill
     # The A02 chain's loops all pass through the ground, which is not a block: the
@@ -142,7 +142,7 @@ def test_block_solver_eager_jit_vmap_agree():
 
     def qdd(q, qd):
         terms = dynamics_terms(model, q, qd, state.t)
-        return rx.BlockSparse().acceleration(terms, terms.gamma, structure)
+        return rx.methods.BlockSparse().acceleration(terms, terms.gamma, structure)
 
     eager = np.stack([qdd(s.q, s.qd) for s in states])
     jitted = np.stack([jax.jit(qdd)(s.q, s.qd) for s in states])
@@ -162,7 +162,7 @@ def test_block_solver_simulates_like_the_null_space_method():
     # No record of how near C is to losing rank (an SVD or a second elimination
     # after every step): not what is compared, and it was most of both programs.
     kw = dict(rtol=1e-10, atol=1e-12, n_save=3, monitor_singularities=False)
-    block = rx.simulate(model, state, T_SMOOTH, method=rx.BlockSparse(), **kw)
+    block = rx.simulate(model, state, T_SMOOTH, method=rx.methods.BlockSparse(), **kw)
     dense = rx.simulate(model, state, T_SMOOTH, **kw)
     np.testing.assert_allclose(block.q, dense.q, rtol=0, atol=1e-8)
 
@@ -180,9 +180,9 @@ def test_gradient_through_a_block_solve_wrt_geometry():
         rtol=1e-10,
         atol=1e-12,
         n_save=2,
-        method=rx.BlockSparse(),
+        method=rx.methods.BlockSparse(),
         structure=structure,
-        drift_control=rx.Baumgarte(),
+        drift_control=rx.drift.Baumgarte(),
         # No record of how near C is to losing rank (`Trajectory.singularities`):
         # the block elimination it adds after every step, and its derivative, took
         # two thirds of this program's tracing and compilation; the final angle and
@@ -192,7 +192,7 @@ def test_gradient_through_a_block_solve_wrt_geometry():
 
     def final_angle(x):
         variant, start = apply_parameters(model, state, (target,), x)
-        traj = rx.simulate(variant, start, 1.0, initial_projection=rx.Projection(), **kw)
+        traj = rx.simulate(variant, start, 1.0, initial_projection=rx.drift.Projection(), **kw)
         u = traj.q[-1, 3:5]  # the crank's body x axis, in the plane
         return jnp.arctan2(u[1], u[0])
 
@@ -212,7 +212,7 @@ def test_local_terms_are_the_dense_terms_row_by_row(name):
     mech = MECHANISMS[name]()
     model, state = mech.build(), mech.initial_state()
     (s,) = consistent_states(model, state, 1, seed=11)
-    local = rx.local_terms(model, s.q, s.qd, s.t)
+    local = rx.equations.local_terms(model, s.q, s.qd, s.t)
     dense = dynamics_terms(model, s.q, s.qd, s.t)
     nb, dof, nc = model.bodies.count, model.bodies.dof, model.n_constraints
     C = jnp.zeros((nc, nb + 1, dof)).at[jnp.arange(nc)[:, None], local.B].add(local.R)
@@ -221,8 +221,8 @@ def test_local_terms_are_the_dense_terms_row_by_row(name):
         np.testing.assert_array_equal(getattr(local, field), getattr(dense, field))
     np.testing.assert_allclose(local.velocity_error, dense.velocity_error, rtol=0, atol=1e-14)
     structure = rx.decide(model, s.q, s.t)
-    a = rx.BlockSparse().solve(local, local.gamma, structure)
-    b = rx.BlockSparse().solve(dense, dense.gamma, structure)
+    a = rx.methods.BlockSparse().solve(local, local.gamma, structure)
+    b = rx.methods.BlockSparse().solve(dense, dense.gamma, structure)
     np.testing.assert_allclose(a.qdd, b.qdd, rtol=0, atol=1e-13 * float(jnp.max(jnp.abs(b.qdd))))
 
 
@@ -242,20 +242,20 @@ def test_block_solver_on_a_chain_of_64_redundant_loops():
 
     @eqx.filter_jit
     def both(model, state, pattern):
-        local = rx.local_terms(model, state.q, state.qd, state.t)
+        local = rx.equations.local_terms(model, state.q, state.qd, state.t)
         block = rx.methods.block_solve(
             pattern, local.R, local.B, local.mass_blocks, local.F, local.gamma
         )
         dense = dynamics_terms(model, state.q, state.qd, state.t)
-        reference = rx.schur_acceleration(dense.C, dense.M, dense.F, dense.gamma, dense.block)
+        reference = rx.methods.schur_acceleration(dense.C, dense.M, dense.F, dense.gamma, dense.block)
         return block, reference
 
     for mech in mechanisms:
         model, state = mech.build(), mech.initial_state()
-        C = rx.constraint_matrix(model, state.q, state.t)
-        assert float(jnp.max(jnp.abs(rx.position_residual(model, state.q)))) < 1e-12
+        C = rx.equations.constraint_matrix(model, state.q, state.t)
+        assert float(jnp.max(jnp.abs(rx.equations.position_residual(model, state.q)))) < 1e-12
         assert float(jnp.max(jnp.abs(C @ state.qd))) < 1e-12
-        pattern = pattern or rx.block_pattern(model, rx.topology(model))
+        pattern = pattern or rx.internal.block_pattern(model, rx.analysis.topology(model))
         assert pattern.n_blocks == 64 * 3 + 1 + 129 and pattern.bandwidth <= 3
         block, reference = both(model, state, pattern)
         scale = float(jnp.max(jnp.abs(reference)))
@@ -280,8 +280,8 @@ def test_partitioning_keeps_the_branch_of_a_chain_of_spatial_loops():
         model,
         state,
         10.0,
-        method=rx.BlockSparse(),
-        drift_control=rx.Projection(),
+        method=rx.methods.BlockSparse(),
+        drift_control=rx.drift.Projection(),
         rtol=1e-7,
         atol=1e-9,
         n_save=101,
@@ -301,7 +301,7 @@ def test_partitioning_keeps_the_branch_of_a_chain_of_spatial_loops():
         for i in np.flatnonzero(np.diff(k))
     ]
     assert len(flat) >= 5
-    history = rx.active_set_history(model, traj)
+    history = rx.monitors.active_set_history(model, traj)
     assert history.unrecorded == 0
     assert len(history.changes) >= 2 * len(flat)  # rows leave and come back at each
     # Away from the flat poses the active rows are rank C many; the rigid-body rows

@@ -30,18 +30,18 @@ def test_the_papers_follow_what_a_run_used(capsys):
     # The block solver and partitioning: Kraus et al.; the default drift control
     # (projection after every step, Baumgarte's terms between): Hairer et al. and
     # Baumgarte; Baumgarte's terms alone: Baumgarte only.
-    assert _keys(rx.citation(rx.BlockSparse()))[2:] == ["kraus2001natural"]
-    assert _keys(rx.citation(rx.StepProjection()))[2:] == [
+    assert _keys(rx.citation(rx.methods.BlockSparse()))[2:] == ["kraus2001natural"]
+    assert _keys(rx.citation(rx.drift.StepProjection()))[2:] == [
         "hairer2006geometric",
         "baumgarte1972stabilization",
     ]
-    assert _keys(rx.citation(rx.StepProjection(baumgarte=None)))[2:] == ["hairer2006geometric"]
-    assert _keys(rx.citation(rx.Baumgarte()))[2:] == ["baumgarte1972stabilization"]
+    assert _keys(rx.citation(rx.drift.StepProjection(baumgarte=None)))[2:] == ["hairer2006geometric"]
+    assert _keys(rx.citation(rx.drift.Baumgarte()))[2:] == ["baumgarte1972stabilization"]
     # Joint coordinates: Pękal et al. and Featherstone's DCA; a spatial model in
     # natural coordinates: Kraus et al.; each paper once.
     mech = models.four_bar()
     model, state = mech.build(), mech.initial_state()
-    joint = rx.joint_model(model, state.q)
+    joint = rx.joint_coordinates.joint_model(model, state.q)
     assert _keys(rx.citation(joint, joint))[2:] == ["pekal_dca_uniqueness", "featherstone1999dca"]
     twin = models.spatial_twin(mech).build()
     assert _keys(rx.citation(twin, model))[2:] == ["kraus2001natural"]
@@ -50,7 +50,7 @@ def test_the_papers_follow_what_a_run_used(capsys):
     pendulum = models.pendulum()
     run = rx.simulate(pendulum.build(), pendulum.initial_state(), 0.05, n_save=2)
     assert _keys(rx.citation(run))[2:] == ["hairer2006geometric", "baumgarte1972stabilization"]
-    text = rx.citation(joint, twin, rx.StepProjection())
+    text = rx.citation(joint, twin, rx.drift.StepProjection())
     assert _balanced(text) and len(_keys(text)) == 7
 
 

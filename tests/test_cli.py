@@ -297,7 +297,7 @@ def test_elimination_rows_are_chosen_at_the_projected_state(tmp_path):
     """`method = "elimination"` with `initial = "project"`: the rows are chosen
     where the run starts. The turned robot's raw state has rank 21 (p = 1), the
     projected one the robot's rank 20 (p = 2): two rows are dropped, the same as
-    `rx.eliminate` chooses at the projected state itself."""
+    `rx.methods.eliminate` chooses at the projected state itself."""
     path = _turned_robot(tmp_path, project=True)
     text = path.read_text(encoding="utf-8").replace(
         '\ninitial = "project"\n', '\ninitial = "project"\nmethod = "elimination"\n'
@@ -308,4 +308,4 @@ def test_elimination_rows_are_chosen_at_the_projected_state(tmp_path):
     state = config.state
     q, _ = config.simulation.initial_projection(config.model, state.q, state.qd, state.t)
     assert len(method.eliminated) == 2
-    assert method.eliminated == rx.eliminate(config.model, q, state.t).eliminated
+    assert method.eliminated == rx.methods.eliminate(config.model, q, state.t).eliminated

@@ -97,7 +97,7 @@ def test_json_follows_the_contract(robot):
         assert all(isinstance(u, bool) for u in flags.values())
         if summary["unique"][name]:
             assert all(flags.values()), name
-    assert list(summary["components"]["A"]) == list(rx.Revolute.components)
+    assert list(summary["components"]["A"]) == list(rx.joints.Revolute.components)
 
 
 def test_npz_run_is_consistent_with_the_json(robot):
@@ -123,7 +123,7 @@ def test_npz_run_is_consistent_with_the_json(robot):
     # Labelled reaction components: −λ of the pair's rows, with the JSON's flags.
     assert run["dim"] == 2 and run["component_unique"] == summary["components"]
     components = run["components"]["C"]
-    assert list(components) == list(rx.Revolute.components)
+    assert list(components) == list(rx.joints.Revolute.components)
     np.testing.assert_array_equal(
         np.stack(list(components.values()), axis=1), -run["multipliers"][:, [4, 5]]
     )
@@ -159,7 +159,7 @@ def test_csv_run_marks_the_non_unique_columns(robot):
     # B's x component is unique at q⁰ (`redundax analyze`: "B: force x unique, force
     # y NOT unique") but not once the wheels turn: a verdict decided once for the
     # whole run (the Structure's stable verdict) does not claim it.
-    x, y = rx.Revolute.components
+    x, y = rx.joints.Revolute.components
     assert f"component.B.{x} (not unique)" in columns
     assert f"component.B.{y} (not unique)" in columns
     assert f"component.D.{x}" in columns and f"component.D.{y}" in columns

@@ -32,8 +32,8 @@ def robot_state():
     mech = rx.models.mobile_robot()
     model, state = mech.build(), mech.initial_state()
     traj = rx.simulate(model, state, 1.0, n_save=2)
-    q, qd = eqx.filter_jit(rx.Projection(iterations=6))(model, traj.q[-1], traj.qd[-1], 1.0)
-    assert float(jnp.max(jnp.abs(rx.position_residual(model, q, 1.0)))) < 1e-13
+    q, qd = eqx.filter_jit(rx.drift.Projection(iterations=6))(model, traj.q[-1], traj.qd[-1], 1.0)
+    assert float(jnp.max(jnp.abs(rx.equations.position_residual(model, q, 1.0)))) < 1e-13
     return model, q, qd, 1.0
 
 
@@ -44,10 +44,10 @@ def _relative(a, b):
 def test_unique_reactions_converge_to_rigid_values(robot_state):
     model, q, qd, t = robot_state
     rigid = _reactions(model, q, qd, t)
-    k = rx.joint_stiffness(model, 1.0)
+    k = rx.methods.joint_stiffness(model, 1.0)
     errors = []
     for scale in (1e4, 1e6, STIFF):
-        pen = _reactions(model, q, qd, t, method=rx.Penalty(stiffness=scale * k))
+        pen = _reactions(model, q, qd, t, method=rx.methods.Penalty(stiffness=scale * k))
         errors.append(
             max(
                 _relative(pen.wrench[i], rigid.wrench[i])
@@ -67,13 +67,13 @@ def test_unique_reactions_converge_to_rigid_values(robot_state):
 
 def test_penalty_tends_to_compliant_multipliers(robot_state):
     model, q, qd, t = robot_state
-    k = rx.joint_stiffness(model, 1.0, {"B": 10.0})
-    limit = _reactions(model, q, qd, t, method=rx.Compliant(k)).multipliers
+    k = rx.methods.joint_stiffness(model, 1.0, {"B": 10.0})
+    limit = _reactions(model, q, qd, t, method=rx.methods.Compliant(k)).multipliers
     gaps = [
         float(
             jnp.max(
                 jnp.abs(
-                    _reactions(model, q, qd, t, method=rx.Penalty(stiffness=s * k)).multipliers
+                    _reactions(model, q, qd, t, method=rx.methods.Penalty(stiffness=s * k)).multipliers
                     - limit
                 )
             )
@@ -87,9 +87,9 @@ def test_penalty_tends_to_compliant_multipliers(robot_state):
 def test_non_unique_reactions_depend_on_stiffness_ratio(robot_state):
     model, q, qd, t = robot_state
     rigid = _reactions(model, q, qd, t)
-    equal = _reactions(model, q, qd, t, method=rx.Compliant(rx.joint_stiffness(model, 1.0)))
+    equal = _reactions(model, q, qd, t, method=rx.methods.Compliant(rx.methods.joint_stiffness(model, 1.0)))
     ratio = _reactions(
-        model, q, qd, t, method=rx.Compliant(rx.joint_stiffness(model, 1.0, {"B": 10.0}))
+        model, q, qd, t, method=rx.methods.Compliant(rx.methods.joint_stiffness(model, 1.0, {"B": 10.0}))
     )
     for i in range(len(model.pairs)):
         if rigid.unique[i]:
@@ -101,16 +101,16 @@ def test_non_unique_reactions_depend_on_stiffness_ratio(robot_state):
         change = _relative(ratio.wrench[i], equal.wrench[i])
         assert change > MIN_CHANGE, (name, change)
     # Both are equilibrium solutions: C^T λ is the same total reaction.
-    C = rx.constraint_matrix(model, q, t)
+    C = rx.equations.constraint_matrix(model, q, t)
     np.testing.assert_allclose(C.T @ equal.multipliers, C.T @ ratio.multipliers, atol=1e-9)
 
 
 def test_compliant_weights_equal_weighted_least_norm(robot_state):
     """Oracle: the closed form λ = K C (Cᵀ K C)⁺ f of compatible deflections."""
     model, q, qd, t = robot_state
-    k = np.asarray(rx.joint_stiffness(model, 1.0, {"B": 10.0, "W1": 3.0}))
-    r = _reactions(model, q, qd, t, method=rx.Compliant(k))
-    C = np.asarray(rx.constraint_matrix(model, q, t))
+    k = np.asarray(rx.methods.joint_stiffness(model, 1.0, {"B": 10.0, "W1": 3.0}))
+    r = _reactions(model, q, qd, t, method=rx.methods.Compliant(k))
+    C = np.asarray(rx.equations.constraint_matrix(model, q, t))
     K = np.diag(k)
     expected = K @ C @ np.linalg.pinv(C.T @ K @ C, rcond=1e-12) @ np.asarray(r.total)
     np.testing.assert_allclose(r.multipliers, expected, rtol=1e-7, atol=1e-9)
@@ -118,13 +118,13 @@ def test_compliant_weights_equal_weighted_least_norm(robot_state):
 
 def test_compliant_under_jit_and_grad(robot_state):
     model, q, qd, t = robot_state
-    k = rx.joint_stiffness(model, 1.0)
+    k = rx.methods.joint_stiffness(model, 1.0)
     i = model.pair_names.index("B")
 
     def b_force(scale):
         in_b = np.isin(np.arange(k.shape[0]), model.pair("B").rows)
         kk = k * jnp.where(in_b, scale, 1.0)
-        w = _reactions(model, q, qd, t, method=rx.Compliant(kk)).wrench[i]
+        w = _reactions(model, q, qd, t, method=rx.methods.Compliant(kk)).wrench[i]
         return jnp.sum(w**2)
 
     eager = b_force(2.0)
@@ -139,16 +139,16 @@ def test_compliant_under_jit_and_grad(robot_state):
 def test_joint_stiffness_errors():
     model = rx.models.mobile_robot().build()
     with pytest.raises(ValueError, match="no pair named 'Z'"):
-        rx.joint_stiffness(model, 1.0, {"Z": 1.0})
+        rx.methods.joint_stiffness(model, 1.0, {"Z": 1.0})
     with pytest.raises(ValueError, match="pair 'A' has 2 rows, got 3"):
-        rx.joint_stiffness(model, 1.0, {"A": [1.0, 2.0, 3.0]})
+        rx.methods.joint_stiffness(model, 1.0, {"A": [1.0, 2.0, 3.0]})
     with pytest.raises(ValueError, match="positive"):
-        rx.joint_stiffness(model, -1.0)
+        rx.methods.joint_stiffness(model, -1.0)
 
 
 def test_joint_stiffness_spatial_rows():
     model = rx.models.bricard().build()
-    k = np.asarray(rx.joint_stiffness(model, (1e6, 1e3)))
+    k = np.asarray(rx.methods.joint_stiffness(model, (1e6, 1e3)))
     assert np.all(np.isinf(k[list(model.internal_rows)]))
     rows = model.pair("J0").rows
     # axial, two transverse forces: linear; two bending moments: angular.
@@ -167,7 +167,7 @@ def test_penalty_keeps_rigid_body_rows_exact_on_spatial_models():
     errors = []
     for k in (1e6, 1e8):
         pen = _reactions(
-            model, s.q, s.qd, s.t, method=rx.Penalty(stiffness=rx.joint_stiffness(model, k))
+            model, s.q, s.qd, s.t, method=rx.methods.Penalty(stiffness=rx.methods.joint_stiffness(model, k))
         )
         assert bool(jnp.all(jnp.isfinite(pen.multipliers)))
         errors.append((_relative(pen.qdd, rigid.qdd), _relative(pen.total, rigid.total)))

@@ -92,7 +92,7 @@ def parallelogram():
         n_cranks=3, crank_angle=PARALLELOGRAM_THETA0, angular_velocity=0.0, gravity=-G
     )
     model, state = mech.build(), mech.initial_state()
-    C = np.asarray(jax.jit(rx.constraint_matrix)(model, state.q, state.t))
+    C = np.asarray(jax.jit(rx.equations.constraint_matrix)(model, state.q, state.t))
     assert C.shape[0] - np.linalg.matrix_rank(C) == 1
     return model, state
 
@@ -130,11 +130,11 @@ def _block_step(model, state, c, tau, h):
     @jax.jit
     def assemble(q, v, t):
         return (
-            rx.mass_matrix(model, q),
-            rx.constraint_matrix(model, q, t),
-            rx.velocity_bias(model, q, t),
-            rx.generalized_forces(model, q, v, t),
-            rx.position_residual(model, q, t),
+            rx.equations.mass_matrix(model, q),
+            rx.equations.constraint_matrix(model, q, t),
+            rx.equations.velocity_bias(model, q, t),
+            rx.equations.generalized_forces(model, q, v, t),
+            rx.equations.position_residual(model, q, t),
         )
 
     M, A, b, F, phi_m = map(np.asarray, assemble(q, v, t))
@@ -237,7 +237,7 @@ def test_redundant_parallelogram_with_compliance(parallelogram, parallelogram_re
     # minimum-norm choice among the multipliers giving the same total reaction Aᵀ λ.
     @jax.jit
     def min_norm(q, t, lam):
-        C = rx.constraint_matrix(model, q, t)
+        C = rx.equations.constraint_matrix(model, q, t)
         return minimum_norm_multipliers(C, C.T @ lam, rtol=1e-8)
 
     for k in (300, 700, 1000):
@@ -281,7 +281,7 @@ def test_static_sag_of_a_compliant_pendulum():
     # 1 s is 100 time constants 1/ω.
     comp = Compliance.from_pairs(model, c, damping_time=0.02)
     traj = simulate_gonzalez(model, s0, 1.0, h=1e-3, compliance=comp, save_every=100)
-    phi = rx.position_residual(model, traj.q[-1])
+    phi = rx.equations.position_residual(model, traj.q[-1])
     np.testing.assert_allclose(phi, [0.0, -c * g], rtol=TOL_STATIC, atol=TOL_STATIC * c * g)
     np.testing.assert_allclose(
         traj.multipliers[-1], [0.0, -g], rtol=TOL_STATIC, atol=TOL_STATIC * g
@@ -300,7 +300,7 @@ def test_bricard_moves_with_compliant_joints_and_locks_when_rigid():
     traj = simulate_gonzalez(
         model, s0, 3.0, h=1e-2, compliance=Compliance.from_pairs(model, COMPLIANCE), save_every=10
     )
-    x = np.asarray(jax.jit(jax.vmap(lambda q: rx.marker_positions(model, q)[0, 0]))(traj.q))
+    x = np.asarray(jax.jit(jax.vmap(lambda q: rx.equations.marker_positions(model, q)[0, 0]))(traj.q))
     assert np.all(np.isfinite(traj.multipliers))
     np.testing.assert_allclose(x[0], 1.0, atol=1e-12)
     assert x.min() < -1.0 + BRICARD_TURN and x.max() < 1.0 + BRICARD_TURN

@@ -46,14 +46,14 @@ def _same_mechanism(config: Config, mechanism: rx.Mechanism) -> None:
         np.testing.assert_allclose(got, want, rtol=0.0, atol=TOL_EXACT)
     for t in (0.0, 1.0, 3.0, 6.0, 9.0):
         np.testing.assert_allclose(
-            rx.constraint_matrix(cmodel, cstate.q, t),
-            rx.constraint_matrix(model, state.q, t),
+            rx.equations.constraint_matrix(cmodel, cstate.q, t),
+            rx.equations.constraint_matrix(model, state.q, t),
             rtol=0.0,
             atol=TOL_EXACT,
         )
         np.testing.assert_allclose(
-            rx.position_residual(cmodel, state.q, t),
-            rx.position_residual(model, state.q, t),
+            rx.equations.position_residual(cmodel, state.q, t),
+            rx.equations.position_residual(model, state.q, t),
             rtol=0.0,
             atol=TOL_EXACT,
         )
@@ -434,13 +434,13 @@ def test_simulation_defaults(tmp_path):
     assert options.max_steps == 100_000
     # The solver rx.simulate takes at these tolerances (issue 14: one set of defaults).
     assert isinstance(options.solver, diffrax.Dopri8)
-    assert type(options.solver) is type(rx.default_solver(options.rtol))
-    assert isinstance(options.method, rx.NullSpace)
+    assert type(options.solver) is type(rx.internal.default_solver(options.rtol))
+    assert isinstance(options.method, rx.methods.NullSpace)
     # A projection after every step, with mild Baumgarte terms between (the drift
-    # control of rx.simulate's default, rx.default_drift_control).
-    assert options.stabilisation == rx.Baumgarte(alpha=1.0, beta=1.0)
-    assert options.projection == rx.StepProjection() and options.initial_projection is None
-    assert options.drift_control == rx.default_drift_control(options.method)
+    # control of rx.simulate's default, rx.drift.default_drift_control).
+    assert options.stabilisation == rx.drift.Baumgarte(alpha=1.0, beta=1.0)
+    assert options.projection == rx.drift.StepProjection() and options.initial_projection is None
+    assert options.drift_control == rx.drift.default_drift_control(options.method)
     assert dict(options.choices) == {
         "solver": "dopri8",
         "method": "null-space",
@@ -451,7 +451,7 @@ def test_simulation_defaults(tmp_path):
     # Without a solver key the solver follows rtol, as rx.simulate's does.
     loose = load_config(_write(tmp_path, text + "[simulation]\nrtol = 1e-5\n", "loose.toml"))
     assert isinstance(loose.simulation.solver, diffrax.Tsit5)
-    assert type(loose.simulation.solver) is type(rx.default_solver(1e-5))
+    assert type(loose.simulation.solver) is type(rx.internal.default_solver(1e-5))
     assert loose.simulation.choices["solver"] == "tsit5"
 
 
@@ -488,7 +488,7 @@ def test_documented_defaults_are_the_code_defaults(tmp_path):
         assert keys[key].strip('"') == options.choices[key], key
     assert float(keys["baumgarte_alpha"]) == options.stabilisation.alpha
     assert float(keys["baumgarte_beta"]) == options.stabilisation.beta
-    assert keys["projection"] == '"steps"' and options.projection == rx.StepProjection()
+    assert keys["projection"] == '"steps"' and options.projection == rx.drift.StepProjection()
     assert set(methods) == set(TYPES["method"])
     # Scalar keys are attributes of the method object; `compliant`'s keys build its
     # weights (their defaults are tested with `joint_stiffness` in test_compliance).
@@ -525,10 +525,10 @@ initial = "project"
     assert (options.t_final, options.rtol, options.atol, options.n_save) == (3.0, 1e-6, 1e-9, 11)
     assert isinstance(options.t_final, float) and options.max_steps == 500
     assert isinstance(options.solver, diffrax.Kvaerno5)
-    assert options.method == rx.Penalty(stiffness=1e7, omega=5.0, xi=0.5)
+    assert options.method == rx.methods.Penalty(stiffness=1e7, omega=5.0, xi=0.5)
     assert options.stabilisation is None
-    assert isinstance(options.projection, rx.Projection)
-    assert isinstance(options.initial_projection, rx.Projection)
+    assert isinstance(options.projection, rx.drift.Projection)
+    assert isinstance(options.initial_projection, rx.drift.Projection)
     assert options.choices["method"] == "penalty" and options.choices["initial"] == "project"
     assert options.raw["stiffness"] == 1e7
 
@@ -536,15 +536,15 @@ initial = "project"
 @pytest.mark.parametrize(
     ("table", "expected"),
     [
-        ('projection = "steps"', rx.StepProjection()),
-        ('projection = "steps"\nstabilisation = "none"', rx.StepProjection(baumgarte=None)),
+        ('projection = "steps"', rx.drift.StepProjection()),
+        ('projection = "steps"\nstabilisation = "none"', rx.drift.StepProjection(baumgarte=None)),
         (
             'projection = "steps"\nbaumgarte_alpha = 2\nbaumgarte_beta = 3',
-            rx.StepProjection(baumgarte=rx.Baumgarte(2.0, 3.0)),
+            rx.drift.StepProjection(baumgarte=rx.drift.Baumgarte(2.0, 3.0)),
         ),
-        ("projection = false", rx.Baumgarte()),
-        ("", rx.StepProjection()),
-        ('method = "penalty"', rx.Baumgarte()),
+        ("projection = false", rx.drift.Baumgarte()),
+        ("", rx.drift.StepProjection()),
+        ('method = "penalty"', rx.drift.Baumgarte()),
     ],
 )
 def test_projection_after_every_step_from_the_file(tmp_path, table, expected):
@@ -567,17 +567,17 @@ def test_a_projection_that_is_not_understood_is_named(tmp_path):
 @pytest.mark.parametrize(
     ("table", "method"),
     [
-        ('method = "weighted-minimum-norm"', rx.WeightedMinimumNorm()),
-        ('method = "block"\npivot_rtol = 1e-8', rx.BlockSparse(pivot_rtol=1e-8)),
-        ('method = "block"\npivots = "coordinates"', rx.BlockSparse(pivots="coordinates")),
-        ('method = "augmented-lagrangian"\npenalty = 1e5', rx.AugmentedLagrangian(penalty=1e5)),
+        ('method = "weighted-minimum-norm"', rx.methods.WeightedMinimumNorm()),
+        ('method = "block"\npivot_rtol = 1e-8', rx.methods.BlockSparse(pivot_rtol=1e-8)),
+        ('method = "block"\npivots = "coordinates"', rx.methods.BlockSparse(pivots="coordinates")),
+        ('method = "augmented-lagrangian"\npenalty = 1e5', rx.methods.AugmentedLagrangian(penalty=1e5)),
         ('stabilisation = "baumgarte"\nbaumgarte_alpha = 2\nbaumgarte_beta = 3', None),
     ],
 )
 def test_simulation_method_and_stabilisation_keys(tmp_path, table, method):
     options = load_config(_write(tmp_path, _with_simulation(FOUR_BAR_TEXT, table))).simulation
     if method is None:
-        assert options.stabilisation == rx.Baumgarte(alpha=2.0, beta=3.0)
+        assert options.stabilisation == rx.drift.Baumgarte(alpha=2.0, beta=3.0)
     else:
         assert options.method == method
 
@@ -585,11 +585,11 @@ def test_simulation_method_and_stabilisation_keys(tmp_path, table, method):
 def test_elimination_rows_from_the_file_are_decided_at_the_initial_state(tmp_path):
     text = _with_simulation(MOBILE_TEXT, 'method = "elimination"\neliminate = [6, 21]')
     method = load_config(_write(tmp_path, text)).simulation.method
-    assert isinstance(method, rx.Elimination)
+    assert isinstance(method, rx.methods.Elimination)
     assert method.eliminated == (5, 20)  # 0-based
     text = _with_simulation(MOBILE_TEXT, 'method = "elimination"')
     method = load_config(_write(tmp_path, text)).simulation.method
-    assert isinstance(method, rx.Elimination) and len(method.eliminated) == 2
+    assert isinstance(method, rx.methods.Elimination) and len(method.eliminated) == 2
     assert EliminatedRows().rows is None
 
 
@@ -710,7 +710,7 @@ def test_initial_project_accepts_an_inconsistent_state(tmp_path):
     err = _error(tmp_path, moved)
     assert 'initial = "project"' in str(err)  # the hint names the way out
     config = load_config(_write(tmp_path, _with_simulation(moved, 'initial = "project"')))
-    assert isinstance(config.simulation.initial_projection, rx.Projection)
+    assert isinstance(config.simulation.initial_projection, rx.drift.Projection)
 
 
 def test_compliant_method_from_a_file(tmp_path):
@@ -727,8 +727,8 @@ def test_compliant_method_from_a_file(tmp_path):
     path.write_text(text)
     config = load_config(path)
     method = config.simulation.method
-    assert isinstance(method, rx.Compliant)
-    expected = rx.joint_stiffness(config.model, (1e8, 1e6), {"B": 1e9})
+    assert isinstance(method, rx.methods.Compliant)
+    expected = rx.methods.joint_stiffness(config.model, (1e8, 1e6), {"B": 1e9})
     np.testing.assert_array_equal(np.asarray(method.stiffness), np.asarray(expected))
     path.write_text(text.replace("{ B = 1e9 }", "{ Q = 1e9 }"))
     with pytest.raises(ConfigError, match="simulation key 'pair_stiffness': no pair named 'Q'"):

@@ -64,7 +64,7 @@ def _mutate(text: str, old: str, new: str) -> str:
 
 
 # One compilation per mechanism instead of many small eager ones.
-_constraint_matrix = eqx.filter_jit(rx.constraint_matrix)
+_constraint_matrix = eqx.filter_jit(rx.equations.constraint_matrix)
 
 
 def _same_model(config_model, config_state, model, state, times=(0.0,)) -> None:
@@ -103,12 +103,12 @@ def test_bricard_config_is_models_bricard():
     assert config.model.n_internal == 30 and config.state.q.shape == (60,)
     assert config.tracked == ("P3",) and config.rheonomic == ()
     np.testing.assert_allclose(
-        rx.marker_positions(config.model, config.state.q), [[1.0, -1.0, 0.0]], atol=0.0
+        rx.equations.marker_positions(config.model, config.state.q), [[1.0, -1.0, 0.0]], atol=0.0
     )
     options = config.simulation
     assert (options.t_final, options.rtol, options.atol) == (10.0, 1e-10, 1e-12)
-    assert isinstance(options.method, rx.NullSpace)
-    assert options.drift_control == rx.StepProjection()  # the default
+    assert isinstance(options.method, rx.methods.NullSpace)
+    assert options.drift_control == rx.drift.StepProjection()  # the default
     assert isinstance(options.solver, diffrax.Dopri8)
 
 
@@ -187,7 +187,7 @@ def test_bricard_simulate_json_tracks_p3_as_a_direct_run(bricard_run):
     trajectory = rx.simulate(
         model, state, 1.0, solver=diffrax.Dopri8(), rtol=1e-10, atol=1e-12, throw=False
     )
-    p3 = rx.marker_positions(model, trajectory.q[-1])[0]
+    p3 = rx.equations.marker_positions(model, trajectory.q[-1])[0]
     np.testing.assert_allclose(summary["tracked"]["P3"], p3, rtol=0.0, atol=TOL_SAME_RUN)
     np.testing.assert_allclose(summary["final_q"], trajectory.q[-1], rtol=0.0, atol=TOL_SAME_RUN)
     assert -1.0 - TOL_DRIFT < p3[1] < -0.866  # DESIGN.md §8: y of P3 in [−1, −0.866]
@@ -216,7 +216,7 @@ def test_bricard_npz_has_spatial_wrenches_and_components(bricard_run):
     assert run["component_unique"] == summary["components"]
     assert run["rows"]["J5"] == (26, 27, 28, 29, 30)
     components = run["components"]["J1"]
-    assert list(components) == list(rx.Revolute3D.components)
+    assert list(components) == list(rx.joints.Revolute3D.components)
     np.testing.assert_array_equal(
         np.stack(list(components.values()), axis=1), -run["multipliers"][:, 5:10]
     )
@@ -244,7 +244,7 @@ def test_bricard_csv_names_the_spatial_columns(bricard_run):
     for c in ("Mx", "My", "Mz"):
         assert f"joint_moment.J5.rod5.{c} (not unique)" in columns
     assert not any(".ground." in c for c in columns)
-    for label in rx.Revolute3D.components:
+    for label in rx.joints.Revolute3D.components:
         assert f"component.J0.{label} (not unique)" in columns
     assert json.loads(meta.removeprefix("# redundax run: "))["dim"] == 3
 
@@ -395,8 +395,8 @@ def _every_type_in_python() -> rx.Mechanism:
             rx.SpatialBody("sleeve", 1.0, cube, position=(5.0, 0.0, 0.0)),
         ],
         pairs=[
-            rx.Spherical("S", "ball", "ground", point=(0.0, 0.0, 1.0)),
-            rx.Revolute3D(
+            rx.joints.Spherical("S", "ball", "ground", point=(0.0, 0.0, 1.0)),
+            rx.joints.Revolute3D(
                 "R",
                 "hinged",
                 "ground",
@@ -405,7 +405,7 @@ def _every_type_in_python() -> rx.Mechanism:
                 axis=(0.0, 0.0, 1.0),
                 normal=(1.0, 0.0, 0.0),
             ),
-            rx.Universal(
+            rx.joints.Universal(
                 "U",
                 "crossed",
                 "ground",
@@ -413,22 +413,22 @@ def _every_type_in_python() -> rx.Mechanism:
                 axis=(1.0, 0.0, 0.0),
                 normal=(0.0, 1.0, 0.0),
             ),
-            rx.Weld3D("W", "welded", "ground", point=(3.0, 0.0, 0.0)),
-            rx.Prismatic3D("P", "slider", "ground", point=(4.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0)),
-            rx.Cylindrical("C", "sleeve", "ground", point=(5.0, 0.0, 0.0), axis=(0.0, 1.0, 1.0)),
-            rx.RevoluteDriver3D(
+            rx.joints.Weld3D("W", "welded", "ground", point=(3.0, 0.0, 0.0)),
+            rx.joints.Prismatic3D("P", "slider", "ground", point=(4.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0)),
+            rx.joints.Cylindrical("C", "sleeve", "ground", point=(5.0, 0.0, 0.0), axis=(0.0, 1.0, 1.0)),
+            rx.joints.RevoluteDriver3D(
                 "turn",
                 "hinged",
                 "ground",
-                rx.Polynomial(np.array([0.0, 0.0, 0.5])),
+                rx.motions.Polynomial(np.array([0.0, 0.0, 0.5])),
                 point=(1.0, 0.5, 0.0),
                 axis=(0.0, 0.0, 1.0),
             ),
-            rx.TranslationalDriver3D(
+            rx.joints.TranslationalDriver3D(
                 "push",
                 "slider",
                 "ground",
-                rx.Constant(0.0),
+                rx.motions.Constant(0.0),
                 point=(4.0, 0.0, 0.0),
                 axis=(0.0, 0.0, 1.0),
             ),
@@ -466,7 +466,7 @@ def test_every_spatial_pair_type_loads_as_its_python_spec(tmp_path):
     ]
     assert config.rheonomic == ("turn",)  # a constant motion does no work
     np.testing.assert_allclose(
-        rx.marker_positions(config.model, config.state.q), [[1.0, 0.5, 0.0]], atol=TOL_SAME_MODEL
+        rx.equations.marker_positions(config.model, config.state.q), [[1.0, 0.5, 0.0]], atol=TOL_SAME_MODEL
     )
 
 
@@ -511,10 +511,10 @@ def test_door_components_are_partly_unique(tmp_path):
     assert (result["rank"], result["redundancy"], result["dof"]) == (11, 4, 1)
     top, bottom = result["pairs"]["top"], result["pairs"]["bottom"]
     assert top["unique"] is False and bottom["unique"] is False
-    assert list(top["components"]) == list(rx.Revolute3D.components)
+    assert list(top["components"]) == list(rx.joints.Revolute3D.components)
     assert top["components"]["axial force"] is True
     assert not any(u for label, u in top["components"].items() if label != "axial force")
-    assert list(bottom["components"]) == list(rx.Cylindrical.components)
+    assert list(bottom["components"]) == list(rx.joints.Cylindrical.components)
     assert not any(bottom["components"].values())
     status, out, err = _run("analyze", path)
     assert status == 0, err
@@ -714,8 +714,8 @@ def test_body_frame_points_and_an_inconsistent_configuration(tmp_path):
     local = "point_i = [0.0, 0.0, -0.5]\npoint_j = [0.0, -0.5, 0.0]\naxis"
     config = load_config(_write(tmp_path, _mutate(BRICARD_TEXT, J2_POINT, local)))
     np.testing.assert_allclose(
-        rx.constraint_matrix(config.model, config.state.q, 0.0),
-        rx.constraint_matrix(load_config(BRICARD).model, config.state.q, 0.0),
+        rx.equations.constraint_matrix(config.model, config.state.q, 0.0),
+        rx.equations.constraint_matrix(load_config(BRICARD).model, config.state.q, 0.0),
         rtol=0.0,
         atol=TOL_SAME_MODEL,
     )

@@ -16,13 +16,8 @@ import pytest
 
 import redundax as rx
 from helpers import TOL_FD_SOLVE
-from redundax import (
-    final_marker_position,
-    models,
-    pair_reaction,
-    peak_reaction,
-    reaction_impulse,
-)
+from redundax.analysis import final_marker_position, pair_reaction, peak_reaction, reaction_impulse
+from redundax import models
 
 # Gradient of a unique reaction by different methods of handling redundancy:
 # relative difference (Frobenius norm of the Jacobians). The methods share q̈
@@ -41,7 +36,7 @@ TIGHT_FD = dict(rtol=1e-12, atol=1e-14)
 # control (the gradient through the default projection after every step is tested
 # in test_step_projection): Baumgarte's terms, and no singularity log, keep the
 # compiled reverse pass small.
-THROUGH_THE_SOLVE = dict(TIGHT_FD, drift_control=rx.Baumgarte(), monitor_singularities=False)
+THROUGH_THE_SOLVE = dict(TIGHT_FD, drift_control=rx.drift.Baumgarte(), monitor_singularities=False)
 # A 2-s manoeuvre, saved every 50 ms.
 MANOEUVRE = 2.0
 N_SAVE = 41
@@ -64,7 +59,7 @@ def _moving(model, state, t, seed=0):
     inside a steering ramp makes it turn)."""
     rng = np.random.default_rng(seed)
     qd = state.qd + 0.1 * rng.standard_normal(state.qd.shape)
-    q, qd = eqx.filter_jit(rx.Projection(iterations=6))(model, state.q, qd, jnp.asarray(t))
+    q, qd = eqx.filter_jit(rx.drift.Projection(iterations=6))(model, state.q, qd, jnp.asarray(t))
     return rx.State(t, q, qd)
 
 
@@ -139,8 +134,8 @@ def test_unique_reaction_gradient_is_method_independent_and_matches_fd(robot):
     theta0 = _robot_theta(model)
     methods = {
         "null-space": None,  # the guarded default: unique reactions only
-        "{6,21}": rx.eliminate(model, s.q, s.t, rows=(6, 21)),
-        "{18,21}": rx.eliminate(model, s.q, s.t, rows=(18, 21)),
+        "{6,21}": rx.methods.eliminate(model, s.q, s.t, rows=(6, 21)),
+        "{18,21}": rx.methods.eliminate(model, s.q, s.t, rows=(18, 21)),
     }
     # Decided once, at the nominal geometry, and held fixed while θ varies (the
     # finite differences below move θ off the state's constraint manifold).
@@ -284,8 +279,8 @@ def test_non_unique_pair_raises_eagerly_under_jit_and_under_grad(robot):
     others = r".*p = 2.*other pairs whose reactions are not unique: C, W1, W2, W3, W4\."
     with pytest.raises(ValueError, match=message + others) as info:
         pair_reaction(model, s.q, s.qd, s.t, pair="B")
-    assert "rx.Compliant(rx.joint_stiffness" in str(info.value)
-    assert "rx.eliminate" in str(info.value)
+    assert "rx.methods.Compliant(rx.methods.joint_stiffness" in str(info.value)
+    assert "rx.methods.eliminate" in str(info.value)
 
     # Inside jax.jit: the runtime error of `eqx.error_if` (a JaxRuntimeError).
     with pytest.raises(RuntimeError, match=message + r".*p = 2"):
@@ -301,7 +296,7 @@ def test_non_unique_pair_raises_eagerly_under_jit_and_under_grad(robot):
         jax.grad(b_force)(10.0)
 
     # Named method: that method's numbers, flagged.
-    r = pair_reaction(model, s.q, s.qd, s.t, pair="B", method=rx.NullSpace())
+    r = pair_reaction(model, s.q, s.qd, s.t, pair="B", method=rx.methods.NullSpace())
     assert not bool(r.unique) and r.method == "NullSpace"
     assert r.labels == ("force x", "force y") and r.wrench.shape == (7, 3)
     assert float(jnp.linalg.norm(r.wrench)) > 0.0
@@ -339,7 +334,7 @@ def test_trajectory_functional_guard(robot):
     )
     with pytest.raises(ValueError, match=r"pair 'W1' is not unique: .*p = 2"):
         peak_reaction(model, traj, pair="W1", drift_control=None)
-    flagged = reaction_impulse(model, traj, pair="W1", method=rx.NullSpace(), drift_control=None)
+    flagged = reaction_impulse(model, traj, pair="W1", method=rx.methods.NullSpace(), drift_control=None)
     assert not bool(flagged.unique)
     with pytest.raises(ValueError, match="no pair named 'Z'"):
         peak_reaction(model, traj, pair="Z")

@@ -46,12 +46,12 @@ def test_bricard_through_the_door_gives_the_former_doors_results(bricard):
     absolute = rx.simulate(model, s0, 1.0)
     assert isinstance(absolute, rx.Trajectory)
     assert int(absolute.num_steps) == ABSOLUTE_STEPS
-    assert isinstance(absolute.drift_control, rx.StepProjection)
+    assert isinstance(absolute.drift_control, rx.drift.StepProjection)
     np.testing.assert_allclose(absolute.q[-1, :6], ABSOLUTE_Q, rtol=0, atol=1e-9)
     np.testing.assert_allclose(absolute.energy[-1], ABSOLUTE_ENERGY, rtol=1e-10)
 
-    jm = rx.joint_model(model, s0.q)
-    joint = rx.simulate(jm, rx.to_joint_state(jm, s0), 1.0)
+    jm = rx.joint_coordinates.joint_model(model, s0.q)
+    joint = rx.simulate(jm, rx.joint_coordinates.to_joint_state(jm, s0), 1.0)
     assert isinstance(joint, rx.JointTrajectory)
     assert int(joint.num_steps) == JOINT_STEPS
     assert joint.projected  # the default drift control: a projection after every step
@@ -89,9 +89,9 @@ def test_simulate_has_one_object_per_concern():
 def four_bar():
     mech = models.four_bar()
     model, s0 = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, s0.q)
-    js = rx.to_joint_state(jm, s0)
-    return model, s0, jm, js, rx.decide_joint(jm, js)
+    jm = rx.joint_coordinates.joint_model(model, s0.q)
+    js = rx.joint_coordinates.to_joint_state(jm, s0)
+    return model, s0, jm, js, rx.joint_coordinates.decide_joint(jm, js)
 
 
 def test_joint_runs_eager_jit_vmap_alike(four_bar):
@@ -152,7 +152,7 @@ def test_a_pid_controller_of_your_own_steps_as_the_default(four_bar):
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"method": rx.BlockSparse()}, "joint-coordinate model runs the divide-and-conquer"),
+        ({"method": rx.methods.BlockSparse()}, "joint-coordinate model runs the divide-and-conquer"),
         ({"initial": rx.ProjectInitial()}, "joint-coordinate model starts from the state given"),
         ({"monitor": rx.Singularities("pivots")}, "keeps no singularity log"),
         ({"stepsize_controller": diffrax.ConstantStepSize()}, "takes a diffrax.PIDController"),
@@ -167,7 +167,7 @@ def test_joint_models_refuse_what_they_do_not_run(four_bar, kwargs, match):
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"drift_control": rx.StepProjection()}, TypeError, "'drift_control': GonzalezStepper"),
+        ({"drift_control": rx.drift.StepProjection()}, TypeError, "'drift_control': GonzalezStepper"),
         ({"saveat": rx.SaveAt(n=4)}, ValueError, r"n − 1 to divide the number of steps"),
         ({"saveat": rx.SaveAt(ts=[0.0, 0.5])}, TypeError, "saves every k steps"),
         ({"stepsize_controller": diffrax.PIDController(rtol=1e-6, atol=1e-8)}, TypeError,
@@ -203,4 +203,4 @@ def test_options_of_the_wrong_kind_are_refused_by_name(four_bar):
     with pytest.raises(TypeError, match="'saveat'"):
         rx.simulate(model, s0, 0.1, saveat=11)
     with pytest.raises(TypeError, match="'initial'"):
-        rx.simulate(model, s0, 0.1, initial=rx.Projection())
+        rx.simulate(model, s0, 0.1, initial=rx.drift.Projection())

@@ -37,7 +37,7 @@ def _at(model, rtol, atol, t1):
     `t1` at (rtol, atol), with the tolerances as arrays: Python floats would be static
     in the compiled program, and runs alike but for their tolerances (the manoeuvre with
     Baumgarte's terms at 1e-10 and at 1e-8 below) are then one program."""
-    clipped = rx.default_controller(model, rtol, atol, 0.0, t1)  # the robot's: clipped
+    clipped = rx.internal.default_controller(model, rtol, atol, 0.0, t1)  # the robot's: clipped
     controller = eqx.tree_at(
         lambda c: (c.controller.rtol, c.controller.atol),
         clipped,
@@ -57,8 +57,8 @@ def robot_runs(robot):
     """The 10 s manoeuvre by the null-space method and the paper's three
     elimination variants, with the reactions of each along its own motion."""
     model, s = robot
-    methods = {"null-space": rx.NullSpace()}
-    methods.update({k: rx.eliminate(model, s.q, s.t, rows) for k, rows in VARIANTS.items()})
+    methods = {"null-space": rx.methods.NullSpace()}
+    methods.update({k: rx.methods.eliminate(model, s.q, s.t, rows) for k, rows in VARIANTS.items()})
     runs = {}
     for name, method in methods.items():
         # Baumgarte's terms, as the reactions below are solved with; saved every 50 ms
@@ -68,13 +68,13 @@ def robot_runs(robot):
             s,
             10.0,
             method=method,
-            drift_control=rx.Baumgarte(),
+            drift_control=rx.drift.Baumgarte(),
             n_save=201,
             **_at(model, **TIGHT, t1=10.0),
         )
         reac = jax.vmap(
             lambda q, qd, t, method=method: rx.reactions(
-                model, q, qd, t, method=method, drift_control=rx.Baumgarte()
+                model, q, qd, t, method=method, drift_control=rx.drift.Baumgarte()
             )
         )(traj.q, traj.qd, traj.ts)
         runs[name] = (traj, reac)
@@ -156,7 +156,7 @@ def test_manoeuvre_turns_right_then_left(robot_runs):
 
 def test_projection_keeps_violation_at_round_off(robot):
     model, s = robot
-    traj = rx.simulate(model, s, 10.0, drift_control=rx.Projection(), n_save=201, **TIGHT)
+    traj = rx.simulate(model, s, 10.0, drift_control=rx.drift.Projection(), n_save=201, **TIGHT)
     assert float(traj.position_violation.max()) < TOL_PROJECTED_VIOLATION
     assert float(traj.velocity_violation.max()) < TOL_PROJECTED_VIOLATION
 
@@ -164,12 +164,12 @@ def test_projection_keeps_violation_at_round_off(robot):
 def test_baumgarte_alone_bounds_violation(robot):
     model, s = robot
     traj = rx.simulate(
-        model, s, 10.0, n_save=201, drift_control=rx.Baumgarte(), **_at(model, 1e-8, 1e-10, 10.0)
+        model, s, 10.0, n_save=201, drift_control=rx.drift.Baumgarte(), **_at(model, 1e-8, 1e-10, 10.0)
     )
     assert float(traj.position_violation.max()) < TOL_BAUMGARTE_VIOLATION
     assert float(traj.velocity_violation.max()) < 10 * TOL_BAUMGARTE_VIOLATION
     free = rx.simulate(
-        model, s, 10.0, rtol=1e-8, atol=1e-10, n_save=201, drift_control=rx.NoDriftControl()
+        model, s, 10.0, rtol=1e-8, atol=1e-10, n_save=201, drift_control=rx.drift.NoDriftControl()
     )
     # Without drift control the violation is larger: the bound is Baumgarte's doing.
     assert float(free.position_violation.max()) > float(traj.position_violation.max())
@@ -177,7 +177,7 @@ def test_baumgarte_alone_bounds_violation(robot):
     # terms), not with simulate's default drift control.
     own = rx.reaction_history(model, free)
     plain = rx.reaction_history(model, free, drift_control=None)
-    baumgarte = rx.reaction_history(model, free, drift_control=rx.Baumgarte())
+    baumgarte = rx.reaction_history(model, free, drift_control=rx.drift.Baumgarte())
     np.testing.assert_allclose(own.qdd, plain.qdd, rtol=0, atol=1e-12)
     assert float(np.max(np.abs(baumgarte.qdd - plain.qdd))) > 1e-9
 
@@ -185,15 +185,15 @@ def test_baumgarte_alone_bounds_violation(robot):
 def test_former_drift_keywords_map_onto_drift_control_objects(robot):
     model, s = robot
     kw = dict(rtol=1e-8, atol=1e-10, n_save=6)
-    new = rx.simulate(model, s, 0.5, drift_control=rx.Projection(baumgarte=None), **kw)
-    assert new.drift_control == rx.Projection(baumgarte=None)
+    new = rx.simulate(model, s, 0.5, drift_control=rx.drift.Projection(baumgarte=None), **kw)
+    assert new.drift_control == rx.drift.Projection(baumgarte=None)
     with pytest.warns(DeprecationWarning, match="drift_control"):
-        old = rx.simulate(model, s, 0.5, stabilisation=None, projection=rx.Projection(), **kw)
+        old = rx.simulate(model, s, 0.5, stabilisation=None, projection=rx.drift.Projection(), **kw)
     np.testing.assert_array_equal(old.q, new.q)
-    assert rx.drift_control_of(rx.Baumgarte(), None) == rx.Baumgarte()
-    assert rx.drift_control_of(None, None) == rx.NoDriftControl()
-    assert rx.drift_control_of(rx.Baumgarte(1.0, 2.0), rx.Projection()) == rx.Projection(
-        baumgarte=rx.Baumgarte(1.0, 2.0)
+    assert rx.drift.drift_control_of(rx.drift.Baumgarte(), None) == rx.drift.Baumgarte()
+    assert rx.drift.drift_control_of(None, None) == rx.drift.NoDriftControl()
+    assert rx.drift.drift_control_of(rx.drift.Baumgarte(1.0, 2.0), rx.drift.Projection()) == rx.drift.Projection(
+        baumgarte=rx.drift.Baumgarte(1.0, 2.0)
     )
     with pytest.raises(TypeError, match="'drift_control'"):
         rx.simulate(model, s, 0.5, drift_control="baumgarte")
@@ -206,7 +206,7 @@ def test_redundant_parallelogram_conserves_energy():
     model, s = mech.build(), mech.initial_state()
     assert int(rx.analyze_solvability(model, s.q).redundancy) == 1
     traj = rx.simulate(model, s, 10.0, rtol=1e-11, atol=1e-13, n_save=201)
-    kinetic = jax.vmap(lambda qd: rx.kinetic_energy(model, qd))(traj.qd)
+    kinetic = jax.vmap(lambda qd: rx.equations.kinetic_energy(model, qd))(traj.qd)
     drift = float(np.max(np.abs(traj.energy - traj.energy[0])))
     assert float(kinetic.max()) > 1.0  # it really swings
     assert drift < TOL_ENERGY_RELATIVE * float(kinetic.max())
@@ -231,7 +231,7 @@ def test_pendulum_against_a01_and_closed_form_reactions():
     assert columns == ["t", "x_P1", "y_P1"] and ref.shape == (4001, 3)
     ref = ref[ref[:, 0] <= 20.0]
     traj = rx.simulate(model, s, 20.0, ts=jnp.asarray(ref[:, 0]), **TIGHT)
-    pos = np.asarray(jax.vmap(lambda q: rx.marker_positions(model, q)[0])(traj.q))
+    pos = np.asarray(jax.vmap(lambda q: rx.equations.marker_positions(model, q)[0])(traj.q))
     assert float(np.max(np.linalg.norm(pos - ref[:, 1:3], axis=1))) < TOL_A01_POSITION
     reac = jax.vmap(lambda q, qd, t: rx.reactions(model, q, qd, t))(traj.q, traj.qd, traj.ts)
     J = float(model.bodies.inertia[0])
@@ -291,7 +291,7 @@ def test_inconsistent_initial_state_refused_or_projected():
         rx.simulate(model, bad, 0.1)
     # The span and saves of test_implicit_solver_matches_explicit's explicit run: the
     # projection is done before the integration, which is then that run's program.
-    traj = rx.simulate(model, bad, 0.4, initial_projection=rx.Projection(), n_save=5)
+    traj = rx.simulate(model, bad, 0.4, initial_projection=rx.drift.Projection(), n_save=5)
     assert 0.005 < float(traj.initial_correction[0]) < 0.02
     assert float(traj.position_violation.max()) < 1e-9
     # The ground pivot D 3 m from O: the links (0.4 + 1.2 + 0.8 m) cannot close the
@@ -299,7 +299,7 @@ def test_inconsistent_initial_state_refused_or_projected():
     pairs = [dataclasses.replace(p, point_j=(3.0, 0.0)) if p.name == "D" else p for p in mech.pairs]
     apart = dataclasses.replace(mech, pairs=pairs).build()
     with pytest.raises(ValueError, match=r"could not be projected(.|\n)*pair 'D'"):
-        rx.simulate(apart, s, 0.1, initial_projection=rx.Projection(), n_save=3)
+        rx.simulate(apart, s, 0.1, initial_projection=rx.drift.Projection(), n_save=3)
 
 
 def test_eliminating_a_row_that_is_not_redundant_is_refused(robot):
@@ -307,10 +307,10 @@ def test_eliminating_a_row_that_is_not_redundant_is_refused(robot):
     with pytest.raises(
         ValueError, match=r"rows 1 \(pair 'A'\), 21 \(pair 'W4'\) changes the motion"
     ):
-        rx.eliminate(model, s.q, s.t, (1, 21))
+        rx.methods.eliminate(model, s.q, s.t, (1, 21))
     with pytest.raises(ValueError, match="out of range"):
-        rx.eliminate(model, s.q, s.t, (23,))
-    auto = rx.eliminate(model, s.q, s.t)
+        rx.methods.eliminate(model, s.q, s.t, (23,))
+    auto = rx.methods.eliminate(model, s.q, s.t)
     assert len(auto.eliminated) == 2
 
 
@@ -321,10 +321,10 @@ def test_every_method_same_accelerations_and_unique_reactions(robot_runs, robot)
     model, _ = robot
     traj = robot_runs["null-space"][0]
     methods = [
-        rx.NullSpace(),
-        rx.WeightedMinimumNorm(),
-        rx.AugmentedLagrangian(),
-        rx.eliminate(model, traj.q[0], 0.0),
+        rx.methods.NullSpace(),
+        rx.methods.WeightedMinimumNorm(),
+        rx.methods.AugmentedLagrangian(),
+        rx.methods.eliminate(model, traj.q[0], 0.0),
     ]
     k_unique = np.array([model.pair_names.index(n) for n in UNIQUE])
     for i in (40, 110, 160):  # t = 2, 5.5 and 8 s
@@ -336,7 +336,7 @@ def test_every_method_same_accelerations_and_unique_reactions(robot_runs, robot)
             assert _rel(r.wrench[k_unique], ref.wrench[k_unique]) < TOL_SAME_REACTION
         errors = [
             _rel(
-                rx.reactions(model, q, qd, t, method=rx.Penalty(stiffness=a)).wrench[k_unique],
+                rx.reactions(model, q, qd, t, method=rx.methods.Penalty(stiffness=a)).wrench[k_unique],
                 ref.wrench[k_unique],
             )
             for a in (1e4, 1e6, 1e8)
@@ -374,4 +374,4 @@ def test_singular_initial_configuration_is_refused():
     with pytest.raises(ValueError, match=r"singular configuration: rank C = 7 .* but 8"):
         rx.simulate(model, s, 0.1)
     regular = models.parallelogram(2, crank_angle=0.3)
-    rx.check_regular(regular.build(), regular.initial_state())  # no error
+    rx.monitors.check_regular(regular.build(), regular.initial_state())  # no error

@@ -50,7 +50,7 @@ def bricard():
 
 @pytest.mark.parametrize(
     "method",
-    [rx.NullSpace(schur=True), rx.NullSpace(schur=False), rx.BlockSparse()],
+    [rx.methods.NullSpace(schur=True), rx.methods.NullSpace(schur=False), rx.methods.BlockSparse()],
     ids=["schur", "qr", "block"],
 )
 def test_simulate_exports_for_cuda(bricard, method):
@@ -66,7 +66,7 @@ def test_simulate_exports_for_cuda(bricard, method):
         ).q
 
     targets = _ready(run, state.q)
-    if isinstance(method, rx.BlockSparse):
+    if isinstance(method, rx.methods.BlockSparse):
         assert not {t for t in targets if "potrf" in t or "getrf" in t}, targets
 
 
@@ -92,7 +92,7 @@ def test_a_projection_at_saved_times_exports_for_cuda(bricard):
     def run(q0):
         s = rx.State(state.t, q0, state.qd)
         return rx.simulate(
-            model, s, 0.2, structure=structure, drift_control=rx.Projection(), n_save=3,
+            model, s, 0.2, structure=structure, drift_control=rx.drift.Projection(), n_save=3,
             throw=False,
         ).q  # fmt: skip
 
@@ -102,9 +102,9 @@ def test_a_projection_at_saved_times_exports_for_cuda(bricard):
 def test_joint_coordinates_export_for_cuda():
     mech = models.four_bar()
     model, state = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, state.q)
-    js = rx.to_joint_state(jm, state)
-    structure = rx.decide_joint(jm, js)
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    js = rx.joint_coordinates.to_joint_state(jm, state)
+    structure = rx.joint_coordinates.decide_joint(jm, js)
 
     def run(q0):
         s = rx.State(js.t, q0, js.qd)
@@ -116,4 +116,4 @@ def test_joint_coordinates_export_for_cuda():
 def test_analyze_many_exports_for_cuda(bricard):
     model, state, _ = bricard
     qs = jnp.stack([state.q, state.q])
-    _ready(lambda qs: rx.analyze_many(model, qs, chunk_size=2).rank, qs)
+    _ready(lambda qs: rx.analysis.analyze_many(model, qs, chunk_size=2).rank, qs)

@@ -68,10 +68,10 @@ def _oscillators() -> rx.Mechanism:
         ],
         pairs=[],
         forces=[
-            rx.SpringDamper("mass", "ground", stiffness=K, free_length=L0),
-            rx.RotationalSpringDamper("wheel", "ground", stiffness=K_WHEEL, free_angle=-THETA0),
-            rx.TimeDependentLoad("rotor", torque=TAU0, profile=rx.Polynomial([0.0, 1.0])),
-            rx.CustomForce(
+            rx.forces.SpringDamper("mass", "ground", stiffness=K, free_length=L0),
+            rx.forces.RotationalSpringDamper("wheel", "ground", stiffness=K_WHEEL, free_angle=-THETA0),
+            rx.forces.TimeDependentLoad("rotor", torque=TAU0, profile=rx.motions.Polynomial([0.0, 1.0])),
+            rx.forces.CustomForce(
                 ("twin",),
                 _twin_law,
                 params={"anchor": [0.0, 3.0], "k": K, "l0": L0, "c": 0.0},
@@ -118,7 +118,7 @@ def undamped(oscillators):
 @jax.jit
 def _evaluate(model, q, qd, t):
     """F(q, q̇, t) and V(q), compiled once for the oscillators."""
-    return rx.generalized_forces(model, q, qd, t), rx.potential_energy(model, q)
+    return rx.equations.generalized_forces(model, q, qd, t), rx.equations.potential_energy(model, q)
 
 
 def _damped_oscillation(t, amplitude, omega, zeta):
@@ -221,12 +221,12 @@ def test_jit_equals_eager_and_zero_length_is_finite():
     mech = rx.Mechanism(
         [rx.Body("mass", M, 0.01, position=(L0 + A, 0.0))],
         [],
-        forces=[rx.SpringDamper("mass", "ground", stiffness=K, damping=0.3, free_length=L0)],
+        forces=[rx.forces.SpringDamper("mass", "ground", stiffness=K, damping=0.3, free_length=L0)],
     )
     model = mech.build()
     q, qd = jnp.array([0.3, 0.4, 0.5]), jnp.array([-0.2, 0.7, 1.1])
     with jax.disable_jit():
-        eager = rx.generalized_forces(model, q, qd, 0.7), rx.potential_energy(model, q)
+        eager = rx.equations.generalized_forces(model, q, qd, 0.7), rx.equations.potential_energy(model, q)
     jitted = _evaluate(model, q, qd, 0.7)
     np.testing.assert_allclose(jitted[0], eager[0], rtol=TOL_EXACT, atol=TOL_EXACT)
     np.testing.assert_allclose(jitted[1], eager[1], rtol=TOL_EXACT)
@@ -243,10 +243,10 @@ def test_jit_equals_eager_and_zero_length_is_finite():
 @jax.jit
 def _at_zero_length(model, q, qd):
     def force(x):
-        return rx.generalized_forces(model, x[0], x[1], 0.7)
+        return rx.equations.generalized_forces(model, x[0], x[1], 0.7)
 
     def energy(k):
-        return rx.potential_energy(eqx.tree_at(lambda m: m.forces[0].stiffness, model, k), q)
+        return rx.equations.potential_energy(eqx.tree_at(lambda m: m.forces[0].stiffness, model, k), q)
 
     dF = jax.jacfwd(force)(jnp.stack([q, qd]))
     return (
@@ -274,10 +274,10 @@ def _spatial() -> rx.Mechanism:
             rx.SpatialBody("disc", 1.0, J_DISC, position=(0.0, 2.0, 0.0)),
             rx.SpatialBody("ball", 1.0, (0.1, 0.1, 0.1), position=(0.0, -2.0, -0.6)),
         ],
-        pairs=[rx.Revolute3D("J", "disc", "ground", point=(0.0, 2.0, 0.0), axis=(0, 0, 1))],
+        pairs=[rx.joints.Revolute3D("J", "disc", "ground", point=(0.0, 2.0, 0.0), axis=(0, 0, 1))],
         gravity=(0.0, 0.0, -G),
         forces=[
-            rx.Bushing(
+            rx.forces.Bushing(
                 "ground",
                 "beam",
                 point=(0.0, 0.0, 0.0),
@@ -285,10 +285,10 @@ def _spatial() -> rx.Mechanism:
                 rotational_stiffness=(80.0, KRY, 80.0),
                 damping=(1.0, 1.0, 1.0),
             ),
-            rx.RotationalSpringDamper(
+            rx.forces.RotationalSpringDamper(
                 "disc", "ground", stiffness=K_DISC, damping=C_DISC, axis=(0.0, 0.0, 1.0)
             ),
-            rx.SpringDamper(
+            rx.forces.SpringDamper(
                 "ball",
                 "ground",
                 stiffness=K_BALL,
@@ -296,8 +296,8 @@ def _spatial() -> rx.Mechanism:
                 free_length=L0_BALL,
                 point_j=(0.0, -2.0, 0.0),
             ),
-            rx.TimeDependentLoad("ball", force=F_LOAD, profile=rx.Polynomial([0.0, 2.0])),
-            rx.CustomForce(("ball",), wrench, params=[0.0, 0.4, 0.0, 0.0, 0.0, 0.05]),
+            rx.forces.TimeDependentLoad("ball", force=F_LOAD, profile=rx.motions.Polynomial([0.0, 2.0])),
+            rx.forces.CustomForce(("ball",), wrench, params=[0.0, 0.4, 0.0, 0.0, 0.0, 0.05]),
         ],
     )
 
@@ -315,9 +315,9 @@ def _rot(axis: int, angle: float) -> np.ndarray:
 def _wrenches(model, q, qd, t):
     """The applied forces on each body as its wrench [force; moment about the centre of
     mass] (global components): Tᵀ F with ṗ = T [v; ω] (`wrench_basis`); and V(q)."""
-    P, F = q.reshape(-1, 12), rx.generalized_forces(model, q, qd, t).reshape(-1, 12)
+    P, F = q.reshape(-1, 12), rx.equations.generalized_forces(model, q, qd, t).reshape(-1, 12)
     T = jax.vmap(model.bodies.wrench_basis)(P, model.bodies.centre_of_mass())
-    return jnp.einsum("bkw,bk->bw", T, F), rx.potential_energy(model, q)
+    return jnp.einsum("bkw,bk->bw", T, F), rx.equations.potential_energy(model, q)
 
 
 def test_spatial_elements_against_closed_forms():
@@ -404,14 +404,14 @@ def test_andrews_squeezer_against_the_test_set():
 def test_python_specs_are_validated():
     bodies = [rx.Body("a", 1.0, 0.1, position=(1.0, 0.0)), rx.Body("b", 1.0, 0.1)]
     forces = [
-        rx.SpringDamper("a", "ground", stiffness=1.0),
-        rx.SpringDamper("a", "b", stiffness=-1.0, damping=float("nan")),
-        rx.SpringDamper("a", "nowhere", stiffness=float("inf"), point_i=(1.0, 2.0, 3.0)),
-        rx.RotationalSpringDamper("b", "b", stiffness=1.0, damping=-2.0),
-        rx.SpringDamper("b", "ground"),
-        rx.SpringDamper("b", "ground", stiffness=1.0, free_length=0.3),
-        rx.Bushing("a", "b", point=(0, 0, 0), stiffness=(1, 1, 1)),
-        rx.TimeDependentLoad("a", profile=rx.Constant(2.0), torque=(1.0, 2.0)),
+        rx.forces.SpringDamper("a", "ground", stiffness=1.0),
+        rx.forces.SpringDamper("a", "b", stiffness=-1.0, damping=float("nan")),
+        rx.forces.SpringDamper("a", "nowhere", stiffness=float("inf"), point_i=(1.0, 2.0, 3.0)),
+        rx.forces.RotationalSpringDamper("b", "b", stiffness=1.0, damping=-2.0),
+        rx.forces.SpringDamper("b", "ground"),
+        rx.forces.SpringDamper("b", "ground", stiffness=1.0, free_length=0.3),
+        rx.forces.Bushing("a", "b", point=(0, 0, 0), stiffness=(1, 1, 1)),
+        rx.forces.TimeDependentLoad("a", profile=rx.motions.Constant(2.0), torque=(1.0, 2.0)),
         "spring",
     ]
     with pytest.raises(ValueError) as err:
@@ -434,14 +434,14 @@ def test_python_specs_are_validated():
         assert expected in message, expected
     assert "force 0" not in message
     bad_law = rx.Mechanism(
-        bodies, [], forces=[rx.CustomForce(("a",), lambda p, qb, qdb, t: jnp.zeros(2))]
+        bodies, [], forces=[rx.forces.CustomForce(("a",), lambda p, qb, qdb, t: jnp.zeros(2))]
     ).build()
     with pytest.raises(ValueError, match=r"returned shape \(2,\); expected \(1, 3\)"):
         _evaluate(bad_law, jnp.zeros(6), jnp.zeros(6), 0.0)
     spatial = rx.Mechanism(
         [rx.SpatialBody("s", 1.0, (1.0, 1.0, 1.0))],
         [],
-        forces=[rx.RotationalSpringDamper("s", "ground", stiffness=1.0)],
+        forces=[rx.forces.RotationalSpringDamper("s", "ground", stiffness=1.0)],
     )
     with pytest.raises(ValueError, match="force 0 field 'axis': required in a spatial"):
         spatial.build()
@@ -535,10 +535,10 @@ def test_config_forces_build_the_python_model(tmp_path):
         bodies,
         [],
         forces=[
-            rx.SpringDamper("a", "ground", 10.0, 0.5, 0.8, 1.0, point_i=(0.1, 0.0)),
-            rx.RotationalSpringDamper("b", "a", stiffness=2.0, free_angle=0.1),
-            rx.TimeDependentLoad(
-                "b", rx.SmoothSteps([0.0, 1.0], [0.0, 1.0]), (1.0, 0.0), torque=0.5
+            rx.forces.SpringDamper("a", "ground", 10.0, 0.5, 0.8, 1.0, point_i=(0.1, 0.0)),
+            rx.forces.RotationalSpringDamper("b", "a", stiffness=2.0, free_angle=0.1),
+            rx.forces.TimeDependentLoad(
+                "b", rx.motions.SmoothSteps([0.0, 1.0], [0.0, 1.0]), (1.0, 0.0), torque=0.5
             ),
         ],
     ).build()

@@ -9,7 +9,7 @@ b. `Structure.stable_unique` / `stable_row_unique` / `rank_nearby` equal the
    SVD's verdicts at a generic configuration next to the decision configuration,
    found here by a step along the motion and a Newton projection in NumPy
    (laminae and slender rods included);
-c. gradients of a unique reaction after `rx.Projection` with respect to a
+c. gradients of a unique reaction after `rx.drift.Projection` with respect to a
    geometric parameter (a joint point, or the scale of every joint point where
    moving one would break the redundancy) and a mass are finite and equal
    central differences, at exactly symmetric designs;
@@ -465,11 +465,11 @@ def check_stable(family: str, seed: int) -> list[str]:
 
 # -------------------------------------------------------------------- gradients
 def after_projection(model, structure, state, row):
-    """A unique reaction quantity at the state that `rx.Projection` makes of
+    """A unique reaction quantity at the state that `rx.drift.Projection` makes of
     `state` for this model: the multiplier of `row` (a reaction component the SVD
     calls unique), or with `row` None the total generalised reaction F − M q̈ on
     the last body's first coordinate (unique whatever p)."""
-    q, qd = rx.Projection()(model, state.q, state.qd, state.t)
+    q, qd = rx.drift.Projection()(model, state.q, state.qd, state.t)
     r = rx.reactions(model, q, qd, state.t, structure=structure)
     if row is None:
         return r.total[-model.bodies.dof]

@@ -37,7 +37,7 @@ def _driven_four_bar(motion) -> rx.Mechanism:
     """`models.four_bar()` with its crank driven by `motion` (φ_crank = d(t)) and a
     marker at the crank pin A (the crank, 0.4 m, turns about the origin)."""
     m = models.four_bar()
-    drive = rx.RevoluteDriver("drive", "crank", "ground", motion)
+    drive = rx.joints.RevoluteDriver("drive", "crank", "ground", motion)
     return rx.Mechanism(
         list(m.bodies),
         [*m.pairs, drive],
@@ -49,7 +49,7 @@ def _driven_four_bar(motion) -> rx.Mechanism:
 def _crank_angles(mech: rx.Mechanism, t1: float, n_save: int):
     model, state0 = mech.build(), mech.initial_state()
     traj = rx.simulate(model, state0, t1, n_save=n_save, rtol=1e-10, atol=1e-12)
-    pin = jax.vmap(lambda q: rx.marker_positions(model, q))(traj.q)[:, 0]
+    pin = jax.vmap(lambda q: rx.equations.marker_positions(model, q))(traj.q)[:, 0]
     return np.asarray(traj.ts), np.arctan2(np.asarray(pin[:, 1]), np.asarray(pin[:, 0]))
 
 
@@ -58,12 +58,12 @@ def test_spatial_twin_of_smooth_steps_driver_follows_planar_model():
     driver and crashed on `SmoothSteps`. The twin's crank now turns as the planar
     model's does, and both as d(t) itself (the mechanism has no freedom left)."""
     a0 = math.pi / 3  # models.four_bar's crank angle
-    steps = rx.SmoothSteps([0.0, 0.3, 0.8], [a0, a0, a0 + 0.5])
+    steps = rx.motions.SmoothSteps([0.0, 0.3, 0.8], [a0, a0, a0 + 0.5])
     planar = _driven_four_bar(steps)
     twin = models.spatial_twin(planar)
     drive = twin.pairs[-1]
-    assert isinstance(drive, rx.RevoluteDriver3D)
-    assert isinstance(drive.motion, rx.SmoothSteps)  # still sweepable, knots kept
+    assert isinstance(drive, rx.joints.RevoluteDriver3D)
+    assert isinstance(drive.motion, rx.motions.SmoothSteps)  # still sweepable, knots kept
     np.testing.assert_array_equal(np.asarray(drive.motion.breakpoints()), [0.0, 0.3, 0.8])
     ts, planar_angle = _crank_angles(planar, 1.0, 11)
     _, twin_angle = _crank_angles(twin, 1.0, 11)
@@ -78,10 +78,10 @@ def test_spatial_twin_shifts_every_motion_type_by_the_initial_angle():
     where it can (Constant, Polynomial, SmoothSteps) and wrapping it otherwise."""
     a0 = math.pi / 3
     cases = {
-        "constant": rx.Constant(a0),
-        "polynomial": rx.Polynomial([a0, 0.0, 0.25]),
-        "smooth steps": rx.SmoothSteps([0.0, 1.0], [a0, a0 + 0.5]),
-        "function": rx.Function(lambda t, p: p["a"] + p["w"] * t**2, {"a": a0, "w": 0.25}),
+        "constant": rx.motions.Constant(a0),
+        "polynomial": rx.motions.Polynomial([a0, 0.0, 0.25]),
+        "smooth steps": rx.motions.SmoothSteps([0.0, 1.0], [a0, a0 + 0.5]),
+        "function": rx.motions.Function(lambda t, p: p["a"] + p["w"] * t**2, {"a": a0, "w": 0.25}),
     }
     for name, motion in cases.items():
         twin_motion = models.spatial_twin(_driven_four_bar(motion)).pairs[-1].motion
@@ -92,8 +92,8 @@ def test_spatial_twin_shifts_every_motion_type_by_the_initial_angle():
             np.asarray(twin_motion.breakpoints()), np.asarray(motion.breakpoints())
         )
     assert isinstance(shifted(cases["function"], 1.0), Shifted)
-    assert type(shifted(cases["polynomial"], 1.0)) is rx.Polynomial
-    assert float(shifted(rx.Polynomial([]), 2.0)(5.0)) == 2.0
+    assert type(shifted(cases["polynomial"], 1.0)) is rx.motions.Polynomial
+    assert float(shifted(rx.motions.Polynomial([]), 2.0)(5.0)) == 2.0
 
 
 # --- finding 2: the default reactions plot of a spatial (MJCF) model ---
@@ -331,21 +331,21 @@ def test_reaction_impulse_value_is_the_magnitude_of_the_peak_quantity_integrated
     model, traj = hanging
     assert bool(np.all(traj.valid))
     weight, duration = 2.0 * G, 1.5
-    peak = rx.peak_reaction(model, traj, pair="O")
-    impulse = rx.reaction_impulse(model, traj, pair="O")
+    peak = rx.analysis.peak_reaction(model, traj, pair="O")
+    impulse = rx.analysis.reaction_impulse(model, traj, pair="O")
     np.testing.assert_allclose(float(peak.value), weight, rtol=TOL_HANGING)
     np.testing.assert_allclose(float(impulse.value), weight * duration, rtol=TOL_HANGING)
     np.testing.assert_allclose(
         np.asarray(impulse.wrench[0, :2]), [0.0, weight * duration], atol=TOL_HANGING * weight
     )
-    y = rx.reaction_impulse(model, traj, pair="O", component="force y")
+    y = rx.analysis.reaction_impulse(model, traj, pair="O", component="force y")
     assert y.components.shape == (1,)
     np.testing.assert_allclose(float(y.value), abs(float(y.components[0])), rtol=TOL_EXACT)
     np.testing.assert_allclose(float(y.value), weight * duration, rtol=TOL_HANGING)
     # Differentiable: d|J|/dm = g T through the simulation's parameters' solve.
     def value(mass):
         m = eqx.tree_at(lambda m: m.bodies.mass, model, model.bodies.mass.at[0].set(mass))
-        return rx.reaction_impulse(m, traj, pair="O", drift_control=None).value
+        return rx.analysis.reaction_impulse(m, traj, pair="O", drift_control=None).value
 
     np.testing.assert_allclose(float(jax.grad(value)(2.0)), G * duration, rtol=TOL_HANGING)
 
@@ -360,9 +360,9 @@ def test_reaction_functionals_refuse_a_trajectory_off_its_constraints(hanging):
     off = eqx.tree_at(lambda t: t.valid, traj, jnp.asarray(valid))
     first = float(traj.ts[9])
     for what, call in (
-        ("peak_reaction", lambda t: rx.peak_reaction(model, t, pair="O")),
-        ("reaction_impulse", lambda t: rx.reaction_impulse(model, t, pair="O")),
-        ("pair_reaction_history", lambda t: rx.pair_reaction_history(model, t, pair="O")),
+        ("peak_reaction", lambda t: rx.analysis.peak_reaction(model, t, pair="O")),
+        ("reaction_impulse", lambda t: rx.analysis.reaction_impulse(model, t, pair="O")),
+        ("pair_reaction_history", lambda t: rx.analysis.pair_reaction_history(model, t, pair="O")),
     ):
         with pytest.raises(rx.ConstraintsLeftError) as caught:
             call(off)
@@ -374,9 +374,9 @@ def test_reaction_functionals_refuse_a_trajectory_off_its_constraints(hanging):
         assert caught.value.t == first and caught.value.valid_until == float(traj.ts[8])
     # Not judged (a hand-built trajectory): computed.
     unjudged = eqx.tree_at(lambda t: t.valid, traj, None, is_leaf=lambda x: x is None)
-    assert float(rx.reaction_impulse(model, unjudged, pair="O").value) > 0.0
+    assert float(rx.analysis.reaction_impulse(model, unjudged, pair="O").value) > 0.0
     # Under a trace: computed, no host-side refusal.
-    traced = eqx.filter_jit(lambda t: rx.reaction_impulse(model, t, pair="O").value)(off)
+    traced = eqx.filter_jit(lambda t: rx.analysis.reaction_impulse(model, t, pair="O").value)(off)
     np.testing.assert_allclose(float(traced), 2.0 * G * 1.5, rtol=TOL_HANGING)
 
 

@@ -37,8 +37,8 @@ def _beam_pinned_twice():
     return rx.Mechanism(
         bodies=[rx.Body("beam", mass=2.0, inertia=0.5, position=(0.0, 0.0))],
         pairs=[
-            rx.Revolute("P", "beam", "ground", point_i=(-1.0, 0.0), point_j=(-1.0, 0.0)),
-            rx.Revolute("Q", "beam", "ground", point_i=(1.0, 0.0), point_j=(1.0, 0.0)),
+            rx.joints.Revolute("P", "beam", "ground", point_i=(-1.0, 0.0), point_j=(-1.0, 0.0)),
+            rx.joints.Revolute("Q", "beam", "ground", point_i=(1.0, 0.0), point_j=(1.0, 0.0)),
         ],
         gravity=(0.0, -9.81),
     )
@@ -71,7 +71,7 @@ _analyze = eqx.filter_jit(rx.analyze_solvability)
 
 @eqx.filter_jit
 def _dense(jm, q, qd, t):
-    return rx.dense_joint_accelerations(rx.joint_space_terms(jm, q, qd, t))
+    return rx.joint_coordinates.dense_joint_accelerations(rx.joint_coordinates.joint_space_terms(jm, q, qd, t))
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
@@ -81,9 +81,9 @@ def test_dca_verdicts_are_the_qr_verdicts(name):
     DCA's self-stresses), with the same p and mobility."""
     mech = MECHANISMS[name]()
     model, state = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, state.q)
-    jstate = rx.to_joint_state(jm, state)
-    report = rx.joint_uniqueness(jm, rx.decide_joint(jm, jstate), jstate)
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    jstate = rx.joint_coordinates.to_joint_state(jm, state)
+    report = rx.joint_coordinates.joint_uniqueness(jm, rx.joint_coordinates.decide_joint(jm, jstate), jstate)
     absolute = _analyze(model, state.q, state.t)
     assert report.redundancy == int(absolute.redundancy)
     assert report.mobility == int(absolute.dof)
@@ -110,7 +110,7 @@ def test_dca_verdicts_are_the_qr_verdicts(name):
     # 1 and 3 alone, no self-stress test needed, and the verdicts are the same.
     assert set(report.step) <= set(STEPS)
     if name in ("four-bar (p = 0)", "bricard (p = 1)"):
-        seed = rx.joint_uniqueness(jm, rx.decide_joint(jm, jstate, ground="root"), jstate)
+        seed = rx.joint_coordinates.joint_uniqueness(jm, rx.joint_coordinates.decide_joint(jm, jstate, ground="root"), jstate)
         assert (seed.unique, seed.row_unique) == (report.unique, report.row_unique)
         steps = {"assembly"} if name == "four-bar (p = 0)" else {"dropped", "two pairs"}
         assert set(seed.step) == steps
@@ -134,11 +134,11 @@ def test_dca_accelerations_and_unique_reactions_are_the_absolute_ones(name):
     mech = MECHANISMS[name]()
     model, state0 = mech.build(), mech.initial_state()
     (state,) = consistent_states(model, state0, 1, seed=5)
-    jm = rx.joint_model(model, state0.q)
-    jstate = rx.to_joint_state(jm, state)
-    structure = rx.decide_joint(jm, jstate)
-    dyn = eqx.filter_jit(rx.dca_dynamics)(jm, structure, jstate.q, jstate.qd, jstate.t)
-    qdd, lam = rx.solve_dynamics(model, state.q, state.qd, state.t)
+    jm = rx.joint_coordinates.joint_model(model, state0.q)
+    jstate = rx.joint_coordinates.to_joint_state(jm, state)
+    structure = rx.joint_coordinates.decide_joint(jm, jstate)
+    dyn = eqx.filter_jit(rx.joint_coordinates.dca_dynamics)(jm, structure, jstate.q, jstate.qd, jstate.t)
+    qdd, lam = rx.equations.solve_dynamics(model, state.q, state.qd, state.t)
     scale = float(jnp.max(jnp.abs(qdd)))
     np.testing.assert_allclose(dyn.xdd, qdd, rtol=0, atol=TOL_SAME_QDD * scale)
     dense = _dense(jm, jstate.q, jstate.qd, jstate.t)
@@ -163,11 +163,11 @@ def test_bricard_in_joint_coordinates_moves_as_in_absolute_coordinates():
     at every saved state."""
     mech = models.bricard()
     model, state = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, state.q)
-    traj = rx.simulate_joint(jm, rx.to_joint_state(jm, state), 10.0, n_save=101, rtol=1e-9)
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    traj = rx.simulate_joint(jm, rx.joint_coordinates.to_joint_state(jm, state), 10.0, n_save=101, rtol=1e-9)
     _, rows = read_reference("bricard_P3_absolute.csv")
     np.testing.assert_allclose(traj.ts, rows[:, 0], atol=1e-12)
-    p3 = jax.jit(jax.vmap(lambda x: rx.marker_positions(model, x)[0]))(traj.x)
+    p3 = jax.jit(jax.vmap(lambda x: rx.equations.marker_positions(model, x)[0]))(traj.x)
     assert float(np.max(np.abs(np.asarray(p3) - rows[:, 1:]))) < TOL_P3
     assert float(traj.position_violation.max()) < 1e-7
     # A feasible run is judged valid throughout (issue 34: no false alarm).
@@ -183,10 +183,10 @@ def test_gradient_of_a_unique_joint_reaction_wrt_a_link_length():
     states: `test_joint_runs.py`, through whole motions.)"""
     mech = models.four_bar()
     model, state0 = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, state0.q)
+    jm = rx.joint_coordinates.joint_model(model, state0.q)
     (state,) = consistent_states(model, state0, 1, seed=2)
-    jstate = rx.to_joint_state(jm, state)
-    structure = rx.decide_joint(jm, jstate)
+    jstate = rx.joint_coordinates.to_joint_state(jm, state)
+    structure = rx.joint_coordinates.decide_joint(jm, jstate)
     row = model.pair("O").rows[0]
     assert model.pair("A").bodies[0] == "crank"  # A's point s_i is on the crank
     (revolutes,) = model.holonomic  # the four revolutes, stacked in pair order
@@ -196,10 +196,10 @@ def test_gradient_of_a_unique_joint_reaction_wrt_a_link_length():
         moved = eqx.tree_at(
             lambda m: m.model.holonomic[0].s_i, jm, revolutes.s_i.at[k].multiply(scale)
         )
-        q, qd = rx.project_joint_state(
-            moved, structure, rx.StepProjection(iterations=2), jstate.q, jstate.qd, jstate.t
+        q, qd = rx.joint_coordinates.project_joint_state(
+            moved, structure, rx.drift.StepProjection(iterations=2), jstate.q, jstate.qd, jstate.t
         )
-        return rx.dca_dynamics(moved, structure, q, qd, jstate.t).multipliers[row]
+        return rx.joint_coordinates.dca_dynamics(moved, structure, q, qd, jstate.t).multipliers[row]
 
     # One compiled program serves the gradient and the differences' values: every
     # call passes a NumPy float64 scalar (`jnp.asarray(1.0)` is weakly typed and
@@ -217,24 +217,24 @@ def test_joint_coordinates_round_trip_and_bad_trees_are_named():
     without joint coordinates are refused with the pair's name."""
     mech = models.mobile_robot()
     model, state = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, state.q)
+    jm = rx.joint_coordinates.joint_model(model, state.q)
     assert jm.coordinate_names[:3] == (
         "free(platform).x",
         "free(platform).y",
         "free(platform).angle",
     )
-    back = rx.to_absolute_state(jm, rx.to_joint_state(jm, state))
+    back = rx.joint_coordinates.to_absolute_state(jm, rx.joint_coordinates.to_joint_state(jm, state))
     np.testing.assert_allclose(back.q, state.q, atol=1e-14)
     np.testing.assert_allclose(back.qd, state.qd, atol=1e-12)
     four = models.four_bar()
     fmodel, fstate = four.build(), four.initial_state()
-    fjm = rx.joint_model(fmodel, fstate.q)
+    fjm = rx.joint_coordinates.joint_model(fmodel, fstate.q)
     with pytest.raises(ValueError, match=r"violates tree joints, (.*): A \(\|Φ\| = 0.01\)"):
-        rx.to_joint_state(fjm, rx.State(0.0, fstate.q.at[3].add(0.01), fstate.qd))
+        rx.joint_coordinates.to_joint_state(fjm, rx.State(0.0, fstate.q.at[3].add(0.01), fstate.qd))
     with pytest.raises(ValueError, match=r"'B' close loops"):
-        rx.joint_model(fmodel, fstate.q, tree=["O", "A", "B", "D"])
+        rx.joint_coordinates.joint_model(fmodel, fstate.q, tree=["O", "A", "B", "D"])
     with pytest.raises(ValueError, match=r"pair 'drive' is a translational-driver"):
-        rx.joint_model(model, state.q, tree=["A", "drive"])
+        rx.joint_coordinates.joint_model(model, state.q, tree=["A", "drive"])
 
 
 def test_analyze_in_joint_coordinates_on_the_command_line(capsys):

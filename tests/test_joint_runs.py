@@ -50,14 +50,14 @@ def _dense_newton_step(jm, structure, q):
     with C_k Δq = r, C_k the loop rows less those the DCA dropped (off the
     manifold they are no longer dependent: which rows hold is part of the step),
     r their Φ; dense."""
-    terms = rx.joint_space_terms(jm, q, jnp.zeros_like(q), 0.0)
+    terms = rx.joint_coordinates.joint_space_terms(jm, q, jnp.zeros_like(q), 0.0)
     dropped = {structure.rows.rows[i] for i in structure.active.dropped}
     keep = [k for k, row in enumerate(jm.closure_rows) if row not in dropped]
     assert len(keep) == len(jm.closure_rows) - structure.redundancy
     M, C = np.asarray(terms.M), np.asarray(terms.C)[keep]
     x = jm.absolute_coordinates(q)
     rows = np.asarray(jm.closure_rows)[keep]
-    r = np.asarray(rx.position_residual(jm.model, x, 0.0))[rows]
+    r = np.asarray(rx.equations.position_residual(jm.model, x, 0.0))[rows]
     Minv = np.linalg.inv(M)
     return Minv @ C.T @ np.linalg.solve(C @ Minv @ C.T, r)
 
@@ -69,26 +69,26 @@ def test_the_dca_projection_is_the_dense_newton_step():
     step leaves C ẋ + b at round-off."""
     mech = models.bricard()
     model, state0 = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, state0.q)
+    jm = rx.joint_coordinates.joint_model(model, state0.q)
     (state,) = consistent_states(model, state0, 1, seed=3)
-    js = rx.to_joint_state(jm, state)
-    structure = rx.decide_joint(jm, js)
+    js = rx.joint_coordinates.to_joint_state(jm, state)
+    structure = rx.joint_coordinates.decide_joint(jm, js)
     rng = np.random.default_rng(0)
     q = js.q + 1e-3 * rng.standard_normal(js.q.shape)  # off the loop, on the tree
     qd = js.qd + 1e-2 * rng.standard_normal(js.q.shape)
-    one = rx.project_joint_state(jm, structure, rx.StepProjection(iterations=1), q, qd, 0.0)[0]
+    one = rx.joint_coordinates.project_joint_state(jm, structure, rx.drift.StepProjection(iterations=1), q, qd, 0.0)[0]
     dense = q - _dense_newton_step(jm, structure, q)
     step = np.asarray(q - dense)
     assert np.max(np.abs(step)) > 1e-5  # a real correction
     np.testing.assert_allclose(one, dense, rtol=0, atol=TOL_SAME_STEP * np.max(np.abs(step)))
     q3, qd3 = q, qd
     for _ in range(3):  # the same program three times: Newton's convergence
-        q3, qd3 = rx.project_joint_state(
-            jm, structure, rx.StepProjection(iterations=1), q3, qd3, 0.0
+        q3, qd3 = rx.joint_coordinates.project_joint_state(
+            jm, structure, rx.drift.StepProjection(iterations=1), q3, qd3, 0.0
         )
     x, xd = jax.jvp(jm.absolute_coordinates, (q3,), (qd3,))
-    assert float(jnp.max(jnp.abs(rx.position_residual(model, x, 0.0)))) < 1e-13
-    assert float(jnp.max(jnp.abs(rx.velocity_residual(model, x, xd, 0.0)))) < 1e-12
+    assert float(jnp.max(jnp.abs(rx.equations.position_residual(model, x, 0.0)))) < 1e-13
+    assert float(jnp.max(jnp.abs(rx.equations.velocity_residual(model, x, xd, 0.0)))) < 1e-12
 
 
 TOP_MASS, TOP_INERTIA = 1.0, (0.012, 0.012, 0.02)
@@ -112,7 +112,7 @@ def _spinning_top():
     )
     return rx.Mechanism(
         [top],
-        [rx.Spherical("S", "top", "ground", point=(0.0, 0.0, 0.0))],
+        [rx.joints.Spherical("S", "top", "ground", point=(0.0, 0.0, 0.0))],
         gravity=(0.0, 0.0, -9.81),
         markers=[rx.Marker("rim", "top", (0.05, 0.0, 0.0))],
     )
@@ -130,8 +130,8 @@ def _long_rotation_vector(mech):
     """The joint model of a one-joint mechanism, a state, the rotation vector's
     slots, and the state with that vector lengthened to |θ| ≈ 5 rad."""
     model, state = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, state.q)
-    js = rx.to_joint_state(jm, state)
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    js = rx.joint_coordinates.to_joint_state(jm, state)
     (group,) = jm.joints
     slots = group.coordinates[0, -3:]  # the rotation vector (spherical, or free-3d's last 3)
     long = js.q.at[slots].set(js.q[slots] + 5.0 * jnp.asarray([0.6, 0.0, 0.8]))
@@ -188,17 +188,17 @@ def test_joint_reactions_are_the_absolute_reactions():
     for mechanism, all_unique in ((models.four_bar, True),):
         mech = mechanism()
         model, state0 = mech.build(), mech.initial_state()
-        jm = rx.joint_model(model, state0.q)
+        jm = rx.joint_coordinates.joint_model(model, state0.q)
         states = consistent_states(model, state0, 2, seed=5)
-        js = [rx.to_joint_state(jm, s) for s in states]
-        structure = rx.decide_joint(jm, js[0])
-        report = rx.joint_uniqueness(jm, structure, js[0])
+        js = [rx.joint_coordinates.to_joint_state(jm, s) for s in states]
+        structure = rx.joint_coordinates.decide_joint(jm, js[0])
+        report = rx.joint_coordinates.joint_uniqueness(jm, structure, js[0])
         assert all(report.unique) == all_unique and any(report.unique) == all_unique
         batched = jax.jit(
-            jax.vmap(lambda q, qd: rx.joint_reactions(jm, structure, report, q, qd, 0.0))
+            jax.vmap(lambda q, qd: rx.joint_coordinates.joint_reactions(jm, structure, report, q, qd, 0.0))
         )(jnp.stack([s.q for s in js]), jnp.stack([s.qd for s in js]))
         for k, (s, j) in enumerate(zip(states, js, strict=True)):
-            mine = rx.joint_reactions(jm, structure, report, j.q, j.qd, 0.0)
+            mine = rx.joint_coordinates.joint_reactions(jm, structure, report, j.q, j.qd, 0.0)
             ref = rx.reactions(model, s.q, s.qd, s.t)
             np.testing.assert_array_equal(mine.unique, report.stable_unique)
             scale = float(jnp.max(jnp.abs(ref.total)))
@@ -227,11 +227,11 @@ def test_joint_runs_claim_the_verdicts_of_absolute_runs():
     for name, mechanism in (("robot", models.mobile_robot), ("bricard", models.bricard)):
         mech = mechanism()
         model, state = mech.build(), mech.initial_state()
-        jm = rx.joint_model(model, state.q)
-        js = rx.to_joint_state(jm, state)
-        structure = rx.decide_joint(jm, js)
-        report = reports[name] = rx.joint_uniqueness(jm, structure, js)
-        mine = rx.joint_reactions(jm, structure, report, js.q, js.qd, js.t)
+        jm = rx.joint_coordinates.joint_model(model, state.q)
+        js = rx.joint_coordinates.to_joint_state(jm, state)
+        structure = rx.joint_coordinates.decide_joint(jm, js)
+        report = reports[name] = rx.joint_coordinates.joint_uniqueness(jm, structure, js)
+        mine = rx.joint_coordinates.joint_reactions(jm, structure, report, js.q, js.qd, js.t)
         ref = rx.reactions(model, state.q, state.qd, state.t)
         np.testing.assert_array_equal(mine.unique, ref.unique)
         rows = [r for pair in model.pairs for r in pair.rows]  # the pairs' rows of C
@@ -361,8 +361,8 @@ def test_joint_runs_refuse_what_they_do_not_offer(tmp_path: Path):
     with pytest.raises(TypeError, match="Projection is not offered in joint coordinates"):
         mech = models.four_bar()
         model, state = mech.build(), mech.initial_state()
-        jm = rx.joint_model(model, state.q)
-        rx.simulate_joint(jm, rx.to_joint_state(jm, state), 0.1, drift_control=rx.Projection())
+        jm = rx.joint_coordinates.joint_model(model, state.q)
+        rx.simulate_joint(jm, rx.joint_coordinates.to_joint_state(jm, state), 0.1, drift_control=rx.drift.Projection())
 
 
 def test_simulate_joint_under_vmap_and_grad():
@@ -372,16 +372,16 @@ def test_simulate_joint_under_vmap_and_grad():
     (vmap, the structure given) equal the motions one by one."""
     mech = models.four_bar()
     model, state0 = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, state0.q)
-    states = [rx.to_joint_state(jm, s) for s in consistent_states(model, state0, 2, seed=1)]
-    structure = rx.decide_joint(jm, states[0])
+    jm = rx.joint_coordinates.joint_model(model, state0.q)
+    states = [rx.joint_coordinates.to_joint_state(jm, s) for s in consistent_states(model, state0, 2, seed=1)]
+    structure = rx.joint_coordinates.decide_joint(jm, states[0])
     (revolutes,) = model.holonomic
     a = model.pair_names.index("A")
 
     def final(jm, q, qd):
         state = rx.State(jnp.asarray(0.0), q, qd)
         traj = rx.simulate_joint(
-            jm, state, 0.3, structure=structure, n_save=2, drift_control=rx.Baumgarte()
+            jm, state, 0.3, structure=structure, n_save=2, drift_control=rx.drift.Baumgarte()
         )
         return traj.x[-1]
 
@@ -415,12 +415,12 @@ def test_write_run_of_a_joint_run_stores_the_verdicts_a_run_claims(tmp_path: Pat
 
     mech = models.mobile_robot()
     model, state = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, state.q)
-    jstate = rx.to_joint_state(jm, state)
-    structure = rx.decide_joint(jm, jstate)
-    report = rx.joint_uniqueness(jm, structure, jstate)
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    jstate = rx.joint_coordinates.to_joint_state(jm, state)
+    structure = rx.joint_coordinates.decide_joint(jm, jstate)
+    report = rx.joint_coordinates.joint_uniqueness(jm, structure, jstate)
     trajectory = rx.simulate_joint(jm, jstate, 0.1, structure=structure, n_save=2)
-    history = rx.joint_reaction_history(jm, trajectory, report)
+    history = rx.joint_coordinates.joint_reaction_history(jm, trajectory, report)
     out = write_run(tmp_path / "run.npz", model, trajectory, history, joint_report=report)
     run = read_run(out)
     assert run["component_unique"]["B"] == {"force x": False, "force y": False}

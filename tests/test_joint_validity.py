@@ -77,11 +77,11 @@ def three_rrr(step: float) -> rx.Mechanism:
             )
         d0 = bodies[-2].angle
         pairs += [
-            rx.Revolute(f"A{k + 1}", f"prox{k}", "ground", (-lp / 2, 0.0), tuple(base)),
-            rx.Revolute(f"B{k + 1}", f"prox{k}", f"dist{k}", (lp / 2, 0.0), (-ld / 2, 0.0)),
-            rx.Revolute(f"C{k + 1}", f"dist{k}", "platform", (ld / 2, 0.0), tuple(tip)),
-            rx.RevoluteDriver(
-                f"M{k + 1}", f"prox{k}", "ground", rx.SmoothSteps([0.0, 1.0], [d0, d0 + step])
+            rx.joints.Revolute(f"A{k + 1}", f"prox{k}", "ground", (-lp / 2, 0.0), tuple(base)),
+            rx.joints.Revolute(f"B{k + 1}", f"prox{k}", f"dist{k}", (lp / 2, 0.0), (-ld / 2, 0.0)),
+            rx.joints.Revolute(f"C{k + 1}", f"dist{k}", "platform", (ld / 2, 0.0), tuple(tip)),
+            rx.joints.RevoluteDriver(
+                f"M{k + 1}", f"prox{k}", "ground", rx.motions.SmoothSteps([0.0, 1.0], [d0, d0 + step])
             ),
         ]
     bodies.append(rx.Body("platform", mass=2.0, inertia=0.09))
@@ -99,7 +99,7 @@ def three_rrr_config(folder: Path, step: float) -> Path:
     for p in mech.pairs:
         lines += ["[[pairs]]", f'name = "{p.name}"', f'body_i = "{p.body_i}"']
         lines += [f'body_j = "{p.body_j}"']
-        if isinstance(p, rx.RevoluteDriver):
+        if isinstance(p, rx.joints.RevoluteDriver):
             times, values = (np.asarray(a).tolist() for a in (p.motion.times, p.motion.values))
             lines += ['type = "revolute-driver"']
             lines += [f'motion = {{ type = "smooth-steps", times = {times}, values = {values} }}']
@@ -155,9 +155,9 @@ def _platform_angle(delta: float) -> float:
 
 def _joint(mech):
     model, state = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, state.q)
-    jstate = rx.to_joint_state(jm, state)
-    return model, jm, jstate, rx.decide_joint(jm, jstate)
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    jstate = rx.joint_coordinates.to_joint_state(jm, state)
+    return model, jm, jstate, rx.joint_coordinates.decide_joint(jm, jstate)
 
 
 def test_drivers_past_the_workspace_fail_at_its_edge():
@@ -282,7 +282,7 @@ def _plate(mech: rx.Mechanism, body: int, moments) -> rx.Mechanism:
 # The dense joint-space solve as one program, compiled once for the plate and the
 # solid crank (the same shapes; run op by op it compiled hundreds of small ones).
 _dense = eqx.filter_jit(
-    lambda jm, q, qd, t: rx.dense_joint_accelerations(rx.joint_space_terms(jm, q, qd, t))
+    lambda jm, q, qd, t: rx.joint_coordinates.dense_joint_accelerations(rx.joint_coordinates.joint_space_terms(jm, q, qd, t))
 )
 
 
@@ -299,12 +299,12 @@ def test_a_flat_plate_voids_nothing_in_joint_coordinates(tmp_path: Path):
         model, jm, jstate, structure = _joint(_plate(twin, 0, moments))
         if label == "plate":
             assert not np.all(np.isfinite(np.asarray(model.bodies.inverse_mass_blocks()[0])))
-        qdd = rx.dca_dynamics(jm, structure, jstate.q, jstate.qd, jstate.t).qdd
+        qdd = rx.joint_coordinates.dca_dynamics(jm, structure, jstate.q, jstate.qd, jstate.t).qdd
         dense = _dense(jm, jnp.asarray(jstate.q), jnp.asarray(jstate.qd), jstate.t)
         assert bool(np.all(np.isfinite(np.asarray(qdd))))
         scale = max(1.0, float(jnp.max(jnp.abs(dense))))
         np.testing.assert_allclose(qdd, dense, rtol=0, atol=TOL_SAME_QDD * scale)
-        report = rx.joint_uniqueness(jm, structure, jstate)
+        report = rx.joint_coordinates.joint_uniqueness(jm, structure, jstate)
         reports[label] = (report.unique, report.stable_unique, report.stable_row_unique)
     assert reports["plate"] == reports["solid"] and any(reports["plate"][1])
 

@@ -1,4 +1,4 @@
-"""MJCF through MuJoCo's compiler (`rx.from_mjcf`, issue 13, first part): the
+"""MJCF through MuJoCo's compiler (`rx.io.from_mjcf`, issue 13, first part): the
 four-bar of `configs/mjcf/` closed by `connect` and by `weld`, against the same
 mechanism written with redundax's own spatial pairs (the second method) and against
 counting rows; every element that cannot be mapped is named."""
@@ -25,18 +25,18 @@ Y = (0.0, 1.0, 0.0)
 
 def _analysis(mech: rx.Mechanism):
     model, state = mech.build(), mech.initial_state()
-    rx.check_consistency(model, state)
+    rx.equations.check_consistency(model, state)
     return model, rx.analyze_solvability(model, state.q, state.t)
 
 
 def _written_by_hand(closure) -> rx.Mechanism:
     """The same mechanism with redundax's own pairs, the bodies taken from the import
     (their mass properties are MuJoCo's capsules)."""
-    imported = rx.from_mjcf(MJCF / "four_bar_connect.xml")
+    imported = rx.io.from_mjcf(MJCF / "four_bar_connect.xml")
     pairs = [
-        rx.Revolute3D("O", "crank", "ground", point=O, axis=Y),
-        rx.Revolute3D("A", "coupler", "crank", point=A, axis=Y),
-        rx.Revolute3D("B", "rocker", "coupler", point=B, axis=Y),
+        rx.joints.Revolute3D("O", "crank", "ground", point=O, axis=Y),
+        rx.joints.Revolute3D("A", "coupler", "crank", point=A, axis=Y),
+        rx.joints.Revolute3D("B", "rocker", "coupler", point=B, axis=Y),
         closure("D", "rocker", "ground", point=D),
     ]
     return rx.Mechanism(imported.bodies, pairs, gravity=(0.0, 0.0, -9.81))
@@ -47,7 +47,7 @@ def test_four_bar_closed_by_connect():
     coordinates of motion) with mobility 1: rank 17, p = 1 — the redundancy the
     closure type brings; every reaction not unique (the out-of-plane self-stress
     of the loop loads every joint), as for the same mechanism written by hand."""
-    imported = rx.from_mjcf(MJCF / "four_bar_connect.xml")
+    imported = rx.io.from_mjcf(MJCF / "four_bar_connect.xml")
     assert [b.name for b in imported.bodies] == ["crank", "coupler", "rocker"]
     assert [type(p).__name__ for p in imported.pairs] == ["Revolute3D"] * 3 + ["Spherical"]
     np.testing.assert_allclose(imported.pairs[-1].point, D, atol=1e-12)  # body1's anchor
@@ -56,7 +56,7 @@ def test_four_bar_closed_by_connect():
     internal = model.n_internal  # the rigid-body rows of natural coordinates
     assert model.n_constraints - internal == 18
     assert (int(report.rank) - internal, int(report.redundancy), int(report.dof)) == (17, 1, 1)
-    hand_model, hand = _analysis(_written_by_hand(rx.Spherical))
+    hand_model, hand = _analysis(_written_by_hand(rx.joints.Spherical))
     assert hand_model.pair_names == model.pair_names
     assert int(hand.rank) == int(report.rank)
     np.testing.assert_array_equal(hand.unique, report.unique)
@@ -68,7 +68,7 @@ def test_four_bar_closed_by_weld_is_locked():
     """A weld at the rocker's pivot (6 rows) fixes the rocker: 21 rows, rank 18,
     p = 3 and no mobility left — the format changed the mechanism, not only its
     redundancy (as the same weld written by hand)."""
-    imported = rx.from_mjcf(MJCF / "four_bar_weld.xml")
+    imported = rx.io.from_mjcf(MJCF / "four_bar_weld.xml")
     weld = imported.pairs[-1]  # its anchor is in body2's frame (the world): at D
     assert (type(weld).__name__, weld.body_i, weld.body_j) == ("Weld3D", "rocker", "ground")
     np.testing.assert_allclose(weld.point, D, atol=1e-12)
@@ -76,7 +76,7 @@ def test_four_bar_closed_by_weld_is_locked():
     internal = model.n_internal
     assert model.n_constraints - internal == 21
     assert (int(report.rank) - internal, int(report.redundancy), int(report.dof)) == (18, 3, 0)
-    _, hand = _analysis(_written_by_hand(rx.Weld3D))
+    _, hand = _analysis(_written_by_hand(rx.joints.Weld3D))
     assert int(hand.rank) == int(report.rank) and int(hand.dof) == 0
 
 
@@ -94,8 +94,8 @@ def test_elements_that_cannot_be_mapped_are_named(tmp_path):
     </mujoco>"""
     path = tmp_path / "bad.xml"
     path.write_text(text)
-    with pytest.raises(rx.ModelError) as error, pytest.warns(rx.UnmappedElementWarning) as ignored:
-        rx.from_mjcf(path)
+    with pytest.raises(rx.ModelError) as error, pytest.warns(rx.io.UnmappedElementWarning) as ignored:
+        rx.io.from_mjcf(path)
     assert sorted(str(w.message).split(":")[0] for w in ignored) == [
         "actuators are not modelled",
         "contacts are not modelled",
@@ -115,7 +115,7 @@ def test_a_file_mujoco_cannot_compile_names_it(tmp_path):
     path = tmp_path / "broken.xml"
     path.write_text("<mujoco><worldbody><body><joint type='twist'/></body></worldbody></mujoco>")
     with pytest.raises(rx.ModelError, match=f"^{path}: MuJoCo cannot compile it: "):
-        rx.from_mjcf(path)
+        rx.io.from_mjcf(path)
 
 
 def test_without_mujoco_the_message_names_the_extra(monkeypatch):
@@ -128,7 +128,7 @@ def test_without_mujoco_the_message_names_the_extra(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_mujoco)
     with pytest.raises(ModuleNotFoundError, match=r"needs the 'mujoco' package: pip install"):
-        rx.from_mjcf(MJCF / "four_bar_connect.xml")
+        rx.io.from_mjcf(MJCF / "four_bar_connect.xml")
 
 
 def test_a_keyframe_gives_the_pose_and_the_velocities(tmp_path):
@@ -147,23 +147,23 @@ def test_a_keyframe_gives_the_pose_and_the_velocities(tmp_path):
     r = np.array([0.5 * c, 0.0, -0.5 * s])  # a rotation about +y takes x to (c, 0, -s)
     w = np.array([0.0, 2.0, 0.0])
     for key in ("spin", 0):
-        (rod,) = rx.from_mjcf(path, keyframe=key).bodies
+        (rod,) = rx.io.from_mjcf(path, keyframe=key).bodies
         np.testing.assert_allclose(rod.position, r, atol=1e-12)
         np.testing.assert_allclose(rod.angular_velocity, w, atol=1e-12)
         np.testing.assert_allclose(rod.velocity, np.cross(w, r), atol=1e-12)
-    mech = rx.from_mjcf(path, keyframe="spin")
+    mech = rx.io.from_mjcf(path, keyframe="spin")
     model = mech.build()
-    rx.check_consistency(model, mech.initial_state())
+    rx.equations.check_consistency(model, mech.initial_state())
     # The site at the rod's end is a marker, at the end of the rod.
     np.testing.assert_allclose(
-        rx.marker_positions(model, mech.initial_state().q)[0], 2 * r, atol=1e-12
+        rx.equations.marker_positions(model, mech.initial_state().q)[0], 2 * r, atol=1e-12
     )
 
 
 def _closures(name: str):
-    mech = rx.from_mjcf(MJCF / name)
+    mech = rx.io.from_mjcf(MJCF / name)
     model, state = mech.build(), mech.initial_state()
-    return model, state, rx.closure_report(model, state.q, state.t)
+    return model, state, rx.monitors.closure_report(model, state.q, state.t)
 
 
 def _rank(C) -> int:
@@ -174,7 +174,7 @@ def _rank(C) -> int:
 def test_closure_report_of_the_four_bar_closed_by_connect():
     """The planar loop's self-stress is out of its plane: the minimal closure drops
     the connect's force along the hinges' axis y (e1 of the global frame); what is
-    kept has the rank of all rows (SVD) and no dependent row, and rx.eliminate takes
+    kept has the rank of all rows (SVD) and no dependent row, and rx.methods.eliminate takes
     it (it refuses rows that change the motion). No MuJoCo type change does it: a
     ball for any hinge gives p = 0 with 16 rows on 18 coordinates — mobility 2."""
     model, state, report = _closures("four_bar_connect.xml")
@@ -182,10 +182,10 @@ def test_closure_report_of_the_four_bar_closed_by_connect():
     assert report.tree == ("O", "A", "B")
     assert [(c.pairs, c.joint_rank, c.redundant_rows) for c in report.closures] == [(("D",), 3, 1)]
     assert report.drop == (("D", "force e1", 17),)
-    C = np.asarray(rx.constraint_matrix(model, state.q))
+    C = np.asarray(rx.equations.constraint_matrix(model, state.q))
     keep = [k for k in range(C.shape[0]) if k + 1 != 17]
     assert _rank(C[keep]) == _rank(C) == len(keep)
-    rx.eliminate(model, state.q, rows=(17,))
+    rx.methods.eliminate(model, state.q, rows=(17,))
     assert {(c.pair, c.redundancy, c.dof, c.keeps_motion) for c in report.changes} == {
         (j, 0, 2, False) for j in "OAB"
     }
@@ -227,9 +227,9 @@ def test_two_connects_on_one_axis_are_a_hinge_and_one_row_more(tmp_path):
         <equality><connect name="upper" body1="door" anchor="-0.4 0 0.5"/>
           <connect name="lower" body1="door" anchor="-0.4 0 -0.5"/></equality></mujoco>"""
     )
-    mech = rx.from_mjcf(path)
+    mech = rx.io.from_mjcf(path)
     model, state = mech.build(), mech.initial_state()
-    report = rx.closure_report(model, state.q)
+    report = rx.monitors.closure_report(model, state.q)
     assert (report.redundancy, report.form_redundancy, report.mechanism_redundancy) == (1, 1, 0)
     ((closure),) = report.closures
     assert (closure.pairs, closure.joint_rank, closure.form_redundancy) == (
@@ -286,12 +286,12 @@ def test_hinge_springs_and_a_servo_move_as_in_mujoco(tmp_path):
         <actuator><position name="servo" joint="O" kp="2" kv="0.3" gear="2"/></actuator>
         <keyframe><key name="start" qpos="0.6" qvel="-1"/></keyframe></mujoco>"""
     )
-    mech = rx.from_mjcf(path, keyframe="start")
+    mech = rx.io.from_mjcf(path, keyframe="start")
     assert [type(f).__name__ for f in mech.forces] == ["RotationalSpringDamper"] * 2
     model, state = mech.build(), mech.initial_state()
     ts = np.linspace(0.0, 1.0, 11)
     traj = rx.simulate(model, state, 1.0, ts=ts, rtol=1e-10, atol=1e-12)
-    tips = np.asarray(jax.vmap(lambda q: rx.marker_positions(model, q))(traj.q))[:, 0]
+    tips = np.asarray(jax.vmap(lambda q: rx.equations.marker_positions(model, q))(traj.q))[:, 0]
 
     mj_model = mujoco.MjModel.from_xml_path(str(path))
     data = mujoco.MjData(mj_model)
@@ -332,7 +332,7 @@ def _rod(tmp_path, keyframe=None, **parts) -> rx.Mechanism:
     fields = {"option": "", "flags": "", "body": "", "joint": "", "extra": ""}
     path = tmp_path / "rod.xml"
     path.write_text(ROD.format(**{**fields, **parts}))
-    return rx.from_mjcf(path, keyframe=keyframe)
+    return rx.io.from_mjcf(path, keyframe=keyframe)
 
 
 def test_switches_the_file_turns_off_are_honoured(tmp_path, recwarn):
@@ -344,15 +344,15 @@ def test_switches_the_file_turns_off_are_honoured(tmp_path, recwarn):
     assert len(_rod(tmp_path, joint=joint, extra=SERVO).forces) == 2  # when on
     off = 'spring="disable" damper="disable" actuation="disable"'
     assert len(_rod(tmp_path, joint=joint, flags=off, extra=SERVO).forces) == 0
-    assert not [w for w in recwarn if issubclass(w.category, rx.UnmappedElementWarning)]
+    assert not [w for w in recwarn if issubclass(w.category, rx.io.UnmappedElementWarning)]
     closed = (MJCF / "four_bar_connect.xml").read_text()
     assert closed.count('<flag contact="disable"/>') == 1
     path = tmp_path / "open.xml"
     path.write_text(
         closed.replace('<flag contact="disable"/>', '<flag contact="disable" equality="disable"/>')
     )
-    assert "D" in [p.name for p in rx.from_mjcf(MJCF / "four_bar_connect.xml").pairs]
-    assert "D" not in [p.name for p in rx.from_mjcf(path).pairs]
+    assert "D" in [p.name for p in rx.io.from_mjcf(MJCF / "four_bar_connect.xml").pairs]
+    assert "D" not in [p.name for p in rx.io.from_mjcf(path).pairs]
 
 
 @pytest.mark.parametrize(
@@ -370,7 +370,7 @@ def test_switches_the_file_turns_off_are_honoured(tmp_path, recwarn):
 def test_what_the_import_leaves_out_is_named(tmp_path, parts, message):
     """Each of these changes MuJoCo's motion (checked against MuJoCo's own
     simulation while building this): none may be dropped without a warning."""
-    with pytest.warns(rx.UnmappedElementWarning, match=message):
+    with pytest.warns(rx.io.UnmappedElementWarning, match=message):
         _rod(tmp_path, **parts)
 
 
@@ -378,7 +378,7 @@ def test_a_servo_is_mapped_at_the_control_of_the_keyframe_only_when_it_is_zero(t
     """A keyframe's `ctrl` drives the servo elsewhere than zero control: it is not
     mapped (and named), and a keyframe with zero control keeps the mapping."""
     keys = '<keyframe><key name="hold" qpos="0" ctrl="-1"/><key name="rest" qpos="0"/></keyframe>'
-    with pytest.warns(rx.UnmappedElementWarning, match="actuators are not modelled: 'servo'"):
+    with pytest.warns(rx.io.UnmappedElementWarning, match="actuators are not modelled: 'servo'"):
         assert len(_rod(tmp_path, keyframe="hold", extra=SERVO + keys).forces) == 0
     assert len(_rod(tmp_path, keyframe="rest", extra=SERVO + keys).forces) == 1
 
@@ -400,7 +400,7 @@ def test_a_loop_that_does_not_close_where_it_is_imported_is_refused(tmp_path):
         )
     )
     with pytest.raises(rx.ModelError, match="equality 'D': not satisfied"):
-        rx.from_mjcf(path, keyframe="open")
+        rx.io.from_mjcf(path, keyframe="open")
     for key in (7, "nokey"):
         with pytest.raises(rx.ModelError, match="the model has 1 keyframe"):
-            rx.from_mjcf(path, keyframe=key)
+            rx.io.from_mjcf(path, keyframe=key)

@@ -63,7 +63,7 @@ GROUP_NORMS = {"B+C": 1.0, "W3+W4": 2 / SQ6, "B+W1": math.sqrt(1.04 / 6), "all s
 def analyze(model, q, t):
     """The report, C and Φ at (q, t): one compilation for every test of this module."""
     report = rx.analyze_solvability(model, q, t, groups=GROUPS)
-    return report, rx.constraint_matrix(model, q, t), rx.position_residual(model, q, t)
+    return report, rx.equations.constraint_matrix(model, q, t), rx.equations.position_residual(model, q, t)
 
 
 @pytest.fixture(scope="module")
@@ -300,13 +300,13 @@ def test_grad_of_b_norm_wrt_joint_position(robot):
         if model.pair("B").rows[0] in np.asarray(g.rows)[:, 0]
     )
     member = int(np.flatnonzero(np.asarray(revolutes.rows)[:, 0] == model.pair("B").rows[0])[0])
-    S = rx.membership(model.n_constraints, [model.pair("B").rows])
+    S = rx.analysis.membership(model.n_constraints, [model.pair("B").rows])
 
     def f(sigma):
         s_j = revolutes.s_j.at[member, 0].set(sigma)
         moved = eqx.tree_at(lambda m: m.holonomic[k].s_j, model, s_j)
-        C = rx.constraint_matrix(moved, jnp.asarray(q0))
-        return rx.solvability_by_qr(C, S).b_norm[0] ** 2
+        C = rx.equations.constraint_matrix(moved, jnp.asarray(q0))
+        return rx.analysis.solvability_by_qr(C, S).b_norm[0] ** 2
 
     sigma = 4 * A_
     assert float(revolutes.s_j[member, 0]) == pytest.approx(sigma, abs=TOL_EXACT)
@@ -337,18 +337,18 @@ def _body(name="b", **kw):
     [
         (
             [_body()],
-            [rx.Revolute("J", "b", "wheel")],
+            [rx.joints.Revolute("J", "b", "wheel")],
             r"pair 'J' field 'body_j': unknown body 'wheel'",
         ),
         ([_body(), _body()], [], r"body 'b': duplicate body name"),
         (
             [_body()],
-            [rx.Revolute("J", "b", "ground"), rx.Weld("J", "b", "ground")],
+            [rx.joints.Revolute("J", "b", "ground"), rx.joints.Weld("J", "b", "ground")],
             r"pair 'J': duplicate pair name",
         ),
         (
             [_body()],
-            [rx.Revolute("J", "b", "ground", point_i=(1.0, 2.0, 3.0))],
+            [rx.joints.Revolute("J", "b", "ground", point_i=(1.0, 2.0, 3.0))],
             r"pair 'J' field 'point_i': expected a vector of length 2, got shape \(3,\)",
         ),
         ([_body(mass=0.0)], [], r"body 'b' field 'mass': must be positive, got 0.0"),
@@ -356,14 +356,14 @@ def _body(name="b", **kw):
         ([_body()], ["hinge"], r"pairs: unknown pair type 'str'"),
         (
             [_body()],
-            [rx.KnifeEdge("K", "b", normal=(0.0, 0.0))],
+            [rx.joints.KnifeEdge("K", "b", normal=(0.0, 0.0))],
             r"pair 'K' field 'normal': must be a non-zero vector",
         ),
         ([_body(name="ground")], [], r"the name 'ground' is reserved"),
-        ([_body()], [rx.Revolute("J", "b", "b")], r"pair 'J': body_i and body_j are the same"),
+        ([_body()], [rx.joints.Revolute("J", "b", "b")], r"pair 'J': body_i and body_j are the same"),
         (
             [_body()],
-            [rx.CustomHolonomic("X", ("b", "arm"), lambda p, qb, t: qb[0, :1], 1)],
+            [rx.joints.CustomHolonomic("X", ("b", "arm"), lambda p, qb, t: qb[0, :1], 1)],
             r"pair 'X' field 'bodies': unknown body 'arm'",
         ),
     ],
@@ -376,7 +376,7 @@ def test_build_rejects_bad_input(bodies, pairs, message):
 def test_build_lists_every_problem_at_once():
     mech = rx.Mechanism(
         [_body(mass=-2.0), _body("c", inertia=0.0)],
-        [rx.Revolute("J", "b", "nowhere"), rx.KnifeEdge("J", "c", point=(1.0,))],
+        [rx.joints.Revolute("J", "b", "nowhere"), rx.joints.KnifeEdge("J", "c", point=(1.0,))],
         gravity=(0.0, -9.81, 0.0),
     )
     with pytest.raises(ValueError) as info:

@@ -60,8 +60,8 @@ def _simulate(model: rx.Model, state: rx.State, tolerances: dict) -> rx.Trajecto
 
 def _points(model: rx.Model, trajectory: rx.Trajectory) -> tuple[np.ndarray, np.ndarray]:
     """Markers (T, nm, 3) and centres of mass (T, nb, 3) at the saved instants [m]."""
-    markers = jax.vmap(lambda q: rx.marker_positions(model, q))(trajectory.q)
-    coms = jax.vmap(lambda q: rx.body_poses(model, q)[0])(trajectory.q)
+    markers = jax.vmap(lambda q: rx.equations.marker_positions(model, q))(trajectory.q)
+    coms = jax.vmap(lambda q: rx.equations.body_poses(model, q)[0])(trajectory.q)
     return np.asarray(markers), np.asarray(coms)
 
 
@@ -116,7 +116,7 @@ def bricard():
     """configs/bricard.toml and configs/mjcf/bricard.xml: their analyses, and the
     motion of both (one simulation side by side, rtol 1e-9)."""
     toml = load_config(CONFIGS / "bricard.toml").mechanism
-    mjcf = rx.from_mjcf(EXAMPLES["bricard"])
+    mjcf = rx.io.from_mjcf(EXAMPLES["bricard"])
     out = _side_by_side({"toml": toml, "mjcf": mjcf}, TIGHT)
     for label, mech in (("toml", toml), ("mjcf", mjcf)):
         model, state = mech.build(), mech.initial_state()
@@ -129,7 +129,7 @@ def bricard():
 def redundax_runs(bricard):
     """Sites and centres of mass of every example, by name: Bricard's from the
     fixture above, the four examples with gravity along −z side by side (rtol 1e-7)."""
-    others = {n: rx.from_mjcf(path) for n, path in EXAMPLES.items() if n != "bricard"}
+    others = {n: rx.io.from_mjcf(path) for n, path in EXAMPLES.items() if n != "bricard"}
     return {"bricard": bricard["mjcf"]} | _side_by_side(others, LOOSE)
 
 
@@ -183,10 +183,10 @@ def test_motion_agrees_with_mujoco(name, redundax_runs):
 def test_urdf_loop_closed_by_mjcf():
     """URDF has no loops: four_bar_open.urdf alone is an open chain (a triple
     pendulum); four_bar_urdf.xml attaches it and closes the loop with a connect,
-    which MjSpec does the same way from Python (the route rx.from_mujoco takes)."""
-    open_chain = rx.from_mjcf(MJCF / "four_bar_open.urdf")
+    which MjSpec does the same way from Python (the route rx.io.from_mujoco takes)."""
+    open_chain = rx.io.from_mjcf(MJCF / "four_bar_open.urdf")
     assert [type(p).__name__ for p in open_chain.pairs] == ["Revolute3D"] * 3
-    closed = rx.from_mjcf(MJCF / "four_bar_urdf.xml")
+    closed = rx.io.from_mjcf(MJCF / "four_bar_urdf.xml")
     assert [type(p).__name__ for p in closed.pairs] == ["Revolute3D"] * 3 + ["Spherical"]
     np.testing.assert_allclose(closed.pairs[-1].point, (0.85, 0.0, 0.0), atol=1e-12)
     for a, b in zip(open_chain.bodies, closed.bodies, strict=True):
@@ -202,7 +202,7 @@ def test_urdf_loop_closed_by_mjcf():
         name2="world",
     )
     closure.data[:3] = (0.45, 0.0, -0.6)  # the anchor, in body1's frame
-    from_spec = rx.from_mujoco(spec.compile())
+    from_spec = rx.io.from_mujoco(spec.compile())
     np.testing.assert_allclose(
         [p.point for p in from_spec.pairs], [p.point for p in closed.pairs], atol=1e-12
     )

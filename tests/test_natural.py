@@ -21,7 +21,7 @@ from redundax._bodies import (
     rigid_body_residual,
 )
 from redundax._motion import Constant
-from redundax.joints import (
+from redundax._pairs import (
     CylindricalConstraint,
     PrismaticConstraint3D,
     RevoluteConstraint3D,
@@ -147,7 +147,7 @@ def test_inverse_mass_blocks_closed_form():
         ours = jax.grad(entry, argnums=argnum)(mass, com, inertia, True)
         lapack = jax.grad(entry, argnums=argnum)(mass, com, inertia, False)
         np.testing.assert_allclose(ours, lapack, rtol=1e-9, atol=1e-12)
-    planar = rx.PlanarBodies(
+    planar = rx.internal.PlanarBodies(
         mass=jnp.array([2.0, 0.5]), inertia=jnp.array([0.3, 0.01]), names=("p", "r")
     )
     np.testing.assert_allclose(
@@ -410,14 +410,14 @@ def test_point_and_axis_rows_jacobian_closed_form():
 
 
 SPECS = {
-    "spherical": rx.Spherical,
-    "revolute": rx.Revolute3D,
-    "universal": rx.Universal,
-    "weld": rx.Weld3D,
-    "prismatic": rx.Prismatic3D,
-    "cylindrical": rx.Cylindrical,
-    "revolute-driver": rx.RevoluteDriver3D,
-    "translational-driver": rx.TranslationalDriver3D,
+    "spherical": rx.joints.Spherical,
+    "revolute": rx.joints.Revolute3D,
+    "universal": rx.joints.Universal,
+    "weld": rx.joints.Weld3D,
+    "prismatic": rx.joints.Prismatic3D,
+    "cylindrical": rx.joints.Cylindrical,
+    "revolute-driver": rx.joints.RevoluteDriver3D,
+    "translational-driver": rx.joints.TranslationalDriver3D,
 }
 
 
@@ -477,10 +477,10 @@ def _bricard_of_laminae(thinness: float = 0.0):
 @pytest.mark.parametrize(
     "method",
     [
-        rx.NullSpace(schur=True),
-        rx.BlockSparse(),
-        rx.WeightedMinimumNorm(),
-        rx.Elimination(keep=tuple(k for k in range(60) if k != 1), n_rows=60),
+        rx.methods.NullSpace(schur=True),
+        rx.methods.BlockSparse(),
+        rx.methods.WeightedMinimumNorm(),
+        rx.methods.Elimination(keep=tuple(k for k in range(60) if k != 1), n_rows=60),
     ],
     ids=lambda m: type(m).__name__,
 )
@@ -493,7 +493,7 @@ def test_methods_that_need_the_inverse_mass_refuse_laminae_by_name(method):
     assert not np.any(np.asarray(structure.mass_definite))
     for call in (
         lambda: rx.simulate(model, state, 0.1, method=method, structure=structure),
-        lambda: rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=method),
+        lambda: rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure, method=method),
     ):
         with pytest.raises(rx.ModelError) as caught:
             call()
@@ -513,18 +513,18 @@ def test_the_default_method_takes_laminae_to_the_qr_path_and_their_limit():
     model, state = _bricard_of_laminae()
     structure = rx.decide(model, state.q, state.t)
     assert not bool(structure.schur)
-    qdd, _ = rx.solve_dynamics(model, state.q, state.qd, structure=structure)
+    qdd, _ = rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure)
     scale = float(np.max(np.abs(np.asarray(qdd))))
     assert scale > 0.5  # released at rest under gravity
-    alm, _ = rx.solve_dynamics(
-        model, state.q, state.qd, structure=structure, method=rx.AugmentedLagrangian()
+    alm, _ = rx.equations.solve_dynamics(
+        model, state.q, state.qd, structure=structure, method=rx.methods.AugmentedLagrangian()
     )
     assert float(np.max(np.abs(np.asarray(qdd - alm)))) < 1e-10 * scale
     for thinness, close in ((1e-7, True), (1e-2, False)):
         plate, _ = _bricard_of_laminae(thinness)
         decided = rx.decide(plate, state.q, state.t)
         assert np.all(np.asarray(decided.mass_definite))
-        ref, _ = rx.solve_dynamics(plate, state.q, state.qd, structure=decided)
+        ref, _ = rx.equations.solve_dynamics(plate, state.q, state.qd, structure=decided)
         error = float(np.max(np.abs(np.asarray(qdd - ref)))) / scale
         assert (error < 1e-6) == close, (thinness, error)
     trajectory = rx.simulate(model, state, 0.5, n_save=6)
@@ -543,16 +543,16 @@ def test_slender_rods_keep_the_default_off_the_paths_through_the_inverse_mass():
     model, state = mech.build(), mech.initial_state()
     structure = rx.decide(model, state.q, state.t)
     assert not bool(structure.schur)
-    assert specialise(rx.NullSpace(), structure, model).schur is False
+    assert specialise(rx.methods.NullSpace(), structure, model).schur is False
     solve = lambda method: np.asarray(  # noqa: E731
-        rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=method)[0]
+        rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure, method=method)[0]
     )
-    qdd = solve(rx.NullSpace())
+    qdd = solve(rx.methods.NullSpace())
     scale = float(np.max(np.abs(qdd)))
     keep = tuple(k for k in range(model.n_constraints) if k != 1)
     for other, tol in (
-        (rx.AugmentedLagrangian(), 1e-10),
-        (rx.Elimination(keep=keep, n_rows=model.n_constraints), 1e-7),
+        (rx.methods.AugmentedLagrangian(), 1e-10),
+        (rx.methods.Elimination(keep=keep, n_rows=model.n_constraints), 1e-7),
     ):
         assert float(np.max(np.abs(solve(other) - qdd))) < tol * scale, type(other).__name__
 
@@ -577,11 +577,11 @@ def test_specialise_keeps_large_mechanisms_of_laminae_off_the_block_solver():
         model = dataclasses.replace(mech, bodies=bodies).build()
         state = mech.initial_state()
         structure = rx.decide(model, state.q, state.t)
-        chosen = specialise(rx.NullSpace(), structure, model)
+        chosen = specialise(rx.methods.NullSpace(), structure, model)
         assert (chosen.block, chosen.pivots) == (block, pivots)
         refused = pytest.raises(rx.ModelError, match="body 'rod4'")
         with contextlib.nullcontext() if block else refused:
-            specialise(rx.NullSpace(block=True), structure, model)
+            specialise(rx.methods.NullSpace(block=True), structure, model)
 
 
 @pytest.mark.parametrize(
@@ -604,27 +604,27 @@ def test_block_solver_chooses_its_rows_on_c_ct_for_slender_and_flat_bodies(label
     built = build()
     model, state = built if isinstance(built, tuple) else (built.build(), built.initial_state())
     structure = rx.decide(model, state.q, state.t)
-    assert np.linalg.cond(np.asarray(rx.mass_matrix(model))) > 1e6
-    assert specialise(rx.BlockSparse(), structure, model).pivots == "coordinates"
-    assert specialise(rx.NullSpace(block=True), structure, model).pivots == "coordinates"
+    assert np.linalg.cond(np.asarray(rx.equations.mass_matrix(model))) > 1e6
+    assert specialise(rx.methods.BlockSparse(), structure, model).pivots == "coordinates"
+    assert specialise(rx.methods.NullSpace(block=True), structure, model).pivots == "coordinates"
 
     def solve(method):
         return np.asarray(
-            rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=method)[0]
+            rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure, method=method)[0]
         )
 
-    reference = solve(rx.AugmentedLagrangian())
+    reference = solve(rx.methods.AugmentedLagrangian())
     scale = float(np.max(np.abs(reference)))
     error = lambda qdd: float(np.max(np.abs(qdd - reference))) / scale  # noqa: E731
-    assert error(solve(rx.BlockSparse(pivots="mass"))) > 1.0, label
+    assert error(solve(rx.methods.BlockSparse(pivots="mass"))) > 1.0, label
     for method in (
-        rx.BlockSparse(),
-        rx.BlockSparse(pivots="coordinates"),
-        rx.NullSpace(block=True),
+        rx.methods.BlockSparse(),
+        rx.methods.BlockSparse(pivots="coordinates"),
+        rx.methods.NullSpace(block=True),
     ):
         assert error(solve(method)) < 1e-10, (label, method)
-    terms = rx.dynamics_terms(model, state.q, state.qd, state.t)
-    active = rx.BlockSparse(pivots="coordinates").active_rows(terms, terms.gamma, structure)
+    terms = rx.equations.dynamics_terms(model, state.q, state.qd, state.t)
+    active = rx.methods.BlockSparse(pivots="coordinates").active_rows(terms, terms.gamma, structure)
     assert int(np.sum(np.asarray(active))) == int(structure.rank)
 
 
@@ -636,8 +636,8 @@ def test_block_solver_keeps_the_pivots_of_the_schur_complement_where_m_is_well_c
     for mech in (rx.models.bricard(), rx.models.six_bar()):
         model, state = mech.build(), mech.initial_state()
         structure = rx.decide(model, state.q, state.t)
-        assert np.linalg.cond(np.asarray(rx.mass_matrix(model))) < MASS_PIVOTS_MAX_CONDITION
-        assert specialise(rx.BlockSparse(), structure, model).pivots == "mass"
+        assert np.linalg.cond(np.asarray(rx.equations.mass_matrix(model))) < MASS_PIVOTS_MAX_CONDITION
+        assert specialise(rx.methods.BlockSparse(), structure, model).pivots == "mass"
 
 
 def test_a_run_of_slender_rods_by_the_block_solver_follows_the_default():
@@ -650,9 +650,9 @@ def test_a_run_of_slender_rods_by_the_block_solver_follows_the_default():
     run = lambda method: rx.simulate(  # noqa: E731
         model, state, 0.3, method=method, n_save=2, rtol=1e-9, atol=1e-11, throw=False
     )
-    reference = np.asarray(run(rx.NullSpace()).q[-1])
-    assert float(np.max(np.abs(np.asarray(run(rx.BlockSparse()).q[-1]) - reference))) < 1e-7
-    control = run(rx.BlockSparse(pivots="mass"))
+    reference = np.asarray(run(rx.methods.NullSpace()).q[-1])
+    assert float(np.max(np.abs(np.asarray(run(rx.methods.BlockSparse()).q[-1]) - reference))) < 1e-7
+    control = run(rx.methods.BlockSparse(pivots="mass"))
     assert bool(control.left_constraints) and float(control.left_at) < 0.05
 
 
@@ -666,23 +666,23 @@ def test_a_forced_schur_path_is_warned_about_where_the_structure_predicts_a_bias
     model, state = mech.build(), mech.initial_state()
     structure = rx.decide(model, state.q, state.t)
     assert 1e-6 < float(structure.schur_gap) < 3e-6
-    forced = rx.NullSpace(schur=True)
+    forced = rx.methods.NullSpace(schur=True)
     with pytest.warns(rx.AccuracyWarning, match=r"ŝ = 1\.7e-06.*\(δ/ŝ\)⁷ = 0\.02"):
-        qdd, _ = rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=forced)
-    with pytest.warns(rx.AccuracyWarning, match="rx.NullSpace\\(\\) takes the pivoted QR"):
+        qdd, _ = rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure, method=forced)
+    with pytest.warns(rx.AccuracyWarning, match="rx.methods.NullSpace\\(\\) takes the pivoted QR"):
         rx.simulate(model, state, 0.01, method=forced, structure=structure, n_save=2)
     solve = lambda method: np.asarray(  # noqa: E731
-        rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=method)[0]
+        rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure, method=method)[0]
     )
-    reference = solve(rx.AugmentedLagrangian())
+    reference = solve(rx.methods.AugmentedLagrangian())
     scale = float(np.max(np.abs(reference)))
     assert float(np.max(np.abs(np.asarray(qdd) - reference))) > 1e-3 * scale
-    assert float(np.max(np.abs(solve(rx.NullSpace()) - reference))) < 1e-10 * scale
+    assert float(np.max(np.abs(solve(rx.methods.NullSpace()) - reference))) < 1e-10 * scale
 
     mech = rx.models.six_bar()
     model, state = mech.build(), mech.initial_state()
     structure = rx.decide(model, state.q, state.t)
-    qdd, _ = rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=forced)
-    default, _ = rx.solve_dynamics(model, state.q, state.qd, structure=structure)
+    qdd, _ = rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure, method=forced)
+    default, _ = rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure)
     scale = float(np.max(np.abs(np.asarray(default))))
     assert float(np.max(np.abs(np.asarray(qdd - default)))) < 1e-5 * scale

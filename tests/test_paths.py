@@ -52,7 +52,7 @@ def _run(model, state, structure, method, q):
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [(None, "schur"), (rx.NullSpace(schur=False), "qr"), (rx.BlockSparse(), "block")],
+    [(None, "schur"), (rx.methods.NullSpace(schur=False), "qr"), (rx.methods.BlockSparse(), "block")],
 )
 def test_one_path_per_batched_program(twin, method, path):
     """Under `vmap` the program holds the one path the static facts name (before,
@@ -85,7 +85,7 @@ def test_a_structure_decided_inside_a_transformation_chooses_at_run_time(twin):
     assert "pivoted_qr" in names and "_cholesky" in names
 
 
-@pytest.mark.parametrize("method", [None, rx.NullSpace(schur=False), rx.BlockSparse()])
+@pytest.mark.parametrize("method", [None, rx.methods.NullSpace(schur=False), rx.methods.BlockSparse()])
 def test_eager_jit_vmap_run_the_same_numerics(twin, method):
     """Eager ≡ `jit` to the last bit (one program), and a `vmap` batch of two copies
     of the state equals them to round-off (a batched program may round differently)
@@ -112,17 +112,17 @@ def test_specialise_reads_static_facts_only(twin):
     model, state, structure = twin
     assert model.mass_facts.regular
     assert model.mass_facts.conditioned == bool(
-        np.linalg.cond(np.asarray(rx.mass_matrix(model))) <= MASS_PIVOTS_MAX_CONDITION
+        np.linalg.cond(np.asarray(rx.equations.mass_matrix(model))) <= MASS_PIVOTS_MAX_CONDITION
     )
-    eager = specialise(rx.NullSpace(), structure, model), specialise(
-        rx.BlockSparse(), structure, model
+    eager = specialise(rx.methods.NullSpace(), structure, model), specialise(
+        rx.methods.BlockSparse(), structure, model
     )
     seen = []
 
     @eqx.filter_jit
     def traced(model):
         seen.append(
-            (specialise(rx.NullSpace(), structure, model), specialise(rx.BlockSparse(), structure, model))
+            (specialise(rx.methods.NullSpace(), structure, model), specialise(rx.methods.BlockSparse(), structure, model))
         )
         return model.gravity
 
@@ -147,8 +147,8 @@ def test_lamina_mass_facts_and_refusal_under_jit():
 
     @eqx.filter_jit
     def accelerations(model, structure):
-        return rx.solve_dynamics(
-            model, state.q, state.qd, structure=structure, method=rx.BlockSparse()
+        return rx.equations.solve_dynamics(
+            model, state.q, state.qd, structure=structure, method=rx.methods.BlockSparse()
         )[0]
 
     with pytest.raises(rx.ModelError) as caught:

@@ -97,7 +97,7 @@ def test_write_run_stores_the_rank_and_the_solvability_report(robot):
     assert run["pair_bodies"]["D"] == ("link_left", "wheel_left")
     assert run["pair_bodies"]["W3"] == ("platform",)
     # Per component: B's x force is unique, its y force is not.
-    x, y = rx.Revolute.components
+    x, y = rx.joints.Revolute.components
     assert run["component_b_norm"]["B"][x] < TOL_ZERO_B < run["component_b_norm"]["B"][y]
     assert run["meta"]["rheonomic"] == ["drive"]
 
@@ -169,7 +169,7 @@ def test_reaction_components_dash_the_non_unique_components(robot):
         np.testing.assert_array_equal(line.get_ydata(), run["components"][pair][label])
     # D is unique; B is not, and neither is its x force along a run (it is unique
     # only while the wheels point straight ahead).
-    x, y = rx.Revolute.components
+    x, y = rx.joints.Revolute.components
     assert lines[f"D:{x}"].get_linestyle() == "-" and lines[f"D:{y}"].get_linestyle() == "-"
     assert lines[f"B:{x}"].get_linestyle() == "--" and lines[f"B:{y}"].get_linestyle() == "--"
 
@@ -368,7 +368,7 @@ def test_block_pattern_figure_draws_every_block_once():
     from redundax.plot import plot_block_pattern
 
     model = rx.models.mobile_robot().build()
-    pattern = rx.block_pattern(model, rx.topology(model))
+    pattern = rx.internal.block_pattern(model, rx.analysis.topology(model))
     fig = plot_block_pattern(pattern)
     kinds = [p.get_gid() for p in fig.axes[0].patches]
     coupled = sum(len(later) for later in pattern.later)

@@ -23,14 +23,14 @@ from redundax.methods import specialise
 # carried across segments too), the pin makes the run monitored (its singularity
 # log is carried in the solver state).
 T1 = 2.0
-PROFILE = rx.SmoothSteps([0.3, 0.6], [0.0, 1.0])
+PROFILE = rx.motions.SmoothSteps([0.3, 0.6], [0.0, 1.0])
 
 
 @pytest.fixture(scope="module")
 def pendulum():
     mech = dataclasses.replace(
         models.pendulum(angle=0.3),
-        forces=[rx.TimeDependentLoad("bob", torque=2.0, profile=PROFILE)],
+        forces=[rx.forces.TimeDependentLoad("bob", torque=2.0, profile=PROFILE)],
     )
     return mech.build(), mech.initial_state()
 
@@ -78,8 +78,8 @@ def test_joint_coordinate_segments_make_the_run_in_one_piece():
     coordinates, segments of 5 steps, equal to the last bit."""
     mech = models.four_bar()
     model, state = mech.build(), mech.initial_state()
-    jm = rx.joint_model(model, state.q)
-    start = rx.to_joint_state(jm, state)
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    start = rx.joint_coordinates.to_joint_state(jm, state)
     whole = rx.simulate_joint(jm, start, 1.0, n_save=21)
     recorder = Recorder()
     parts = rx.simulate_joint(jm, start, 1.0, n_save=21, progress=recorder)
@@ -100,15 +100,15 @@ def test_reports_after_every_segment(runs):
 def test_the_segment_program_has_no_host_callback(pendulum):
     model, state = pendulum
     structure = rx.decide(model, state.q, state.t)
-    method = specialise(rx.NullSpace(), structure)
-    drift = rx.StepProjection().prepare(method, structure)
+    method = specialise(rx.methods.NullSpace(), structure)
+    drift = rx.drift.StepProjection().prepare(method, structure)
     stages = (
         model,
         _Times((0.0, 0.5, 1.0)),
         structure,
         method,
         diffrax.Tsit5(),
-        rx.default_controller(model, 1e-8, 1e-10),
+        rx.internal.default_controller(model, 1e-8, 1e-10),
         drift,
         Watch(0.1, "singular_values"),
     )
@@ -131,7 +131,7 @@ def test_progress_is_refused_where_it_cannot_report(pendulum):
     model, state = pendulum
     with pytest.raises(ValueError, match="'progress'.*cannot be used under jax.jit"):
         jax.jit(lambda s: rx.simulate(model, s, T1, progress=Recorder()).q)(state)
-    # The pendulum's bob is a point mass (I = 0), which rx.Projection refuses for
+    # The pendulum's bob is a point mass (I = 0), which rx.drift.Projection refuses for
     # its M⁻¹ (test_validity): the four-bar.
     four_bar = models.four_bar()
     with pytest.raises(ValueError, match="'progress'.*Projection projects at saved times"):
@@ -139,6 +139,6 @@ def test_progress_is_refused_where_it_cannot_report(pendulum):
             four_bar.build(),
             four_bar.initial_state(),
             T1,
-            drift_control=rx.Projection(),
+            drift_control=rx.drift.Projection(),
             progress=Recorder(),
         )

@@ -1,4 +1,4 @@
-"""The jnp Householder QR with column pivoting (`redundax.pivoted_qr`).
+"""The jnp Householder QR with column pivoting (`redundax.internal.pivoted_qr`).
 
 Oracles: NumPy's `matrix_rank` (SVD), SciPy's LAPACK `geqp3` (the same greedy
 column-pivoting rule, so the same permutation on matrices without ties), the
@@ -20,7 +20,7 @@ from helpers import TOL_EXACT, TOL_FD, central_difference
 # robot's shape (22 × 21, rank 20).
 SHAPES = [(8, 5, 3), (5, 8, 2), (6, 9, 6), (22, 21, 20), (12, 12, 1)]
 
-_qr = eqx.filter_jit(rx.pivoted_qr)
+_qr = eqx.filter_jit(rx.internal.pivoted_qr)
 
 
 def low_rank(rng, m, n, k):
@@ -82,7 +82,7 @@ def test_large_matrices_factorised_loop_by_loop(m, n, k):
     and columns of Q only): the factorisation's properties as above, the pivots and
     |R_kk| of LAPACK's geqp3 on a generic full-rank matrix, the rank of a deficient
     one, and a derivative (forward mode) equal to central differences."""
-    assert min(m, n) > rx.QR_CHUNK
+    assert min(m, n) > rx.internal.QR_CHUNK
     rng = np.random.default_rng(m + n + k)
     A = low_rank(rng, m, n, k) if k < min(m, n) else rng.standard_normal((m, n))
     qr = _qr(jnp.asarray(A))
@@ -102,7 +102,7 @@ def test_large_matrices_factorised_loop_by_loop(m, n, k):
     direction = rng.standard_normal((m, n))
 
     def diagonal_sum(s):
-        r = rx.pivoted_qr(jnp.asarray(A) + s * direction, compute_q=False).r
+        r = rx.internal.pivoted_qr(jnp.asarray(A) + s * direction, compute_q=False).r
         return jnp.sum(jnp.abs(jnp.diagonal(r)[:k]))
 
     _, slope = jax.jvp(jax.jit(diagonal_sum), (0.0,), (1.0,))
@@ -124,7 +124,7 @@ def test_tie_takes_the_first_of_columns_equal_to_round_off():
         assert int(_qr(jnp.asarray(A)).perm[0]) == largest
         assert int(_qr(jnp.asarray(A), tie=1e-9).perm[0]) == (0 if tied else 1)
     with pytest.raises(ValueError, match="tie must be in"):
-        rx.pivoted_qr(jnp.asarray(A), tie=1.0)
+        rx.internal.pivoted_qr(jnp.asarray(A), tie=1.0)
 
 
 def test_zero_matrix_has_rank_zero():
@@ -158,7 +158,7 @@ def test_rtol_decides_the_rank():
 def test_jit_matches_eager():
     rng = np.random.default_rng(11)
     A = jnp.asarray(low_rank(rng, 8, 5, 3))
-    eager, jitted = rx.pivoted_qr(A), _qr(A)
+    eager, jitted = rx.internal.pivoted_qr(A), _qr(A)
     assert int(eager.rank) == int(jitted.rank)
     np.testing.assert_array_equal(np.asarray(eager.perm), np.asarray(jitted.perm))
     np.testing.assert_allclose(np.asarray(eager.q), np.asarray(jitted.q), atol=TOL_EXACT)
@@ -169,7 +169,7 @@ def test_vmap_matches_loop():
     """A batch whose members have different ranks (rank is a traced int)."""
     rng = np.random.default_rng(12)
     batch = np.stack([low_rank(rng, 8, 5, k) for k in (1, 3, 5, 2)])
-    out = jax.jit(jax.vmap(rx.pivoted_qr))(jnp.asarray(batch))
+    out = jax.jit(jax.vmap(rx.internal.pivoted_qr))(jnp.asarray(batch))
     for b, A in enumerate(batch):
         one = _qr(jnp.asarray(A))
         assert int(out.rank[b]) == int(one.rank) == np.linalg.matrix_rank(A)
@@ -192,7 +192,7 @@ def _factors(x):
 
 
 def _left_null_projector(A):
-    qr = rx.pivoted_qr(A)
+    qr = rx.internal.pivoted_qr(A)
     N = jnp.where(qr.null_mask()[None, :], qr.q, 0.0)
     return N @ N.T
 
@@ -236,7 +236,7 @@ def test_grad_of_b_norm_matches_fd(params):
 
     def b_norm_sq(x):
         A = _factors(x)
-        qr = rx.pivoted_qr(A)
+        qr = rx.internal.pivoted_qr(A)
         N = jnp.where(qr.null_mask()[None, :], qr.q, 0.0)
         B = (A * rows[:, None]).T @ (N * rows[:, None])
         return jnp.sum(B**2)

@@ -125,7 +125,7 @@ def test_baumgarte_alone_through_a_flat_pose_warns(parallelogram):
     every step) is silent and logs the same passages."""
     model, s = parallelogram
     with pytest.warns(rx.SingularPassageWarning, match=r"2 singular configuration\(s\)"):
-        risky = rx.simulate(model, s, 2.0, n_save=21, drift_control=rx.Baumgarte())
+        risky = rx.simulate(model, s, 2.0, n_save=21, drift_control=rx.drift.Baumgarte())
     with warnings.catch_warnings():
         warnings.simplefilter("error", rx.SingularPassageWarning)
         kept = rx.simulate(model, s, 2.0, n_save=201)
@@ -136,11 +136,11 @@ def test_baumgarte_alone_through_a_flat_pose_warns(parallelogram):
         np.testing.assert_allclose([p.t for p in report.passages], flat, rtol=0, atol=1e-2)
         assert all(p.sigma_ratio < 2e-2 for p in report.passages)
     # The default run on the branch: B0 on the exact motion; and the host-side search
-    # over the saved states (rx.singular_instants) finds the same two instants, where
+    # over the saved states (rx.monitors.singular_instants) finds the same two instants, where
     # the rank of C drops.
-    b0 = np.asarray(jax.vmap(lambda q: rx.marker_positions(model, q)[0])(kept.q))
+    b0 = np.asarray(jax.vmap(lambda q: rx.equations.marker_positions(model, q)[0])(kept.q))
     assert float(np.max(np.linalg.norm(b0 - a02_exact_b0(1, kept.ts), axis=1))) < 1e-6
-    instants = rx.singular_instants(model, kept)
+    instants = rx.monitors.singular_instants(model, kept)
     np.testing.assert_allclose([t for t, _, _ in instants], flat, rtol=0, atol=1e-3)
     assert all(rank < model.n_constraints and gap < 1e-6 for _, gap, rank in instants)
     # Off: no log, no report.
@@ -194,10 +194,10 @@ def test_pivot_sines_equal_least_squares_angles(spatial_parallelograms):
     ]
     for mdl, q, t, st in cases:
         pattern = st.blocks
-        R, B = rx.constraint_rows(mdl, q, t)
+        R, B = rx.equations.constraint_rows(mdl, q, t)
         pivots = np.asarray(rx.methods.row_pivots(pattern, R, B))
         order = [r for g in pattern.order for r in pattern.rows[g]]
-        expected = _sines_by_least_squares(rx.constraint_matrix(mdl, q, t), order)
+        expected = _sines_by_least_squares(rx.equations.constraint_matrix(mdl, q, t), order)
         # No row in the soft band (a decade above the threshold), where the block
         # elimination enforces a row partly and least squares wholly.
         assert not np.any((pivots > 1e-6) & (pivots < 1e-5))
@@ -211,7 +211,7 @@ def test_pivot_sines_equal_least_squares_angles(spatial_parallelograms):
     pattern = structure.blocks
 
     def sines(q):
-        return rx.methods.row_pivots(pattern, *rx.constraint_rows(model, q, 0.0))
+        return rx.methods.row_pivots(pattern, *rx.equations.constraint_rows(model, q, 0.0))
 
     qs = jnp.stack([s.q, exact.q[-1]])
     batched = jax.jit(jax.vmap(sines))(qs)
@@ -244,10 +244,10 @@ def test_the_block_solver_monitors_its_pivots(spatial_parallelograms):
             3.0,
             structure=structure,
             n_save=31,
-            method=rx.BlockSparse(),
+            method=rx.methods.BlockSparse(),
             monitor_singularities=monitor,
         )
-        reports[monitor] = rx.singularity_report(traj, rx.BlockSparse())
+        reports[monitor] = rx.singularity_report(traj, rx.methods.BlockSparse())
     pivots, dense = reports[True], reports["singular_values"]
     assert pivots.measure == "pivots" and dense.measure == "singular_values"
     for report in (pivots, dense):

@@ -31,7 +31,7 @@ SQ2, SQ6, SQ12 = math.sqrt(2.0), math.sqrt(6.0), math.sqrt(12.0)
 @eqx.filter_jit
 def analyze(model, q, groups=None):
     """The report and C, compiled once per mechanism."""
-    return rx.analyze_solvability(model, q, groups=groups), rx.constraint_matrix(model, q)
+    return rx.analyze_solvability(model, q, groups=groups), rx.equations.constraint_matrix(model, q)
 
 
 def report_of(mech, groups=None):
@@ -71,9 +71,9 @@ def double_pin_pendulum():
     mech = rx.Mechanism(
         [link("link1", (0.0, 0.0), (1.0, 0.0)), link("link2", (1.0, 0.0), (1.0, -1.0))],
         [
-            rx.Revolute("R1", "link1", "ground", (-0.5, 0.0), (0.0, 0.0)),
-            rx.Revolute("R2", "link1", "ground", (-0.5, 0.0), (0.0, 0.0)),
-            rx.Revolute("R3", "link1", "link2", (0.5, 0.0), (-0.5, 0.0)),
+            rx.joints.Revolute("R1", "link1", "ground", (-0.5, 0.0), (0.0, 0.0)),
+            rx.joints.Revolute("R2", "link1", "ground", (-0.5, 0.0), (0.0, 0.0)),
+            rx.joints.Revolute("R3", "link1", "link2", (0.5, 0.0), (-0.5, 0.0)),
         ],
     )
     expected = dict(
@@ -105,8 +105,8 @@ def beam_two_pins(theta):
     mech = rx.Mechanism(
         [rx.Body("beam", 2.0, 2.0 / 3.0, position=(0.0, 0.0), angle=theta)],
         [
-            rx.Revolute("P1", "beam", "ground", (-1.0, 0.0), (-c, -s)),
-            rx.Revolute("P2", "beam", "ground", (1.0, 0.0), (c, s)),
+            rx.joints.Revolute("P1", "beam", "ground", (-1.0, 0.0), (-c, -s)),
+            rx.joints.Revolute("P2", "beam", "ground", (1.0, 0.0), (c, s)),
         ],
     )
     row = [math.hypot(1.0, s) * abs(c) / SQ2, math.hypot(1.0, c) * abs(s) / SQ2]
@@ -147,14 +147,14 @@ def beam_two_pins_local(theta):
     mech = rx.Mechanism(
         [rx.Body("beam", 2.0, 2.0 / 3.0, position=(0.0, 0.0), angle=theta)],
         [
-            rx.CustomHolonomic(
+            rx.joints.CustomHolonomic(
                 "P1",
                 ("beam",),
                 _pin_in_beam_frame,
                 2,
                 {"s": np.array([-1.0, 0.0]), "P": np.array([-c, -s])},
             ),
-            rx.CustomHolonomic(
+            rx.joints.CustomHolonomic(
                 "P2",
                 ("beam",),
                 _pin_in_beam_frame,
@@ -200,14 +200,14 @@ def slider_crank(double_guide=False, alpha=1.0, crank=0.3, rod=1.0):
         rx.Body("slider", 0.5, 0.01, position=(bx, 0.0)),
     ]
     pairs = [
-        rx.Revolute("O", "crank", "ground", (-crank / 2, 0.0), (0.0, 0.0)),
-        rx.Revolute("A", "crank", "rod", (crank / 2, 0.0), (-rod / 2, 0.0)),
-        rx.Revolute("B", "rod", "slider", (rod / 2, 0.0), (0.0, 0.0)),
+        rx.joints.Revolute("O", "crank", "ground", (-crank / 2, 0.0), (0.0, 0.0)),
+        rx.joints.Revolute("A", "crank", "rod", (crank / 2, 0.0), (-rod / 2, 0.0)),
+        rx.joints.Revolute("B", "rod", "slider", (rod / 2, 0.0), (0.0, 0.0)),
     ]
     if double_guide:
         pairs += [
-            rx.Translational("T1", "slider", "ground", (-SLIDER_S, 0.0), (0.0, 0.0)),
-            rx.Translational("T2", "slider", "ground", (SLIDER_S, 0.0), (0.0, 0.0)),
+            rx.joints.Translational("T1", "slider", "ground", (-SLIDER_S, 0.0), (0.0, 0.0)),
+            rx.joints.Translational("T2", "slider", "ground", (SLIDER_S, 0.0), (0.0, 0.0)),
         ]
         pair_norms, row_norms = _double_guide_norms()
         expected = dict(
@@ -223,7 +223,7 @@ def slider_crank(double_guide=False, alpha=1.0, crank=0.3, rod=1.0):
             multipliers_unique={"A": True, "T1": False, "T2": False},
         )
         return rx.Mechanism(bodies, pairs), {"T1+T2": ["T1", "T2"]}, expected
-    pairs.append(rx.Translational("T1", "slider", "ground", (0.0, 0.0), (0.0, 0.0)))
+    pairs.append(rx.joints.Translational("T1", "slider", "ground", (0.0, 0.0), (0.0, 0.0)))
     expected = dict(
         n=9,
         m=8,
@@ -271,8 +271,8 @@ def propped_cantilever(L=2.0):
     mech = rx.Mechanism(
         [rx.Body("beam", L, L**3 / 12, position=(L / 2, 0.0))],
         [
-            rx.Weld("W", "beam", "ground", (-L / 2, 0.0), (0.0, 0.0)),
-            rx.Revolute("P", "beam", "ground", (L / 2, 0.0), (L, 0.0)),
+            rx.joints.Weld("W", "beam", "ground", (-L / 2, 0.0), (0.0, 0.0)),
+            rx.joints.Revolute("P", "beam", "ground", (L / 2, 0.0), (L, 0.0)),
         ],
     )
     pair = math.sqrt(0.5 + (1 + L**2 / 4) / k**2)
@@ -304,8 +304,8 @@ def welded_pendulum():
     mech = rx.Mechanism(
         [link("a", (0.0, 0.0), (1.0, 0.0)), link("b", (1.0, 0.0), (1.0, 0.5))],
         [
-            rx.Revolute("O", "a", "ground", (-0.5, 0.0), (0.0, 0.0)),
-            rx.Weld("W", "b", "a", (-0.25, 0.0), (0.5, 0.0), angle=math.pi / 2),
+            rx.joints.Revolute("O", "a", "ground", (-0.5, 0.0), (0.0, 0.0)),
+            rx.joints.Weld("W", "b", "a", (-0.25, 0.0), (0.5, 0.0), angle=math.pi / 2),
         ],
     )
     expected = dict(
@@ -342,11 +342,11 @@ def car():
     mech = rx.Mechanism(
         [rx.Body("car", 20.0, 2.0), rx.Body("wheel", 1.0, 0.01, position=front, angle=CAR_DELTA)],
         [
-            rx.Revolute("F", "wheel", "car", (0.0, 0.0), front),
-            rx.RevoluteDriver("steer", "wheel", "car", rx.Constant(CAR_DELTA)),
-            rx.KnifeEdge("K1", "car", (0.0, -CAR_W), (0.0, 1.0)),
-            rx.KnifeEdge("K2", "car", (0.0, CAR_W), (0.0, 1.0)),
-            rx.KnifeEdge("K3", "wheel", (0.0, 0.0), (0.0, 1.0)),
+            rx.joints.Revolute("F", "wheel", "car", (0.0, 0.0), front),
+            rx.joints.RevoluteDriver("steer", "wheel", "car", rx.motions.Constant(CAR_DELTA)),
+            rx.joints.KnifeEdge("K1", "car", (0.0, -CAR_W), (0.0, 1.0)),
+            rx.joints.KnifeEdge("K2", "car", (0.0, CAR_W), (0.0, 1.0)),
+            rx.joints.KnifeEdge("K3", "wheel", (0.0, 0.0), (0.0, 1.0)),
         ],
     )
     expected = dict(
@@ -490,7 +490,7 @@ def _renamed(spec, prefix):
     for field in ("body_i", "body_j", "body"):
         if field in {f.name for f in dataclasses.fields(spec)}:
             changes[field] = body(getattr(spec, field))
-    if isinstance(spec, (rx.CustomHolonomic, rx.CustomPfaffian)):
+    if isinstance(spec, (rx.joints.CustomHolonomic, rx.joints.CustomPfaffian)):
         changes["bodies"] = tuple(body(b) for b in spec.bodies)
     return dataclasses.replace(spec, **changes)
 
@@ -590,7 +590,7 @@ def test_inclined_beam_rows_depend_on_the_row_frame(zoo):
 
 @jax.jit
 def _three_tests(C, S):
-    return (rx.solvability_by_qr(C, S), rx.solvability_by_svd(C, S), rx.solvability_by_rank(C, S))
+    return (rx.analysis.solvability_by_qr(C, S), rx.analysis.solvability_by_svd(C, S), rx.analysis.solvability_by_rank(C, S))
 
 
 def test_qr_svd_and_rank_tests_agree(zoo):
@@ -599,7 +599,7 @@ def test_qr_svd_and_rank_tests_agree(zoo):
     basis independent), the same rank; and the same as `analyze_solvability`."""
     _, report, C, _ = zoo
     groups = list(report.rows) + [(k,) for k in range(C.shape[0])]
-    qr, svd, rank = _three_tests(jnp.asarray(C), rx.membership(C.shape[0], groups))
+    qr, svd, rank = _three_tests(jnp.asarray(C), rx.analysis.membership(C.shape[0], groups))
     g = len(report.rows)
     assert int(qr.rank) == int(svd.rank) == int(rank.rank) == int(report.rank)
     for field in ("unique", "multipliers_unique"):
@@ -683,7 +683,7 @@ def test_analyze_jit_matches_eager(car_alone):
     np.testing.assert_allclose(eager.b_norm, np.asarray(jitted.b_norm)[k], atol=TOL_EXACT)
     np.testing.assert_array_equal(eager.row_unique, jitted.row_unique)
     np.testing.assert_allclose(eager.row_b_norm, jitted.row_b_norm, atol=TOL_EXACT)
-    np.testing.assert_allclose(rx.constraint_matrix(model, q), C, atol=TOL_EXACT)
+    np.testing.assert_allclose(rx.equations.constraint_matrix(model, q), C, atol=TOL_EXACT)
 
 
 def test_group_errors(car_alone):

@@ -28,7 +28,7 @@ from helpers import (
     planar_twin,
 )
 from redundax._bodies import natural_from_pose, natural_velocity
-from redundax.joints import SphericalConstraint
+from redundax._pairs import SphericalConstraint
 
 # Spatial twin of a planar mechanism vs the planar model: max |Δ position| [m] and
 # |Δ angle| [rad] over 3 s, both at rtol = 1e-10, atol = 1e-12 (measured ~1e-9).
@@ -117,7 +117,7 @@ def bricard_states(bricard, bricard_runs):
 
 
 def _p3(model, traj) -> np.ndarray:
-    return np.asarray(jax.vmap(lambda q: rx.marker_positions(model, q))(traj.q)[:, 0])
+    return np.asarray(jax.vmap(lambda q: rx.equations.marker_positions(model, q))(traj.q)[:, 0])
 
 
 def _prefixed(mech: rx.Mechanism, prefix: str):
@@ -147,7 +147,7 @@ def twins():
     spatial = planar_twin(planar)
     m2, s2 = planar.build(), planar.initial_state()
     m3, s3 = spatial.build(), spatial.initial_state()
-    rx.check_consistency(m3, s3)
+    rx.equations.check_consistency(m3, s3)
     t2 = rx.simulate(m2, s2, 3.0, n_save=31, **TIGHT)
     t3 = rx.simulate(m3, s3, 3.0, n_save=31, **TIGHT)
     return m2, t2, rx.reaction_history(m2, t2), m3, t3, rx.reaction_history(m3, t3)
@@ -162,9 +162,9 @@ def _svd_rank(A) -> int:
 # (and the tree_at-modified ones below) are traced, not baked in.
 _reactions_jit = eqx.filter_jit(rx.reactions)
 _analyze_jit = eqx.filter_jit(rx.analyze_solvability)
-_qr_test = jax.jit(functools.partial(rx.solvability_by_qr, rtol=BRICARD_RTOL))
-_svd_test = jax.jit(functools.partial(rx.solvability_by_svd, rtol=BRICARD_RTOL))
-_rank_test = jax.jit(functools.partial(rx.solvability_by_rank, rtol=BRICARD_RTOL))
+_qr_test = jax.jit(functools.partial(rx.analysis.solvability_by_qr, rtol=BRICARD_RTOL))
+_svd_test = jax.jit(functools.partial(rx.analysis.solvability_by_svd, rtol=BRICARD_RTOL))
+_rank_test = jax.jit(functools.partial(rx.analysis.solvability_by_rank, rtol=BRICARD_RTOL))
 
 
 # ------------------------------------------------------ 1. mass matrix, rigid-body rows
@@ -183,7 +183,7 @@ def test_mass_matrix_is_the_classical_kinetic_energy():
     model = rx.Mechanism(bodies, []).build()
     com = rng.normal(size=(nb, 3))
     model = eqx.tree_at(lambda m: m.bodies.com, model, jnp.asarray(com))
-    M = rx.mass_matrix(model)
+    M = rx.equations.mass_matrix(model)
     for _ in range(10):
         R = [_random_rotation(rng) for _ in range(nb)]
         r, v, w = (rng.normal(size=(nb, 3)) for _ in range(3))
@@ -202,11 +202,11 @@ def test_mass_matrix_is_the_classical_kinetic_energy():
             w_b = R[k].T @ w[k]
             classical += 0.5 * b.mass * v_c @ v_c + 0.5 * w_b @ np.asarray(b.inertia) @ w_b
         assert abs(float(0.5 * qd @ M @ qd) - classical) <= TOL_ENERGY * max(1.0, classical)
-        assert abs(float(rx.kinetic_energy(model, qd)) - classical) <= TOL_ENERGY * max(
+        assert abs(float(rx.equations.kinetic_energy(model, qd)) - classical) <= TOL_ENERGY * max(
             1.0, classical
         )
         # The velocities the library reports are the ones we built the state from.
-        v_lib, w_lib = rx.body_velocities(model, q, qd)
+        v_lib, w_lib = rx.equations.body_velocities(model, q, qd)
         v_c = v + np.cross(w, np.einsum("kab,kb->ka", np.stack(R), com))
         assert np.allclose(v_lib, v_c, rtol=0.0, atol=TOL_EXACT)
         assert np.allclose(w_lib, w, rtol=0.0, atol=TOL_EXACT)
@@ -223,7 +223,7 @@ def test_rigid_body_rows_hold_along_bricard(bricard, bricard_runs):
     rows = np.asarray(model.internal_rows)
     assert rows.size == model.n_internal == 30
     for tol, bound in ((1e-11, TOL_RIGID_ROWS), (1e-10, 20 * TOL_RIGID_ROWS)):
-        phi = jax.vmap(lambda q: rx.position_residual(model, q))(bricard_runs[tol].q)
+        phi = jax.vmap(lambda q: rx.equations.position_residual(model, q))(bricard_runs[tol].q)
         assert float(jnp.max(jnp.abs(phi[:, rows]))) < bound, tol
 
 
@@ -232,7 +232,7 @@ def test_rigid_body_rows_hold_along_bricard(bricard, bricard_runs):
 
 def test_twin_moves_like_the_planar_model(twins):
     m2, t2, _, m3, t3, _ = twins
-    pos, R = jax.vmap(lambda q: rx.body_poses(m3, q))(t3.q)
+    pos, R = jax.vmap(lambda q: rx.equations.body_poses(m3, q))(t3.q)
     q2 = np.asarray(t2.q).reshape(t2.q.shape[0], -1, 3)
     assert float(np.max(np.abs(pos[..., :2] - q2[..., :2]))) < TOL_TWIN_POSITION
     assert float(np.max(np.abs(pos[..., 2]))) < TOL_TWIN_POSITION
@@ -312,13 +312,13 @@ def test_twin_redundancy_and_unique_components(twins):
     decoupled from the out-of-plane ones. Hence exactly the in-plane components are
     unique. Checked: p of each mechanism by NumPy ranks of its block of C; the
     report's per-row verdicts against a rank test written here (row k is unique iff
-    rank C_k + rank C_{¬k} = rank C) and against rx.solvability_by_rank; mobility
+    rank C_k + rank C_{¬k} = rank C) and against rx.analysis.solvability_by_rank; mobility
     equal to the planar one."""
     m2, t2, _, m3, t3, _ = twins
     q = t3.q[0]
     rep3 = rx.analyze_solvability(m3, q)
-    C = np.asarray(rx.constraint_matrix(m3, q))
-    C2 = np.asarray(rx.constraint_matrix(m2, t2.q[0]))
+    C = np.asarray(rx.equations.constraint_matrix(m3, q))
+    C2 = np.asarray(rx.equations.constraint_matrix(m2, t2.q[0]))
     assert C2.shape[0] - _svd_rank(C2) == 0
     assert int(rep3.dof) == C2.shape[1] - _svd_rank(C2) == 1
     out_of_plane = sum(p.kind in ("revolute-3d", "prismatic-3d") for p in m3.pairs)
@@ -333,7 +333,7 @@ def test_twin_redundancy_and_unique_components(twins):
         [_svd_rank(C[[k]]) + _svd_rank(np.delete(C, k, axis=0)) == rank for k in range(len(C))]
     )
     assert np.array_equal(by_rank, np.asarray(rep3.row_unique))
-    singles = rx.membership(len(C), [(k,) for k in range(len(C))])
+    singles = rx.analysis.membership(len(C), [(k,) for k in range(len(C))])
     assert np.array_equal(by_rank, np.asarray(_rank_test(jnp.asarray(C), singles).unique))
     for p in m3.pairs:
         want = [label in IN_PLANE[p.kind] for label in p.components]
@@ -355,7 +355,7 @@ def test_four_bar_non_unique_components_depend_on_the_choice():
     )
     model, s = mech.build(), mech.initial_state()
     react = eqx.filter_jit(
-        lambda w: rx.reactions(model, s.q, s.qd, s.t, method=rx.WeightedMinimumNorm(weights=w))
+        lambda w: rx.reactions(model, s.q, s.qd, s.t, method=rx.methods.WeightedMinimumNorm(weights=w))
     )
     nc = model.n_constraints
     a, b = react(jnp.ones(nc)), react(jnp.asarray(np.random.default_rng(1).uniform(0.1, 10.0, nc)))
@@ -387,7 +387,7 @@ def test_bricard_counts_at_three_configurations(bricard, bricard_states):
         rep = rx.analyze_solvability(model, q, t, rtol=BRICARD_RTOL)
         assert (rep.n, rep.m, rep.h) == (60, 60, 0)
         assert (int(rep.rank), int(rep.redundancy), int(rep.dof)) == (59, 1, 1)
-        assert _svd_rank(rx.constraint_matrix(model, q, t)) == 59
+        assert _svd_rank(rx.equations.constraint_matrix(model, q, t)) == 59
     # The later configurations are really elsewhere.
     assert float(jnp.max(jnp.abs(bricard_states[1][0] - bricard_states[0][0]))) > 0.1
 
@@ -427,10 +427,10 @@ def test_bricard_uniqueness_tests_agree_and_nothing_is_unique(bricard, bricard_s
     pair_rows = [p.rows for p in model.pairs]
     singles = [(k,) for k in range(nc)]
     for q, _, t in bricard_states:
-        C = rx.constraint_matrix(model, q, t)
+        C = rx.equations.constraint_matrix(model, q, t)
         rep = rx.analyze_solvability(model, q, t, rtol=BRICARD_RTOL)
         for groups, from_report in ((pair_rows, rep.unique), (singles, rep.row_unique)):
-            S = rx.membership(nc, groups)
+            S = rx.analysis.membership(nc, groups)
             verdicts = [np.asarray(f(C, S).unique) for f in (_qr_test, _svd_test, _rank_test)]
             for v in verdicts:
                 assert np.array_equal(v, np.asarray(from_report))
@@ -449,13 +449,13 @@ def test_elimination_among_symmetric_rows_takes_the_lowest_numbered(bricard):
     configuration moved by round-off (1e-15), which reorders the tied shares."""
     model, s = bricard
     joint_rows = [r for p in model.pairs for r in p.rows]
-    C = np.asarray(rx.constraint_matrix(model, s.q, s.t))
+    C = np.asarray(rx.equations.constraint_matrix(model, s.q, s.t))
     stress = np.abs(np.linalg.svd(C)[0][:, -1])
     share = stress / stress[joint_rows].max()
     tied = [r for r in joint_rows if share[r] > 1 - 1e-9]
     assert len(tied) >= 6
     for q in (s.q, s.q + 1e-15 * np.random.default_rng(0).standard_normal(s.q.shape)):
-        assert rx.eliminate(model, q, s.t).eliminated == (min(tied),)
+        assert rx.methods.eliminate(model, q, s.t).eliminated == (min(tied),)
 
 
 @pytest.fixture(scope="module")
@@ -471,20 +471,20 @@ def bricard_methods(bricard, bricard_runs):
     joint_rows = [r for p in model.pairs for r in p.rows]
     shares = []
     for q, t in zip(np.asarray(ref.q[: T_METHODS + 1]), np.asarray(ts), strict=True):
-        C = np.asarray(rx.constraint_matrix(model, jnp.asarray(q), jnp.asarray(t)))
+        C = np.asarray(rx.equations.constraint_matrix(model, jnp.asarray(q), jnp.asarray(t)))
         stress = np.abs(np.linalg.svd(C)[0][:, -1])
         shares.append(stress / stress[joint_rows].max())
     smallest = np.min(shares, axis=0)
     assert np.sum(smallest[joint_rows] < 0.01) >= 10  # many rows lose their share
-    automatic = rx.eliminate(model, s.q, s.t, along=ref)
+    automatic = rx.methods.eliminate(model, s.q, s.t, along=ref)
     (dropped,) = automatic.eliminated
     assert smallest[dropped] > 0.5
     # (Any other choice of redundant row gives the same motion too: the mobile
     # robot's three choices in test_dynamics.)
     methods = {
-        "weighted minimum norm": rx.WeightedMinimumNorm(),
+        "weighted minimum norm": rx.methods.WeightedMinimumNorm(),
         "elimination (automatic, along the run)": automatic,
-        "augmented Lagrangian": rx.AugmentedLagrangian(),
+        "augmented Lagrangian": rx.methods.AugmentedLagrangian(),
     }
     runs = {
         name: rx.simulate(
@@ -499,7 +499,7 @@ def bricard_methods(bricard, bricard_runs):
 def test_bricard_methods_give_the_same_motion(bricard, bricard_runs, bricard_methods):
     methods, runs = bricard_methods
     ref = bricard_runs[1e-10]
-    dropped = [m.eliminated for m in methods.values() if isinstance(m, rx.Elimination)]
+    dropped = [m.eliminated for m in methods.values() if isinstance(m, rx.methods.Elimination)]
     assert [len(d) for d in dropped] == [1]
     for name, traj in runs.items():
         assert float(jnp.max(jnp.abs(traj.q - ref.q[: T_METHODS + 1]))) < TOL_SAME_MOTION, name
@@ -537,8 +537,8 @@ def _double_pendulum(spin: float = 2.0):
         ),
     ]
     pairs = [
-        rx.Revolute3D("J1", "rod1", "ground", point=(0.0, 0.0, 0.0), axis=axis),
-        rx.Spherical("J2", "rod2", "rod1", point=tip),
+        rx.joints.Revolute3D("J1", "rod1", "ground", point=(0.0, 0.0, 0.0), axis=axis),
+        rx.joints.Spherical("J2", "rod2", "rod1", point=tip),
     ]
     mech = rx.Mechanism(bodies, pairs, gravity=(0.0, -9.81, 0.0))
     return mech.build(), mech.initial_state()
@@ -547,7 +547,7 @@ def _double_pendulum(spin: float = 2.0):
 @pytest.fixture(scope="module")
 def pendulum3d():
     model, s = _double_pendulum()
-    rx.check_consistency(model, s)
+    rx.equations.check_consistency(model, s)
     # The spec builds the masses weakly typed; the tree_at-modified models of the
     # gradient test carry strong float64 ones. Same dtype here: one compilation.
     model = eqx.tree_at(lambda m: m.bodies.mass, model, jnp.asarray(np.asarray(model.bodies.mass)))
@@ -567,7 +567,7 @@ def test_double_pendulum_is_not_redundant(pendulum3d):
     """n = 24, 5 + 3 + 12 rows of full rank (NumPy): p = 0, mobility 4, and every
     reaction component is flagged unique."""
     model, s = pendulum3d
-    C = rx.constraint_matrix(model, s.q)
+    C = rx.equations.constraint_matrix(model, s.q)
     assert C.shape == (20, 24) and _svd_rank(C) == 20
     r = _reactions_jit(model, s.q, s.qd, s.t)
     assert bool(np.all(r.unique)) and bool(np.all(r.component_unique))
@@ -579,9 +579,9 @@ def test_jit_equals_eager(pendulum3d, twins):
     rx.reactions is left out: op-by-op it costs ~40 s; `reactions` is checked
     under jit, vmap and grad, and against the planar models.)"""
     model, s = pendulum3d
-    C = rx.constraint_matrix(model, s.q, s.t)
+    C = rx.equations.constraint_matrix(model, s.q, s.t)
     assert np.allclose(
-        eqx.filter_jit(rx.constraint_matrix)(model, s.q, s.t), C, rtol=0.0, atol=TOL_EXACT
+        eqx.filter_jit(rx.equations.constraint_matrix)(model, s.q, s.t), C, rtol=0.0, atol=TOL_EXACT
     )
     *_, m3, t3, _ = twins
     for q in t3.q[::10]:
@@ -594,10 +594,10 @@ def test_jit_equals_eager(pendulum3d, twins):
 def test_vmap_equals_loop(pendulum3d, twins):
     model, s = pendulum3d
     qs, qds = _states(s, 4, seed=2)
-    Cs = jax.vmap(lambda q: rx.constraint_matrix(model, q))(qs)
+    Cs = jax.vmap(lambda q: rx.equations.constraint_matrix(model, q))(qs)
     batch = jax.vmap(lambda q, qd: _reactions_jit(model, q, qd, s.t))(qs, qds)
     for k in range(qs.shape[0]):
-        assert np.allclose(Cs[k], rx.constraint_matrix(model, qs[k]), rtol=0.0, atol=TOL_EXACT)
+        assert np.allclose(Cs[k], rx.equations.constraint_matrix(model, qs[k]), rtol=0.0, atol=TOL_EXACT)
         one = _reactions_jit(model, qs[k], qds[k], s.t)
         for field in ("multipliers", "wrench", "qdd"):
             a, b = getattr(one, field), getattr(batch, field)[k]
@@ -675,17 +675,17 @@ def _rod(name="rod", **kw):
         ),
         (
             [_rod()],
-            [rx.Revolute3D("J", "rod", "ground", point=(0, 0), axis=(0, 0, 1))],
+            [rx.joints.Revolute3D("J", "rod", "ground", point=(0, 0), axis=(0, 0, 1))],
             r"pair 'J' field 'point': expected a vector of length 3",
         ),
         (
             [_rod()],
-            [rx.Revolute3D("J", "rod", "ground", point=(0, 0, 0), axis=(0, 0, 0))],
+            [rx.joints.Revolute3D("J", "rod", "ground", point=(0, 0, 0), axis=(0, 0, 0))],
             r"pair 'J' field 'axis': must be a non-zero vector",
         ),
         (
             [_rod()],
-            [rx.Revolute3D("J", "rod", "nobody", point=(0, 0, 0), axis=(0, 0, 1))],
+            [rx.joints.Revolute3D("J", "rod", "nobody", point=(0, 0, 0), axis=(0, 0, 1))],
             r"pair 'J' field 'body_j': unknown body 'nobody'",
         ),
         (
@@ -695,17 +695,17 @@ def _rod(name="rod", **kw):
         ),
         (
             [_rod()],
-            [rx.Revolute("J", "rod", "ground")],
+            [rx.joints.Revolute("J", "rod", "ground")],
             r"pair 'J': a planar pair \(Revolute\) in a spatial mechanism",
         ),
         (
             [_rod(), _rod("arm")],
-            [rx.Universal("U", "rod", "arm", point=(0, 0, 0), axis=(1, 0, 0), normal=(1, 1, 0))],
+            [rx.joints.Universal("U", "rod", "arm", point=(0, 0, 0), axis=(1, 0, 0), normal=(1, 1, 0))],
             r"pair 'U': the pins 'axis' and 'normal' of a universal joint must be perpendicular",
         ),
         (
             [_rod()],
-            [rx.Revolute3D("J", "rod", "ground", point=(0, 0, 0))],
+            [rx.joints.Revolute3D("J", "rod", "ground", point=(0, 0, 0))],
             r"pair 'J' field 'axis': required for a revolute-3d joint",
         ),
     ],
@@ -717,7 +717,7 @@ def test_spec_errors_name_the_culprit(bodies, pairs, match):
 
 def test_spec_errors_are_collected():
     bodies = [rx.SpatialBody("rod", -1.0, (0.1, 0.1, 0.3), position=(0, 0))]
-    pairs = [rx.Spherical("S", "rod", "nobody", point=(0, 0, 0))]
+    pairs = [rx.joints.Spherical("S", "rod", "nobody", point=(0, 0, 0))]
     with pytest.raises(ValueError, match=r"\(4 problem\(s\)\)") as info:
         rx.Mechanism(bodies, pairs).build()
     for part in ("field 'mass'", "field 'inertia'", "field 'position'", "unknown body 'nobody'"):
@@ -727,18 +727,18 @@ def test_spec_errors_are_collected():
 def test_inconsistent_initial_configuration_names_the_pair_and_body():
     mech = rx.models.bricard()
     model, s = mech.build(), mech.initial_state()
-    rx.check_consistency(model, s)
+    rx.equations.check_consistency(model, s)
     # Rod 3 shifted by 0.1 m along x: its joints J2, J3 are violated, not its axes.
     q = s.q.at[24].add(0.1)
     with pytest.raises(ValueError, match=r"2 pair\(s\) or bodies") as info:
-        rx.check_consistency(model, rx.State(0.0, q, s.qd))
+        rx.equations.check_consistency(model, rx.State(0.0, q, s.qd))
     assert "pair 'J2'" in str(info.value) and "pair 'J3'" in str(info.value)
     # Rod 4's axis u stretched by 1 %: its rigid-body rows (and its joints) are named.
     q = s.q.at[12 * 3 + 3 : 12 * 3 + 6].multiply(1.01)
     with pytest.raises(
         ValueError, match=r"body 'rod4' \(rigid-body constraints: its axes must stay orthonormal\)"
     ):
-        rx.check_consistency(model, rx.State(0.0, q, s.qd))
+        rx.equations.check_consistency(model, rx.State(0.0, q, s.qd))
 
 
 # ------------------------------------------------------------------------ 6. loads
@@ -772,12 +772,12 @@ def test_spatial_loads_do_the_classical_virtual_power():
                 for k in range(2)
             ]
         )
-        F = rx.generalized_forces(model, q, qd)
+        F = rx.equations.generalized_forces(model, q, qd)
         v_P = v[0] + np.cross(w[0], R[0] @ s_bar)
         power = 2.0 * g @ v[0] + 1.0 * g @ v[1] + force @ v_P + torque @ w[0]
         assert abs(float(F @ qd) - power) <= TOL_ENERGY * max(1.0, abs(power))
         # Same through the library's body velocities.
-        v_lib, w_lib = rx.body_velocities(model, q, qd)
+        v_lib, w_lib = rx.equations.body_velocities(model, q, qd)
         assert np.allclose(v_lib, v, rtol=0.0, atol=TOL_EXACT) and np.allclose(
             w_lib, w, rtol=0.0, atol=TOL_EXACT
         )

@@ -1,4 +1,4 @@
-"""Drift control by projection after every integrator step (`rx.StepProjection`):
+"""Drift control by projection after every integrator step (`rx.drift.StepProjection`):
 checked against the IFToMM A01 reference solution, against the default
 Baumgarte drift control at tight tolerances, across the dense and block paths
 (with Pfaffian rows), and under jit, vmap and grad."""
@@ -25,7 +25,7 @@ TOL_GRADIENT = 1e-5
 
 
 def _p1(model, traj):
-    return np.asarray(jax.vmap(lambda q: rx.marker_positions(model, q)[0])(traj.q))
+    return np.asarray(jax.vmap(lambda q: rx.equations.marker_positions(model, q)[0])(traj.q))
 
 
 def test_a01_pendulum_meets_high_precision_over_2000_s():
@@ -40,7 +40,7 @@ def test_a01_pendulum_meets_high_precision_over_2000_s():
         model,
         s,
         2000.0,
-        drift_control=rx.StepProjection(),
+        drift_control=rx.drift.StepProjection(),
         ts=jnp.asarray(ref[:, 0]),
         rtol=1e-8,
         atol=1e-10,
@@ -73,7 +73,7 @@ def bricard():
             n_save=51,
         )
 
-    return model, structure, run, run(rx.Baumgarte(), 1e-10)
+    return model, structure, run, run(rx.drift.Baumgarte(), 1e-10)
 
 
 def test_bricard_steps_follow_the_motion_not_the_drift(bricard):
@@ -82,10 +82,10 @@ def test_bricard_steps_follow_the_motion_not_the_drift(bricard):
     step the same tolerance takes ~40, and P3 stays on the motion computed with
     the default drift control at rtol = 1e-10."""
     model, _, run, reference = bricard
-    baumgarte = run(rx.Baumgarte(), 1e-5)
-    projected = run(rx.StepProjection(), 1e-5)
+    baumgarte = run(rx.drift.Baumgarte(), 1e-5)
+    projected = run(rx.drift.StepProjection(), 1e-5)
     assert int(projected.num_steps) < 0.5 * int(baumgarte.num_steps)
-    p3 = jax.vmap(lambda q: rx.marker_positions(model, q)[0])
+    p3 = jax.vmap(lambda q: rx.equations.marker_positions(model, q)[0])
     error = np.linalg.norm(np.asarray(p3(projected.q) - p3(reference.q)), axis=1)
     assert float(error.max()) < TOL_BRICARD_P3
 
@@ -98,14 +98,14 @@ def test_a_corrected_state_is_on_the_manifold_to_round_off(bricard):
     s = reference.state(20)  # on the manifold to ~1e-10, moving
     key = jax.random.PRNGKey(3)
     dq, dqd = 1e-6 * jax.random.normal(key, (2, s.q.shape[0]))
-    for method in (rx.NullSpace(), rx.BlockSparse()):
+    for method in (rx.methods.NullSpace(), rx.methods.BlockSparse()):
         method = rx.methods.specialise(method, structure)
-        projection = rx.StepProjection(iterations=2).prepare(method, structure)
+        projection = rx.drift.StepProjection(iterations=2).prepare(method, structure)
         args = (model, structure, method, projection)
         project = eqx.filter_jit(projection.project_state)
         q, qd = project(args, s.t, (s.q + dq, s.qd + dqd))
-        phi = rx.position_residual(model, q, s.t)
-        vel = rx.velocity_residual(model, q, qd, s.t)
+        phi = rx.equations.position_residual(model, q, s.t)
+        vel = rx.equations.velocity_residual(model, q, qd, s.t)
         assert float(jnp.max(jnp.abs(phi))) < TOL_PROJECTED, projection.path
         assert float(jnp.max(jnp.abs(vel))) < TOL_PROJECTED * 10, projection.path
         same = project(args, s.t, (s.q, s.qd))
@@ -125,25 +125,25 @@ def test_an_elimination_is_projected_with_its_kept_rows(bricard):
     model, structure, _, reference = bricard
     s = reference.state(20)
     dq, dqd = 1e-6 * jax.random.normal(jax.random.PRNGKey(5), (2, s.q.shape[0]))
-    elimination = rx.eliminate(model, s.q, s.t)
-    rows = rx.StepProjection(iterations=2).prepare(elimination, structure)
+    elimination = rx.methods.eliminate(model, s.q, s.t)
+    rows = rx.drift.StepProjection(iterations=2).prepare(elimination, structure)
     assert rows.path == "rows" and np.array_equal(rows.rows, elimination.keep)
-    schur = rx.StepProjection(iterations=2, path="schur")
+    schur = rx.drift.StepProjection(iterations=2, path="schur")
     out = {}
     for projection in (rows, schur):
         args = (model, structure, elimination, projection)
         q, qd = eqx.filter_jit(projection.project_state)(args, s.t, (s.q + dq, s.qd + dqd))
-        assert float(jnp.max(jnp.abs(rx.position_residual(model, q, s.t)))) < TOL_PROJECTED
-        vel = rx.velocity_residual(model, q, qd, s.t)
+        assert float(jnp.max(jnp.abs(rx.equations.position_residual(model, q, s.t)))) < TOL_PROJECTED
+        vel = rx.equations.velocity_residual(model, q, qd, s.t)
         assert float(jnp.max(jnp.abs(vel))) < TOL_PROJECTED * 10
         out[projection.path] = q, qd
     np.testing.assert_allclose(out["rows"][0], out["schur"][0], rtol=0, atol=1e-10)
     np.testing.assert_allclose(out["rows"][1], out["schur"][1], rtol=0, atol=1e-9)
     # Keeping a dependent set of holonomic rows short of Φ_q's rank: not "rows".
-    short = rx.Elimination(keep=elimination.keep[1:], n_rows=elimination.n_rows)
-    assert rx.StepProjection().prepare(short, structure).path != "rows"
+    short = rx.methods.Elimination(keep=elimination.keep[1:], n_rows=elimination.n_rows)
+    assert rx.drift.StepProjection().prepare(short, structure).path != "rows"
     with pytest.raises(ValueError, match="'rows'"):
-        rx.StepProjection(path="rows")
+        rx.drift.StepProjection(path="rows")
 
 
 def test_dense_and_block_paths_give_the_same_motion_with_pfaffian_rows():
@@ -153,9 +153,9 @@ def test_dense_and_block_paths_give_the_same_motion_with_pfaffian_rows():
     mech = models.mobile_robot()
     model, s = mech.build(), mech.initial_state()
     kw = dict(rtol=1e-9, atol=1e-11, n_save=11)
-    dense = rx.simulate(model, s, 10.0, drift_control=rx.StepProjection(), **kw)
+    dense = rx.simulate(model, s, 10.0, drift_control=rx.drift.StepProjection(), **kw)
     block = rx.simulate(
-        model, s, 10.0, method=rx.BlockSparse(), drift_control=rx.StepProjection(), **kw
+        model, s, 10.0, method=rx.methods.BlockSparse(), drift_control=rx.drift.StepProjection(), **kw
     )
     assert float(jnp.max(jnp.abs(block.q - dense.q))) < TOL_SAME_MOTION
     assert float(jnp.max(jnp.abs(dense.position_violation))) < 1e-8
@@ -168,15 +168,15 @@ def test_fsal_solvers_evaluate_their_first_stage_again():
     mech = models.pendulum()
     model, s = mech.build(), mech.initial_state()
     structure = rx.decide(model, s.q, s.t)
-    projection = rx.StepProjection().prepare(rx.NullSpace(), structure)
-    args = (model, structure, rx.NullSpace(), projection)
+    projection = rx.drift.StepProjection().prepare(rx.methods.NullSpace(), structure)
+    args = (model, structure, rx.methods.NullSpace(), projection)
     solver = projection.wrap(diffrax.Tsit5())
     term = diffrax.ODETerm(lambda t, y, a: (y[1], -y[0]))
     y0 = (s.q, s.qd)
     state = solver.init(term, 0.0, 0.01, y0, args)
     y1, _, _, state, _ = solver.step(term, 0.0, 0.01, y0, args, state, False)
     assert bool(state[0])  # the first stage is evaluated again
-    assert float(jnp.max(jnp.abs(rx.position_residual(model, y1[0], 0.01)))) < 1e-14
+    assert float(jnp.max(jnp.abs(rx.equations.position_residual(model, y1[0], 0.01)))) < 1e-14
 
 
 def test_jit_vmap_and_grad_through_a_projected_run():
@@ -190,9 +190,9 @@ def test_jit_vmap_and_grad_through_a_projected_run():
     def final_x(g):
         variant, start = apply_parameters(model, state, (target,), g)
         traj = rx.simulate(
-            variant, start, 1.0, drift_control=rx.StepProjection(), rtol=1e-10, atol=1e-12, n_save=2
+            variant, start, 1.0, drift_control=rx.drift.StepProjection(), rtol=1e-10, atol=1e-12, n_save=2
         )
-        return rx.marker_positions(variant, traj.q[-1])[0, 0]
+        return rx.equations.marker_positions(variant, traj.q[-1])[0, 0]
 
     # One compiled program: value and gradient at g0 - h, g0, g0 + h, vmapped.
     h = 1e-3
@@ -207,6 +207,6 @@ def test_jit_vmap_and_grad_through_a_projected_run():
 
 def test_bad_fields_are_named():
     with pytest.raises(ValueError, match="'path'"):
-        rx.StepProjection(path="lu")
+        rx.drift.StepProjection(path="lu")
     with pytest.raises(ValueError, match="'iterations'"):
-        rx.StepProjection(iterations=-1)
+        rx.drift.StepProjection(iterations=-1)

@@ -50,7 +50,7 @@ def bricard():
     return mech.build(), mech.initial_state()
 
 
-def _numpy_rank(C, rtol=rx.DECISION_RTOL):
+def _numpy_rank(C, rtol=rx.internal.DECISION_RTOL):
     s = np.linalg.svd(C, compute_uv=False)
     return int(np.sum(s > rtol * s[0]))
 
@@ -60,7 +60,7 @@ def test_robot_structure_against_numpy(robot):
     an SVD in NumPy; the verdicts are the analysis report's (the paper's table)."""
     model, state = robot
     structure = rx.decide(model, state.q, state.t)
-    C = np.asarray(rx.constraint_matrix(model, state.q, state.t))
+    C = np.asarray(rx.equations.constraint_matrix(model, state.q, state.t))
     assert int(structure.rank) == _numpy_rank(C) == 20
     assert int(structure.redundancy) == 2 and int(structure.dof) == 1
     assert int(structure.rank_nearby) == 20 and not structure.singular()
@@ -78,7 +78,7 @@ def test_robot_structure_against_numpy(robot):
     np.testing.assert_array_equal(structure.row_unique, report.row_unique)
     np.testing.assert_allclose(structure.b_norm, report.b_norm, atol=1e-12)
     # The report built from the structure is the analysis report.
-    same = rx.solvability_report(structure)
+    same = rx.analysis.solvability_report(structure)
     assert same.to_dict()["pairs"].keys() == report.to_dict()["pairs"].keys()
     np.testing.assert_array_equal(same.unique, report.unique)
 
@@ -150,11 +150,11 @@ def test_drift_within_tolerance_changes_no_decision(robot):
     direction = np.random.default_rng(1).normal(size=state.q.shape)
     q = state.q + DRIFT * direction / np.max(np.abs(direction))
     drifted = rx.State(state.t, q, state.qd)
-    phi = np.asarray(rx.position_residual(model, q, state.t))
+    phi = np.asarray(rx.equations.position_residual(model, q, state.t))
     assert 1e-10 < np.max(np.abs(phi)) < 1e-8
     structure = rx.decide(model, q, state.t)
     assert int(structure.rank) == 20
-    for method in (rx.WeightedMinimumNorm(), rx.Compliant(1.0)):
+    for method in (rx.methods.WeightedMinimumNorm(), rx.methods.Compliant(1.0)):
         traj = rx.simulate(model, drifted, 0.2, method=method, n_save=3, consistency_tol=1e-8)
         assert int(traj.structure.rank) == 20
         r = rx.reaction_history(model, traj, method=method)
@@ -163,11 +163,11 @@ def test_drift_within_tolerance_changes_no_decision(robot):
 
 def _five_methods(model, q):
     return {
-        "null-space": rx.NullSpace(),
-        "weighted": rx.WeightedMinimumNorm(),
-        "compliant": rx.Compliant(rx.joint_stiffness(model, (1e5, 1e3))),
-        "elimination": rx.eliminate(model, q),
-        "augmented-lagrangian": rx.AugmentedLagrangian(),
+        "null-space": rx.methods.NullSpace(),
+        "weighted": rx.methods.WeightedMinimumNorm(),
+        "compliant": rx.methods.Compliant(rx.methods.joint_stiffness(model, (1e5, 1e3))),
+        "elimination": rx.methods.eliminate(model, q),
+        "augmented-lagrangian": rx.methods.AugmentedLagrangian(),
     }
 
 
@@ -179,7 +179,7 @@ def test_eager_and_jitted_simulate_agree_for_every_method(mechanism, request):
     model, state = request.getfixturevalue(mechanism)
     # Baumgarte's terms: the structure is what differs between the two paths (the
     # default projection after every step is run eagerly and jitted elsewhere).
-    options = dict(n_save=5, rtol=1e-8, atol=1e-10, drift_control=rx.Baumgarte())
+    options = dict(n_save=5, rtol=1e-8, atol=1e-10, drift_control=rx.drift.Baumgarte())
     t1 = 0.3
     # The methods whose accelerations read the structure, between the two
     # mechanisms (each one compiles twice): the planar robot with its Pfaffian rows,
@@ -223,10 +223,10 @@ def test_simulate_and_reactions_read_the_structure(robot, robot_run):
     )
     np.testing.assert_allclose(one.multipliers, history.multipliers[1], atol=1e-12)
     with pytest.raises(ValueError, match="reaction of pair 'B' is not unique"):
-        rx.pair_reaction(model, state.q, state.qd, pair="B", structure=structure)
+        rx.analysis.pair_reaction(model, state.q, state.qd, pair="B", structure=structure)
     with pytest.raises(ValueError, match="component 'force x'"):
         # Unique at q⁰ only: the structure does not claim it for a motion.
-        rx.pair_reaction(
+        rx.analysis.pair_reaction(
             model, state.q, state.qd, pair="B", component="force x", structure=structure
         )
 

@@ -79,7 +79,7 @@ def _variant_mechanism(mech, w4_normal_x, d_point_x, platform_mass):
 
 @eqx.filter_jit
 def _project_and_analyze(model, state):
-    q, qd = rx.Projection()(model, state.q, state.qd, state.t)
+    q, qd = rx.drift.Projection()(model, state.q, state.qd, state.t)
     return rx.analyze_solvability(model, q, state.t), q
 
 
@@ -96,7 +96,7 @@ def test_vmap_over_1000_variants_equals_a_loop(robot):
     def one(x):
         m, s = sw.apply_parameters(model, state, targets, x)
         violation = sw._violation(m, s.q, s.qd, s.t)
-        q, qd = rx.Projection()(m, s.q, s.qd, s.t)
+        q, qd = rx.drift.Projection()(m, s.q, s.qd, s.t)
         report = rx.analyze_solvability(m, q, s.t)
         return report.rank, report.unique, report.b_norm, violation
 
@@ -156,7 +156,7 @@ def test_batched_simulations_equal_single_ones(robot):
         mech = _with_body(mech, "platform", mass=mass)
         m, s = mech.build(), mech.initial_state()
         trajectory = rx.simulate(m, s, 1.0, rtol=1e-8, atol=1e-10)
-        markers = np.asarray(rx.marker_positions(m, trajectory.q[-1]))
+        markers = np.asarray(rx.equations.marker_positions(m, trajectory.q[-1]))
         np.testing.assert_allclose(batched["final_markers"][k], markers, atol=TOL_SWEEP_SIMULATION)
         violation = max(
             float(trajectory.position_violation.max()), float(trajectory.velocity_violation.max())
@@ -307,7 +307,7 @@ def test_the_nominal_row_is_a_single_simulate_of_the_same_file(simulated):
 
     _, sweep, reference, _ = simulated
     config = load_config(MOBILE_ROBOT)
-    assert isinstance(config.simulation.drift_control, rx.StepProjection)
+    assert isinstance(config.simulation.drift_control, rx.drift.StepProjection)
     trajectory = rx.simulate(config.model, config.state, 0.5, **config.simulation.keywords())
     data = sw.read_sweep(reference)
     assert int(data["nominal/steps"]) == int(trajectory.num_steps)
@@ -569,13 +569,13 @@ def test_a_variant_the_nominal_path_does_not_suit_is_flagged(tmp_path):
 
         def solve(method, m=m, s=s, structure=structure):
             return np.asarray(
-                rx.solve_dynamics(m, s.q, s.qd, structure=structure, method=method)[0]
+                rx.equations.solve_dynamics(m, s.q, s.qd, structure=structure, method=method)[0]
             )
 
-        reference = solve(rx.AugmentedLagrangian())
+        reference = solve(rx.methods.AugmentedLagrangian())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", rx.AccuracyWarning)  # forced, on purpose
-            error = np.max(np.abs(solve(rx.NullSpace(schur=True)) - reference))
+            error = np.max(np.abs(solve(rx.methods.NullSpace(schur=True)) - reference))
         error /= np.max(np.abs(reference))
         assert error < bound if bound else error > 1.0, (inertia, error)
     summary = json.loads(
@@ -592,7 +592,7 @@ def test_an_elimination_whose_rows_do_not_span_a_variant_is_flagged(robot):
     still succeeds (with a violation of 5e-3 where the nominal's is round-off).
     The variant is flagged; the nominal one is not."""
     _, model, state = robot
-    method = rx.eliminate(model, state.q, state.t)
+    method = rx.methods.eliminate(model, state.q, state.t)
     assert method.eliminated == (19, 20)
     sweep = sw.Sweep(
         model,
@@ -620,10 +620,10 @@ def test_path_accurate_tells_a_spanning_elimination_from_one_that_is_not():
     mech = models.bricard()
     model, state = mech.build(), mech.initial_state()
     structure = rx.decide(model, state.q, state.t)
-    C = rx.constraint_matrix(model, state.q, state.t)
+    C = rx.equations.constraint_matrix(model, state.q, state.t)
     for drop, spans in ((1, True), (31, False)):
         keep = tuple(k for k in range(60) if k != drop)
-        method = rx.Elimination(keep=keep, n_rows=60)
+        method = rx.methods.Elimination(keep=keep, n_rows=60)
         assert (int(pivoted_qr(C[np.asarray(keep)].T, 1e-8).rank) == 59) == spans
         assert bool(path_accurate(method, structure, model)) == spans
         jitted = eqx.filter_jit(path_accurate)(method, structure, model)

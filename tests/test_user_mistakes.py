@@ -302,10 +302,10 @@ def test_ctrl_c_is_one_line(capsys, monkeypatch):
 
 def test_baumgarte_gains_that_overflow_are_refused_in_python():
     with pytest.raises(ValueError, match="Baumgarte: beta must be zero or positive with β²"):
-        rx.Baumgarte(alpha=10.0, beta=1e200)
+        rx.drift.Baumgarte(alpha=10.0, beta=1e200)
     with pytest.raises(ValueError, match="Baumgarte: alpha must be zero or positive"):
-        rx.Baumgarte(alpha=-1.0)
-    assert rx.Baumgarte(1e3, 1e3).beta == 1e3
+        rx.drift.Baumgarte(alpha=-1.0)
+    assert rx.drift.Baumgarte(1e3, 1e3).beta == 1e3
 
 
 FREE_BODY = """[mechanism]
@@ -726,10 +726,10 @@ def test_an_augmented_lagrangian_penalty_beyond_float64_is_refused(tmp_path, cap
     """`penalty = 1e30` swamps M in M + α CᵀC: the mechanism never moved, exit 0.
     Refused above 1e11 (q̈ carries a relative error of about penalty · ε)."""
     with pytest.raises(ValueError, match=r"penalty must be at most 1e\+11, got 1e\+30: α CᵀC"):
-        rx.AugmentedLagrangian(penalty=1e30)
+        rx.methods.AugmentedLagrangian(penalty=1e30)
     with pytest.raises(ValueError, match="penalty must be a positive number, got -1.0"):
-        rx.AugmentedLagrangian(penalty=-1.0)
-    assert rx.AugmentedLagrangian(penalty=1e11).penalty == 1e11
+        rx.methods.AugmentedLagrangian(penalty=-1.0)
+    assert rx.methods.AugmentedLagrangian(penalty=1e11).penalty == 1e11
     path = tmp_path / "mechanism.toml"
     path.write_text(
         FOUR_BAR.replace(
@@ -753,8 +753,8 @@ def test_an_elimination_built_by_hand_that_leaves_a_constraint_out_is_refused():
     mech = rx.models.bricard()
     model, state = mech.build(), mech.initial_state()
     structure = rx.decide(model, state.q, state.t)
-    C = np.asarray(rx.constraint_matrix(model, state.q, state.t))
-    wrong = rx.Elimination(keep=tuple(k for k in range(60) if k != 31), n_rows=60)
+    C = np.asarray(rx.equations.constraint_matrix(model, state.q, state.t))
+    wrong = rx.methods.Elimination(keep=tuple(k for k in range(60) if k != 31), n_rows=60)
     sigma = np.linalg.svd(C[np.asarray(wrong.keep)], compute_uv=False)
     assert int(np.sum(sigma > 1e-8 * sigma[0])) == 58
     expected = (
@@ -763,14 +763,14 @@ def test_an_elimination_built_by_hand_that_leaves_a_constraint_out_is_refused():
     )
     for call in (
         lambda: rx.simulate(model, state, 0.1, method=wrong, structure=structure),
-        lambda: rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=wrong),
+        lambda: rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure, method=wrong),
     ):
         with pytest.raises(rx.ModelError) as caught:
             call()
         assert caught.value.problems == (expected,)
         assert caught.value.source == "method"
-    right = rx.Elimination(keep=tuple(k for k in range(60) if k != 1), n_rows=60)
-    qdd, _ = rx.solve_dynamics(model, state.q, state.qd, structure=structure, method=right)
-    reference, _ = rx.solve_dynamics(model, state.q, state.qd, structure=structure)
+    right = rx.methods.Elimination(keep=tuple(k for k in range(60) if k != 1), n_rows=60)
+    qdd, _ = rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure, method=right)
+    reference, _ = rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure)
     scale = float(np.max(np.abs(np.asarray(reference))))
     assert float(np.max(np.abs(np.asarray(qdd - reference)))) < 1e-8 * scale

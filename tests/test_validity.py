@@ -34,8 +34,8 @@ TOL_GRADIENT_H = 1e-5
 
 def _assembly_residual(model, q_guess, t):
     """max |Φ(q, t)| at the best least-squares assembly near `q_guess` (SciPy)."""
-    phi = jax.jit(lambda q: rx.position_residual(model, q, t))
-    jac = jax.jit(jax.jacfwd(lambda q: rx.position_residual(model, q, t)))
+    phi = jax.jit(lambda q: rx.equations.position_residual(model, q, t))
+    jac = jax.jit(jax.jacfwd(lambda q: rx.equations.position_residual(model, q, t)))
     fit = least_squares(
         lambda q: np.asarray(phi(q)), np.asarray(q_guess), jac=lambda q: np.asarray(jac(q)),
         xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200,
@@ -189,7 +189,7 @@ def test_a_flat_plate_keeps_every_verdict():
     for mech in (solid, _flat(solid, "coupler")):
         model, state = mech.build(), mech.initial_state()
         structure = rx.decide(model, state.q, state.t)
-        svd = _svd_row_verdicts(rx.constraint_matrix(model, state.q, state.t))
+        svd = _svd_row_verdicts(rx.equations.constraint_matrix(model, state.q, state.t))
         np.testing.assert_array_equal(np.asarray(structure.stable_row_unique), svd)
         np.testing.assert_array_equal(np.asarray(structure.row_unique), svd)
         assert int(structure.rank_nearby) == int(structure.rank)
@@ -214,7 +214,7 @@ def test_gradients_at_a_symmetric_design_are_finite():
     ranks = (structure.rank_holonomic, structure.rank)  # decided once, as a run does
 
     def reaction(m):
-        q, v = rx.Projection()(m, state.q, qd, 0.5, ranks)
+        q, v = rx.drift.Projection()(m, state.q, qd, 0.5, ranks)
         return rx.reactions(m, q, v, 0.5, structure=structure).multipliers[row]
 
     def by_mass_and_point(x):  # the first link's mass; joint A1's point on the
@@ -259,15 +259,15 @@ def test_submodules_are_attributes_after_import_redundax():
 
 
 def test_a_projection_weighted_by_a_singular_mass_is_refused_by_body():
-    """`rx.Projection` (initial projection or drift control) weights by M⁻¹: with a
+    """`rx.drift.Projection` (initial projection or drift control) weights by M⁻¹: with a
     flat coupler it would be NaN, and the run would report an unassemblable
     mechanism. Refused naming the body and the way out; the default drift control
     runs the same mechanism."""
     mech = _flat(models.spatial_twin(models.four_bar()), "coupler")
     model, state = mech.build(), mech.initial_state()
     for field, keywords in (
-        ("initial_projection", {"initial_projection": rx.Projection()}),
-        ("drift_control", {"drift_control": rx.Projection()}),
+        ("initial_projection", {"initial_projection": rx.drift.Projection()}),
+        ("drift_control", {"drift_control": rx.drift.Projection()}),
     ):
         with pytest.raises(rx.ModelError, match=rf"field '{field}'.*\n  - body 'coupler'"):
             rx.simulate(model, state, 0.1, **keywords)

@@ -2,7 +2,7 @@
 during the integration, and reported next to the rank history.
 
 A method that partitions the constraints (`method.partitions`, e.g.
-[`BlockSparse`][redundax.BlockSparse]) keeps some rows of C active and drops the
+[`BlockSparse`][redundax.methods.BlockSparse]) keeps some rows of C active and drops the
 rows its factorisation finds dependent, state by state. `simulate` wraps the ODE
 solver in [`ActiveSetMonitor`][]: after every step the active rows are evaluated at
 the step's end state and compared with those after the last accepted step; a
@@ -104,7 +104,7 @@ class ActiveSetMonitor(AbstractMonitor):
 
 
 class ActiveSetHistory(eqx.Module):
-    """The constraint partitioning of a method like [`BlockSparse`][redundax.BlockSparse]
+    """The constraint partitioning of a method like [`BlockSparse`][redundax.methods.BlockSparse]
     along a motion.
 
     - `ts` (T,), `active` (T, nc): the active rows at each saved time.
@@ -146,7 +146,7 @@ def active_set_history(model: Model, trajectory, method: Any = None) -> ActiveSe
     """The active set of a partitioning method's factorisation at every saved state
     of `trajectory` (with its structure and drift control), and every change of it:
     a decision of the factorisation, reported next to the rank history
-    ([`rank_history`][redundax.rank_history]). `method`: the partitioning method
+    ([`rank_history`][redundax.monitors.rank_history]). `method`: the partitioning method
     whose threshold applies to the saved states (default `BlockSparse()`; pass the
     one simulated with). Host-side (the changes are a Python list)."""
     from .methods import BlockSparse

@@ -14,7 +14,7 @@ from ._errors import ModelError
 from ._forces import AbstractForceElement
 from ._model import Model
 from ._types import Scalar
-from .joints import AbstractHolonomic, AbstractPfaffian
+from ._pairs import AbstractHolonomic, AbstractPfaffian
 
 
 def _with_ground(model: Model, q: Float[Array, " nq"], ground: Float[Array, " dof"]):
@@ -183,7 +183,7 @@ def constraint_matrix(
 
     !!! example
         ```python
-        C = redundax.constraint_matrix(model, state.q, state.t)
+        C = redundax.equations.constraint_matrix(model, state.q, state.t)
         ```
     """
     return _constraint_matrix(model, q, jnp.asarray(t, dtype=float))

@@ -165,7 +165,7 @@ def citation(*used) -> str:
     !!! example
         ```python
         traj = rx.simulate(model, state0, 2.0)
-        rx.citation(traj, rx.NullSpace())
+        rx.citation(traj, rx.methods.NullSpace())
         ```
     """
     lines = [

@@ -19,12 +19,12 @@ It also says what each closure does to the motion (a `weld` where a `connect` wo
 leave the mechanism its motion locks degrees of freedom), and proposes the minimal
 closure: the p closure rows to drop so that the rank — the motion — is kept and
 every reaction becomes unique (p = 0), by the pivoted QR of the self-stresses
-restricted to the closures' rows (as [`redundax.eliminate`][] chooses rows), and
+restricted to the closures' rows (as [`redundax.methods.eliminate`][] chooses rows), and
 which change of one joint or equality type that MuJoCo can express would do the same
 (a `weld` → `connect` at its anchor, a hinge → a ball joint at its point), or that
 none would without changing the motion.
 
-Host-side and discrete (ranks and pivots), like [`redundax.eliminate`][]: a report,
+Host-side and discrete (ranks and pivots), like [`redundax.methods.eliminate`][]: a report,
 not a function to differentiate.
 """
 
@@ -184,7 +184,7 @@ class ClosureReport:
         rows = ", ".join(f"{pair} {label!r} (row {row})" for pair, label, row in self.drop)
         lines.append(
             f"minimal closure: drop {rows}: the motion kept, p = 0, every reaction unique "
-            f"(rx.eliminate(model, q, rows={tuple(row for *_, row in self.drop)}))"
+            f"(rx.methods.eliminate(model, q, rows={tuple(row for *_, row in self.drop)}))"
         )
         good = [c for c in self.changes if c.keeps_motion and c.redundancy == 0]
         lines += [f"  or {c.pair}: {c.change} (p = 0, the same motion)" for c in good]
@@ -242,7 +242,7 @@ def closure_report(
     - `model`, `q`, `t`: the mechanism and a regular configuration on its
       constraint manifold.
     - `closures`: the names of the loop-closing pairs (for a model from
-      [`redundax.from_mjcf`][]: its `connect` and `weld` equalities). Default: the
+      [`redundax.io.from_mjcf`][]: its `connect` and `weld` equalities). Default: the
       pairs that close a loop when the two-body joints are added in the model's
       order (the equalities of an MJCF model come after its tree).
     - `rtol`: the rank tolerance, as [`redundax.analyze_solvability`][] (default

@@ -10,7 +10,7 @@ A drift control answers two questions `simulate` asks:
   saved time, or None when the strategy does not project (`projects` says which,
   statically, so that `simulate` chooses its integration loop while tracing);
 - `wrap(solver)`: the integrator, possibly wrapped (a projection after every step:
-  [`StepProjection`][redundax.StepProjection], in `_step_projection.py`).
+  [`StepProjection`][redundax.drift.StepProjection], in `_step_projection.py`).
 
 Reactions along a motion need the same Γ as the motion ([`reaction_history`][]
 reads `Trajectory.drift_control`).
@@ -61,7 +61,7 @@ class AbstractDriftControl(eqx.Module):
 
     def wrap(self, solver):
         """The Diffrax solver `simulate` integrates with, built on `solver` (default:
-        `solver` itself; [`StepProjection`][redundax.StepProjection] projects after
+        `solver` itself; [`StepProjection`][redundax.drift.StepProjection] projects after
         every step)."""
         return solver
 
@@ -240,9 +240,9 @@ class Projection(AbstractDriftControl):
                 for k in singular
             ]
             raise ModelError(
-                f"{what}: rx.Projection weights its correction by M⁻¹, but M is singular:\n"
+                f"{what}: rx.drift.Projection weights its correction by M⁻¹, but M is singular:\n"
                 + "\n".join(f"  - {p}" for p in problems)
-                + "\nuse drift_control=rx.StepProjection() (the default, which solves "
+                + "\nuse drift_control=rx.drift.StepProjection() (the default, which solves "
                 "without M⁻¹ for such a mechanism) and start from a consistent state, or "
                 "give the bodies some thickness (I_z < I_x + I_y)",
                 problems,

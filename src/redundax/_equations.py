@@ -65,7 +65,7 @@ def _dynamics_terms(model: Model, q, qd, t) -> Terms:
 class LocalTerms(eqx.Module):
     """The terms of the equations of motion at (q, q̇, t) without any dense matrix
     (O(n) memory and work, for the block-sparse solver): C row by row in local form
-    (`R`, `B` of [`redundax.constraint_rows`][]), M's body blocks, and the vectors
+    (`R`, `B` of [`redundax.equations.constraint_rows`][]), M's body blocks, and the vectors
     of [`Terms`][]."""
 
     R: Float[Array, "nc P dof"]

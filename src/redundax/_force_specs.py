@@ -27,7 +27,7 @@ from ._forces import (
 )
 from ._math import device
 from ._motion import AbstractMotion
-from .joints import joint_frame
+from ._pairs import joint_frame
 
 Vector = Sequence[float] | Any
 Matrix = Sequence[Sequence[float]] | Any
@@ -67,7 +67,7 @@ class SpringDamper:
     The tension T = k (l − l₀) + c l̇ + T₀ [N] acts along the line of the points
     and pulls them together when positive (l: their distance). The stiffness
     (with the preload) stores the energy ½ k (l − l₀)² + T₀ l, part of
-    [`redundax.potential_energy`][]; the damping dissipates.
+    [`redundax.equations.potential_energy`][]; the damping dissipates.
 
     **Arguments:**
 
@@ -86,7 +86,7 @@ class SpringDamper:
 
     !!! example
         ```python
-        rx.SpringDamper("slider", "ground", stiffness=100.0, damping=0.5, free_length=0.2)
+        rx.forces.SpringDamper("slider", "ground", stiffness=100.0, damping=0.5, free_length=0.2)
         ```
     """
 
@@ -153,7 +153,7 @@ class RotationalSpringDamper:
     in (−π, π] (pair it with a joint that keeps the axis, a `Revolute3D`). The
     torque on body i is −[k (θ − θ₀) + c θ̇ + τ₀] (about `axis` in space), on body j
     its opposite; the stored energy ½ k (θ − θ₀)² + τ₀ θ is part of
-    [`redundax.potential_energy`][].
+    [`redundax.equations.potential_energy`][].
 
     **Arguments:**
 
@@ -215,7 +215,7 @@ class Bushing:
     for a rotation θ about n: the rotation vector to first order). The load on body
     j is −(K d + C ḋ) and the moment −(K_r ψ + C_r ψ̇) (in those axes; its opposite
     on body i), with diagonal K, C, K_r, C_r; the energy ½ dᵀ K d + ½ ψᵀ K_r ψ is
-    part of [`redundax.potential_energy`][].
+    part of [`redundax.equations.potential_energy`][].
 
     **Arguments:**
 
@@ -270,13 +270,13 @@ class TimeDependentLoad:
     """A load that varies in time: the global `force` [N] at the body point `point`
     (body frame [m], default the centre of mass) and the `torque` [N m] (a number
     in the plane, a global 3-vector in space), both multiplied by the profile s(t)
-    = `profile(t)`, any [`redundax.AbstractMotion`][] (`Constant`, `Polynomial`,
+    = `profile(t)`, any [`redundax.motions.AbstractMotion`][] (`Constant`, `Polynomial`,
     `SmoothSteps`, `Function`). Omitted force and torque are zero. A constant load
     is a [`redundax.Load`][].
 
     !!! example
         ```python
-        rx.TimeDependentLoad("crank", torque=0.5, profile=rx.Polynomial([0.0, 2.0]))  # τ = t N m
+        rx.forces.TimeDependentLoad("crank", torque=0.5, profile=rx.motions.Polynomial([0.0, 2.0]))  # τ = t N m
         ```
     """
 
@@ -310,7 +310,7 @@ class TimeDependentLoad:
         )
 
     def conservative(self) -> bool:
-        """False: its work is not in [`redundax.potential_energy`][]."""
+        """False: its work is not in [`redundax.equations.potential_energy`][]."""
         return False
 
 
@@ -332,7 +332,7 @@ class CustomForce:
         ```python
         def drag(params, qb, qdb, t):  # linear drag on one planar body
             return -params["c"] * qdb  # [Fx, Fy, Mz] = -c [vx, vy, ω]
-        rx.CustomForce(("body",), drag, params={"c": 0.1})
+        rx.forces.CustomForce(("body",), drag, params={"c": 0.1})
         ```
     """
 
@@ -356,7 +356,7 @@ class CustomForce:
         )
 
     def conservative(self) -> bool:
-        """False: its work is not in [`redundax.potential_energy`][]."""
+        """False: its work is not in [`redundax.equations.potential_energy`][]."""
         return False
 
 

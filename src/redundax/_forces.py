@@ -3,13 +3,13 @@
 The **members**, Equinox modules stacked by type (STYLE rule 4): a model stores
 every kind of element as one module whose array leaves carry a leading axis over
 the elements of that kind, evaluated with `jax.vmap` in `_assembly.py`. Users write
-the **specs** of `_force_specs.py` ([`redundax.SpringDamper`][], ...), which
+the **specs** of `_force_specs.py` ([`redundax.forces.SpringDamper`][], ...), which
 [`redundax.Mechanism.build`][] validates and turns into members.
 
 Conventions of the members (those of `joints/_base.py`): `bodies` indexes the
 stacked coordinates of the moving bodies with the ground appended as row `nb`;
 `qb`, `qdb` are the coordinates and velocities of the element's bodies, shape
-`(len(bodies), dof)`; `B` is the model's [`redundax.AbstractBodies`][].
+`(len(bodies), dof)`; `B` is the model's [`redundax.internal.AbstractBodies`][].
 
 No Jacobian is written by hand. An element either declares a *deflection*
 m(q) and a linear law (the spring-dampers and the bushing,

@@ -75,13 +75,13 @@ class Trajectory(AbstractTrajectory):
     - `drift_control`: the drift control the motion was computed with: reactions
       along the motion solve with its Γ.
     - `active_set`: for a method that partitions the constraints
-      ([`BlockSparse`][redundax.BlockSparse]), every change of its active set, step
-      by step ([`ActiveSetLog`][redundax.ActiveSetLog]; read it with
-      [`active_set_history`][redundax.active_set_history]); else None.
+      ([`BlockSparse`][redundax.methods.BlockSparse]), every change of its active set, step
+      by step ([`ActiveSetLog`][redundax.monitors.ActiveSetLog]; read it with
+      [`active_set_history`][redundax.monitors.active_set_history]); else None.
     - `singularities`: how far C is from losing rank after every integrator step
       (σ_r/σ_1, or the block solver's pivot sines), the singular
       configurations passed and the rank changes
-      ([`SingularityLog`][redundax.SingularityLog]; read it with
+      ([`SingularityLog`][redundax.monitors.SingularityLog]; read it with
       [`singularity_report`][redundax.singularity_report]); None when the run
       was not monitored (`monitor=None`, or no constraints).
     - `valid` (T,): per saved state, whether the motion is the mechanism's there:

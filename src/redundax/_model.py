@@ -10,7 +10,7 @@ from jaxtyping import Array, ArrayLike, Float, Int
 
 from ._bodies import AbstractBodies, MassFacts
 from ._forces import AbstractForceElement
-from .joints import AbstractHolonomic, AbstractPfaffian
+from ._pairs import AbstractHolonomic, AbstractPfaffian
 
 
 class Loads(eqx.Module):

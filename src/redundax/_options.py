@@ -86,7 +86,7 @@ class CheckInitial(AbstractInitial):
 
 class ProjectInitial(AbstractInitial):
     """Project the initial state onto its constraints first with `projection` (a
-    [`redundax.Projection`][]: positions, then velocities); the correction is
+    [`redundax.drift.Projection`][]: positions, then velocities); the correction is
     reported in `Trajectory.initial_correction`. A state the projection cannot
     bring within `tol` (where the mechanism cannot be assembled) is refused."""
 

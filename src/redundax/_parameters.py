@@ -16,13 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Float
 
-from . import (
-    Constant,
-    Model,
-    Polynomial,
-    SmoothSteps,
-    State,
-)
+from .motions import Constant, Polynomial, SmoothSteps
+from . import Model, State
 
 _AXES = ("x", "y", "z")
 _PAIR_FIELDS = {

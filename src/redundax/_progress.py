@@ -248,7 +248,7 @@ def in_segments(
         raise ValueError(
             f"simulate field 'progress': the drift control {type(drift).__name__} "
             "projects at saved times, which a run in segments does not do; use "
-            "rx.StepProjection() (the default) or pass a diffrax progress meter instead"
+            "rx.drift.StepProjection() (the default) or pass a diffrax progress meter instead"
         )
     common = (model, saved_times, structure, method)
     run = progress.call(_begin, *common, solver, controller, drift, watch, y0)

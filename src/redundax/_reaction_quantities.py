@@ -171,9 +171,9 @@ def _along(model, ts, qs, qds, rows, structure, method, drift_control):
 
 _ADVICE = (
     "Name a method of handling redundancy to get that method's values, flagged "
-    "unique=False: method=rx.Compliant(rx.joint_stiffness(model, k, {pair: k_X})) (the "
+    "unique=False: method=rx.methods.Compliant(rx.methods.joint_stiffness(model, k, {pair: k_X})) (the "
     "limit of compliant joints; physical when the joint stiffnesses are known), "
-    "method=rx.eliminate(model, q, rows=...) or method=rx.NullSpace() (minimum norm); "
+    "method=rx.methods.eliminate(model, q, rows=...) or method=rx.methods.NullSpace() (minimum norm); "
     "or, where one of the pair's components is unique (the solvability report's "
     "row_unique), ask for it with component=..."
 )
@@ -260,7 +260,7 @@ def pair_reaction(
       Naming a method returns that method's values, with `unique` telling whether
       they are determined.
     - `drift_control`: the drift-control term of the simulation the state comes
-      from (e.g. `rx.Baumgarte()`), so that q̈ matches; None at an exact state.
+      from (e.g. `rx.drift.Baumgarte()`), so that q̈ matches; None at an exact state.
     - `structure`: the mechanism's [`Structure`][] (rank and verdicts); default:
       [`decide`][] at (q, t). Decide it once, outside `jax.grad`, and pass it in.
 
@@ -283,7 +283,7 @@ def pair_reaction(
 
         def force_x(mass):
             m = eqx.tree_at(lambda m: m.bodies.mass, model, mass)
-            return rx.pair_reaction(m, q, qd, t, pair="D", structure=structure).wrench[3, 0]
+            return rx.analysis.pair_reaction(m, q, qd, t, pair="D", structure=structure).wrench[3, 0]
 
         jax.grad(force_x)(model.bodies.mass)  # ∂F_x/∂m of every body
         ```

@@ -18,7 +18,7 @@ from ._solve import solve_terms
 from ._structure import Structure, decide, membership
 from ._types import Scalar
 from ._validation import check_vector
-from .joints import RigidBodyConstraint
+from ._pairs import RigidBodyConstraint
 from .methods import AbstractRedundancyMethod, NullSpace, specialise
 
 
@@ -198,7 +198,7 @@ def _reactions(model, q, qd, t, structure, method, drift_control) -> Reactions:
 
 def reactions_of(model: Model, q, terms, qdd, lam, unique, row_unique, method: str) -> Reactions:
     """The [`Reactions`][] of multipliers `lam` and accelerations `qdd` solved at q
-    with `terms` ([`redundax.dynamics_terms`][]: C, M, F), whatever solved them:
+    with `terms` ([`redundax.equations.dynamics_terms`][]: C, M, F), whatever solved them:
     the pairs' wrenches −C_Xᵀ λ_X at the centres of mass, their moments about the
     joint points, and the total reaction F − M q̈, with the verdicts given."""
     rows = tuple(p.rows for p in model.pairs)

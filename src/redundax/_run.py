@@ -46,18 +46,18 @@ def simulate(
     **Arguments:**
 
     - `model`: a [`Model`][redundax.Model] (absolute coordinates) or a
-      [`JointModel`][redundax.JointModel] (joint coordinates: the accelerations by
+      [`JointModel`][redundax.joint_coordinates.JointModel] (joint coordinates: the accelerations by
       the divide-and-conquer algorithm, the drift of the rows the tree does not
       hold projected by it); `state0`: its initial [`State`][redundax.State]
-      (t, q, q̇) in the model's coordinates ([`redundax.to_joint_state`][] for a
+      (t, q, q̇) in the model's coordinates ([`redundax.joint_coordinates.to_joint_state`][] for a
       joint model).
     - `t1`: final time [s].
     - `structure`: the mechanism's [`Structure`][redundax.Structure] (a
-      [`JointStructure`][redundax.JointStructure] for a joint model); default:
+      [`JointStructure`][redundax.joint_coordinates.JointStructure] for a joint model); default:
       decided at the initial state (after `initial`'s projection). Every discrete
       decision of the run (the ranks, the null-space method's path) is read from it.
     - `method`: how redundant constraints are handled (default
-      [`NullSpace`][redundax.NullSpace]; see [`redundax.methods`][]). Joint models
+      [`NullSpace`][redundax.methods.NullSpace]; see [`redundax.methods`][]). Joint models
       run the divide-and-conquer algorithm and take the default only.
     - `solver`: any Diffrax ODE solver (default: `diffrax.Dopri8()` when the
       controller's rtol < 1e-6, else `diffrax.Tsit5()`; `Dopri8` for joint models),
@@ -72,10 +72,10 @@ def simulate(
       go on, judged as leaving its constraints there); another controller is used
       as given. Joint models take a `PIDController`.
     - `drift_control`: how the state is kept on its constraints (see
-      [`redundax.drift`][]); default [`StepProjection`][redundax.StepProjection]`()`
+      [`redundax.drift`][]); default [`StepProjection`][redundax.drift.StepProjection]`()`
       (a projection after every step: what keeps a closed chain on its branch
       through its singular configurations), for the penalty method
-      [`Baumgarte`][redundax.Baumgarte]`()`.
+      [`Baumgarte`][redundax.drift.Baumgarte]`()`.
     - `initial`: [`CheckInitial`][redundax.CheckInitial]`(tol)` (default: an
       initial state off its constraints by more than 1e-8 is refused, naming the
       pairs) or [`ProjectInitial`][redundax.ProjectInitial]`()` (projected first;
@@ -206,7 +206,7 @@ def _joint(jm: JointModel, state0: State, t1, rtol, atol, given) -> AbstractTraj
             "initial",
             given["initial"],
             "starts from the state given (project the absolute state first with "
-            "rx.Projection()(model, q, qd, t) and convert it with rx.to_joint_state)",
+            "rx.drift.Projection()(model, q, qd, t) and convert it with rx.joint_coordinates.to_joint_state)",
         )
     if given["monitor"] is not None and given["monitor"].measure is not None:
         _refuse(what, "monitor", given["monitor"], "keeps no singularity log (use None)")

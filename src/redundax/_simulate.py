@@ -376,8 +376,8 @@ def simulate_absolute(
         drift_control = default_drift_control(method)
     if not isinstance(drift_control, AbstractDriftControl):
         raise TypeError(
-            f"simulate field 'drift_control': expected a drift control (rx.Baumgarte(), "
-            f"rx.Projection(), rx.NoDriftControl()), got {drift_control!r}"
+            f"simulate field 'drift_control': expected a drift control (rx.drift.Baumgarte(), "
+            f"rx.drift.Projection(), rx.drift.NoDriftControl()), got {drift_control!r}"
         )
     if isinstance(initial_projection, Projection):
         initial_projection.check_mass(model, "simulate field 'initial_projection'")
@@ -563,7 +563,7 @@ def _check_arguments(model: Model, state0: State, t1, n_save, ts, max_steps, rto
 
     if not isinstance(method, AbstractRedundancyMethod):
         refuse(
-            f"method: expected a redundancy method such as rx.NullSpace() (an instance), "
+            f"method: expected a redundancy method such as rx.methods.NullSpace() (an instance), "
             f"got {method!r}"
         )
     check_vector(state0.q, model.n_coordinates, "state0.q", "simulate")
@@ -645,7 +645,7 @@ def _warn_if_branch_at_risk(trajectory: Trajectory, method) -> None:
             f"{report.min_sigma_ratio:.2g}) "
             f"with drift control {type(trajectory.drift_control).__name__}, which does not "
             f"keep a closed chain on its branch there: the motion may have left it. "
-            f"Simulate with drift_control=rx.StepProjection() (the default)",
+            f"Simulate with drift_control=rx.drift.StepProjection() (the default)",
             SingularPassageWarning,
             stacklevel=3,
         )

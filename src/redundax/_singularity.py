@@ -31,7 +31,7 @@ Two measures of how far C is from losing rank (`SingularityLog.measure`):
   changes at the structure's relative tolerance (`Structure.rtol`).
 - `"pivots"`: the block solver's own quantity (Kraus et al. §8: a monitor on the
   pivots of the joint blocks), linear in the number of bodies. The block
-  elimination of C Cᵀ in the [`BlockPattern`][redundax.BlockPattern]'s order gives
+  elimination of C Cᵀ in the [`BlockPattern`][redundax.internal.BlockPattern]'s order gives
   each row j its relative pivot d_j / (C Cᵀ)_jj = sin² of the angle between row j
   and the rows kept before it ([`row_pivots`][redundax.methods.block.row_pivots]).
   The measure is the r-th largest sine (r the regular rank): redundant rows have

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._math import device
 from ._motion import AbstractMotion
-from .joints import (
+from ._pairs import (
     CylindricalConstraint,
     PrismaticConstraint3D,
     RevoluteConstraint3D,

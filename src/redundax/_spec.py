@@ -34,7 +34,7 @@ from ._spatial_spec import (
     check_rotation,
     check_universal,
 )
-from .joints import (
+from ._pairs import (
     CustomHolonomicConstraint,
     CustomPfaffianConstraint,
     KnifeEdgeConstraint,
@@ -537,7 +537,7 @@ class Mechanism:
         ```python
         mech = rx.Mechanism(
             bodies=[rx.Body("crank", mass=1.0, inertia=0.1, position=(0.5, 0.0))],
-            pairs=[rx.Revolute("O", "crank", "ground", point_i=(-0.5, 0.0))],
+            pairs=[rx.joints.Revolute("O", "crank", "ground", point_i=(-0.5, 0.0))],
             gravity=(0.0, -9.81),
         )
         model, state = mech.build(), mech.initial_state()

@@ -11,9 +11,9 @@ adaptive controller follow the decay of the drift they cause (Bricard's linkage,
 the step size is set by the motion alone (38 steps).
 
 The correction is solved by the same linear algebra as the accelerations: the
-all-rows Schur complement ([`schur_acceleration`][redundax.schur_acceleration])
-for dense terms, the block-sparse factorisation ([`BlockSparse`][redundax.BlockSparse])
-when the method assembles [`LocalTerms`][redundax.LocalTerms]; no pivoting, no
+all-rows Schur complement ([`schur_acceleration`][redundax.methods.schur_acceleration])
+for dense terms, the block-sparse factorisation ([`BlockSparse`][redundax.methods.BlockSparse])
+when the method assembles [`LocalTerms`][redundax.equations.LocalTerms]; no pivoting, no
 rank, and dependent rows are handled as in q̈.
 """
 
@@ -93,18 +93,18 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
     """How the corrections are solved: "block" (the block-sparse factorisation),
     "schur" (all-rows Schur complement), "qr" (pivoted QR at the structure's rank),
     "rows" (the Schur complement of the independent rows `rows`, as an
-    [`Elimination`][redundax.Elimination] solves q̈); None: chosen by `prepare`
+    [`Elimination`][redundax.methods.Elimination] solves q̈); None: chosen by `prepare`
     from the method and structure `simulate` runs with, from static facts only (the
     method's own path when it has one, else the structure's static
     `Structure.schur_path`; with neither, the structure's traced verdict chooses at
     run time)."""
 
     rows: Int[Array, " r"] | None = None
-    """The rows the "rows" path solves with (an [`Elimination`][redundax.Elimination]'s
+    """The rows the "rows" path solves with (an [`Elimination`][redundax.methods.Elimination]'s
     kept rows, set by `prepare`)."""
 
     pivots: str | None = eqx.field(static=True, default=None)
-    """The "block" path's pivot metric (see [`BlockSparse`][redundax.BlockSparse]),
+    """The "block" path's pivot metric (see [`BlockSparse`][redundax.methods.BlockSparse]),
     the method's (set by `prepare`)."""
 
     def __check_init__(self):
@@ -148,7 +148,7 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
         """Δ of least M-norm with Φ_q Δ = Φ (`holonomic`) or C Δ = C q̇ + b.
 
         Only what the correction needs is assembled: C and Φ, or C and b (not Γ
-        nor the forces of [`redundax.dynamics_terms`][])."""
+        nor the forces of [`redundax.equations.dynamics_terms`][])."""
         from .methods._kernels import (
             null_space_acceleration,
             schur_acceleration,

@@ -357,7 +357,7 @@ class Structure(eqx.Module):
     - `schur_path` (static): the same verdict as a Python bool where [`decide`][]
       judged it on the host, None where the structure was decided inside a
       transformation (its verdict traced). The null-space family and
-      [`StepProjection`][redundax.StepProjection] compute with the path it names,
+      [`StepProjection`][redundax.drift.StepProjection] compute with the path it names,
       so every run given this structure (eager, under `jax.jit`, `jax.vmap`,
       `jax.grad`) compiles that one path; a structure decided inside a
       transformation takes its (traced) verdict at run time by `jax.lax.cond` —
@@ -474,7 +474,7 @@ class Structure(eqx.Module):
                 f"singular configuration: rank C = {int(self.rank)} at the initial state "
                 f"but {int(self.rank_nearby)} at a configuration nearby on the constraint "
                 "manifold, so the rank decided there would drop real constraints. Start "
-                "from a regular configuration, or use rx.AugmentedLagrangian(), which "
+                "from a regular configuration, or use rx.methods.AugmentedLagrangian(), which "
                 "needs no rank decision."
             )
 

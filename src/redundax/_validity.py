@@ -14,8 +14,8 @@ joint-coordinate runs, sweeps, the optimiser).
 holonomic rows, in m or rad) is within what the run's drift control promises
 ([`position_tolerance`][]):
 
-- where the state was just projected (a [`StepProjection`][redundax.StepProjection]
-  step end, or a saved state of [`Projection`][redundax.Projection]): Newton steps
+- where the state was just projected (a [`StepProjection`][redundax.drift.StepProjection]
+  step end, or a saved state of [`Projection`][redundax.drift.Projection]): Newton steps
   from within a local error δ of the manifold leave O(δ²), so anything above
   `max(PROJECTED_TOL, rtol)` (1e-6 at the default rtol = 1e-8; the initial
   projection accepts the same 1e-6) means that no configuration near the state

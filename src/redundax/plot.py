@@ -722,8 +722,8 @@ _BUILDERS: dict[str, Callable[..., Figure]] = {
 def plot_block_pattern(pattern, *, figure: Figure | None = None) -> Figure:
     """The structure of the block-sparse system C M⁻¹ Cᵀ (Kraus et al. 2001, Fig. 3):
     one row and column per constraint block (a pair, or a body's rigid-body rows),
-    in the elimination order of the [`redundax.BlockPattern`][] (`structure.blocks`
-    or `redundax.block_pattern(model, redundax.topology(model))`).
+    in the elimination order of the [`redundax.internal.BlockPattern`][] (`structure.blocks`
+    or `redundax.internal.block_pattern(model, redundax.analysis.topology(model))`).
 
     **Returns:** the figure: diagonal blocks (`gid` `"diagonal"`), blocks coupled
     through a common body (`"coupled"`), fill-in created by the factorisation

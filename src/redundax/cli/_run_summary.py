@@ -6,7 +6,8 @@ from typing import Any
 import diffrax
 import numpy as np
 
-from .. import ModelError, marker_positions
+from .. import ModelError
+from ..equations import marker_positions
 from ..io.config import Config, SimulationOptions
 
 

@@ -11,19 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import (
-    AbstractNullSpaceMethod,
-    Elimination,
-    Model,
-    ModelError,
-    Progress,
-    State,
-    Trajectory,
-    decide,
-    reaction_history,
-    simulate,
-    singularity_report,
-)
+from ..methods import AbstractNullSpaceMethod, Elimination
+from .. import Model, ModelError, Progress, State, Trajectory, decide, reaction_history, simulate, singularity_report
 from .._options import Singularities, initial_projection
 from .._reactions import MEMORY_BUDGET, chunk_size
 from .._simulate import SingularPassageWarning, constraints_left_error

@@ -63,7 +63,7 @@ def _velocities(mujoco, model, data, b: int) -> dict:
 
 def from_mjcf(path: str | Path, *, keyframe: int | str | None = None) -> Mechanism:
     """The mechanism of an MJCF (`.xml`) or URDF (`.urdf`) file, compiled by MuJoCo
-    (see [`from_mujoco`][redundax.from_mujoco]).
+    (see [`from_mujoco`][redundax.io.from_mujoco]).
 
     **Raises:** `ModelError` naming the file and MuJoCo's message when it does not
     compile, or every element that cannot be mapped.

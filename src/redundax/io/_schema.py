@@ -82,7 +82,7 @@ class EliminatedRows:
     """`method = "elimination"` as read from a file, before the model exists.
 
     `rows`: the rows of C to drop (1-based), or None to let the pivoted QR choose.
-    [`load_config`][] turns it into `redundax.eliminate(model, q0, t0, rows)`.
+    [`load_config`][] turns it into `redundax.methods.eliminate(model, q0, t0, rows)`.
     """
 
     rows: tuple[int, ...] | None = None
@@ -94,7 +94,7 @@ class JointStiffnesses:
 
     `joint_stiffness`: one stiffness for every joint row, or (force rows, moment
     rows) [N/m, N m/rad]; `pair_stiffness`: {pair: k or one k per row}.
-    [`load_config`][] turns it into `redundax.Compliant(redundax.joint_stiffness(
+    [`load_config`][] turns it into `redundax.methods.Compliant(redundax.methods.joint_stiffness(
     model, joint_stiffness, pair_stiffness))`.
     """
 

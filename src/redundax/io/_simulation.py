@@ -34,9 +34,9 @@ class SimulationOptions:
     - `stepsize_controller`: `diffrax.PIDController(rtol, atol)` (`rtol`, `atol`:
       1e-8, 1e-10).
     - `drift_control`: from `stabilisation` (Baumgarte's α, β or none) and
-      `projection`: [`redundax.StepProjection`][] after every integrator step
+      `projection`: [`redundax.drift.StepProjection`][] after every integrator step
       (`"steps"`, the default but for the penalty method, with α = β = 1 /s
-      between unless the file gives them), [`redundax.Projection`][] at every saved
+      between unless the file gives them), [`redundax.drift.Projection`][] at every saved
       state (`true`), or Baumgarte's terms alone (`false`, α = β = 10 /s).
     - `initial`: [`redundax.CheckInitial`][] (`initial = "refuse"`, the default) or
       [`redundax.ProjectInitial`][] (`initial = "project"`).
@@ -206,7 +206,7 @@ def parse_simulation(raw: dict[str, Any], problems: list[str]) -> dict[str, Any]
         # The solver redundax.simulate takes at these tolerances: one set of defaults.
         objects["solver"] = default_solver(values.get("rtol", RTOL))
         chosen["solver"] = type(objects["solver"]).__name__.lower()
-    # Default: after every step (rx.default_drift_control), except for a method
+    # Default: after every step (rx.drift.default_drift_control), except for a method
     # whose equations carry their own drift terms (the penalty method).
     default = False if getattr(objects["method"], "stabilises_itself", False) else "steps"
     projection = values.pop("projection", default)

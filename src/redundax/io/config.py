@@ -339,7 +339,7 @@ def load_config(path: str | os.PathLike) -> Config:
     **Arguments:**
 
     - `path`: a TOML file in the format of `configs/README.md`, or an MJCF
-      (`.xml`) or URDF (`.urdf`) file, read by [`redundax.from_mjcf`][] (needs the
+      (`.xml`) or URDF (`.urdf`) file, read by [`redundax.io.from_mjcf`][] (needs the
       `mjcf` extra) at its reference configuration with the default
       [`SimulationOptions`][].
 

@@ -6,7 +6,7 @@ times, q, q̇, q̈, the tracked points, every pair's reaction wrench with its
 `unique` flag, its moment about the joint point, its reaction components (−λ of
 each of its rows, labelled as in `Pair.components`) with a `unique` flag each, the
 multipliers, the constraint violations and the energy, the rank of C along the
-run ([`redundax.rank_history`][]) and the solvability report at the first saved
+run ([`redundax.monitors.rank_history`][]) and the solvability report at the first saved
 state ([`redundax.analyze_solvability`][]: rank, p, mobility, and per pair its
 verdict and the norm of B_X).
 
@@ -64,7 +64,7 @@ then returns `rank` None and empty dicts.
 A run in joint coordinates ([`redundax.simulate`][]) is written in the same
 layout: `q`, `q̇`, `q̈` are the absolute coordinates of the same motion, the
 reactions are the DCA's (`method` "DCA"), the verdicts and `b_norm` those of seed
-002's analysis ([`redundax.joint_uniqueness`][]: `meta["solvability"]` then has
+002's analysis ([`redundax.joint_coordinates.joint_uniqueness`][]: `meta["solvability"]` then has
 `coordinates` "joint", `n` the bodies' twist coordinates and `rows` every pair's
 rows, on which the DCA decides (n − rank is the mobility), and `decided_by`, per
 pair the step that decided it), and the joint coordinates and rates are stored
@@ -489,7 +489,7 @@ def write_run(
     """Write the time histories of a run to `path`, as NPZ or CSV by its extension.
 
     Besides the histories it is given, it computes and stores the rank of C at
-    every saved state ([`redundax.rank_history`][]) and the solvability report at
+    every saved state ([`redundax.monitors.rank_history`][]) and the solvability report at
     the first one ([`redundax.analyze_solvability`][]).
 
     **Arguments:**
@@ -514,7 +514,7 @@ def write_run(
     - `metadata`: extra JSON-serialisable entries for the metadata.
     - `force`: overwrite an existing file.
     - `joint_report`: for a joint-coordinate run, the
-      [`redundax.JointUniquenessReport`][] its verdicts come from (the default
+      [`redundax.joint_coordinates.JointUniquenessReport`][] its verdicts come from (the default
       `unique` and `component_unique`, `b_norm` and `meta["solvability"]`).
 
     **Returns:** the path written.
@@ -538,7 +538,7 @@ def write_run(
     if isinstance(trajectory, JointTrajectory):
         if joint_report is None:
             raise ValueError(
-                "write_run: a joint-coordinate run needs joint_report= (redundax.joint_uniqueness)"
+                "write_run: a joint-coordinate run needs joint_report= (redundax.joint_coordinates.joint_uniqueness)"
             )
         # The verdicts a run claims (as an absolute run's file): the stable ones.
         if unique is None:

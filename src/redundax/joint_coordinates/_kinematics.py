@@ -434,7 +434,7 @@ def spanning_tree(model: Model, tree: Sequence[str] | None = None):
     `(pair, parent_body, child_body)` in breadth-first order.
 
     Default: breadth-first from the ground over the pairs that are joints of a kind
-    with joint coordinates, in the model's pair order (as [`redundax.topology`][]);
+    with joint coordinates, in the model's pair order (as [`redundax.analysis.topology`][]);
     with `tree`, only the named pairs, which must form a tree."""
     nb = model.bodies.count
     kinds = PLANAR_KINDS if model.dim == 2 else SPATIAL_KINDS

@@ -29,7 +29,7 @@ joint coordinates (the conversion assumes the tree joints hold)."""
 class JointModel(eqx.Module):
     """A mechanism in joint coordinates (seed 002; Featherstone 1999).
 
-    Built by [`redundax.joint_model`][] from an absolute-coordinate [`Model`][]:
+    Built by [`redundax.joint_coordinates.joint_model`][] from an absolute-coordinate [`Model`][]:
     the same bodies, pairs, forces and markers, with the pairs of a spanning tree
     replaced by joint coordinates. Every other row of C (the cut joints that close
     loops, drivers, Pfaffian constraints) remains a constraint.
@@ -129,8 +129,8 @@ def joint_model(
         ```python
         mech = rx.models.four_bar()
         model, state = mech.build(), mech.initial_state()
-        jm = rx.joint_model(model, state.q)  # tree O, A, D; cut joint B
-        jstate = rx.to_joint_state(jm, state)
+        jm = rx.joint_coordinates.joint_model(model, state.q)  # tree O, A, D; cut joint B
+        jstate = rx.joint_coordinates.to_joint_state(jm, state)
         ```
     """
     nb, dof = model.bodies.count, model.bodies.dof
@@ -240,7 +240,7 @@ def to_joint_state(jm: JointModel, state: State, tol: float = TREE_TOLERANCE) ->
         raise ValueError(
             "the configuration violates tree joints, which joint coordinates hold exactly: "
             + ", ".join(bad)
-            + "; assemble the mechanism first (redundax.Projection)"
+            + "; assemble the mechanism first (redundax.drift.Projection)"
         )
     qj = joint_coordinates(jm, state.q)
     return State(state.t, qj, joint_velocities(jm, qj, state.q, state.qd))

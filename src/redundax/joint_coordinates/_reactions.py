@@ -2,7 +2,7 @@
 back-substitution as the same [`redundax.Reactions`][] the absolute-coordinate
 path reports (wrenches at the centres of mass, moments about the joint points,
 components −λ per row), with the verdicts of seed 002's analysis
-([`redundax.joint_uniqueness`][]) that a run claims: its `stable_unique` /
+([`redundax.joint_coordinates.joint_uniqueness`][]) that a run claims: its `stable_unique` /
 `stable_row_unique`, unique at the configuration analysed and at the generic one
 next to it, as the absolute path's reactions (the `Structure`'s stable verdicts).
 
@@ -59,8 +59,8 @@ def joint_reactions(
 
     **Arguments:**
 
-    - `jm`, `structure`: the model and its decisions ([`redundax.decide_joint`][]).
-    - `report`: the verdicts ([`redundax.joint_uniqueness`][]), decided once; the
+    - `jm`, `structure`: the model and its decisions ([`redundax.joint_coordinates.decide_joint`][]).
+    - `report`: the verdicts ([`redundax.joint_coordinates.joint_uniqueness`][]), decided once; the
       reactions carry its `stable_unique` / `stable_row_unique`.
     - `drift_control`: the Baumgarte terms the motion was computed with (so that
       the reactions belong to its accelerations); None: none.

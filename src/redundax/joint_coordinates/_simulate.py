@@ -58,7 +58,7 @@ steps, 42 ms warm; with Baumgarte's terms alone (10 /s) 100 steps, 82 ms."""
 
 class AbsoluteStates(NamedTuple):
     """Saved states in absolute coordinates (`ts`, `q`, `qd`): what
-    [`redundax.rank_history`][] and [`redundax.singular_instants`][] read of a
+    [`redundax.monitors.rank_history`][] and [`redundax.monitors.singular_instants`][] read of a
     trajectory."""
 
     ts: Float[Array, " T"]
@@ -155,16 +155,16 @@ def simulate_joint(
     **Arguments:**
 
     - `jm`, `state`: the model and a joint-coordinate state
-      ([`redundax.to_joint_state`][]).
+      ([`redundax.joint_coordinates.to_joint_state`][]).
     - `t1`: final time [s]; `n_save` equally spaced saves, or the times `ts`.
-    - `structure`: the decisions ([`redundax.decide_joint`][]; default: taken at
+    - `structure`: the decisions ([`redundax.joint_coordinates.decide_joint`][]; default: taken at
       `state`, which must then be concrete: pass it to `jax.vmap` over states).
     - `rtol`, `atol`: the step-size controller's tolerances; `solver`: a Diffrax
       solver (default `Dopri8`).
     - `drift_control`: for the rows the tree does not hold (the tree's hold
-      exactly by construction): [`redundax.StepProjection`][] (default: after every
+      exactly by construction): [`redundax.drift.StepProjection`][] (default: after every
       step, `iterations` Newton steps on the positions and one on the velocities,
-      solved by the DCA; its `baumgarte` terms in between), [`redundax.Baumgarte`][]
+      solved by the DCA; its `baumgarte` terms in between), [`redundax.drift.Baumgarte`][]
       terms alone, or None.
     - `max_steps`: the integrator's step budget.
     - `throw`: raise when the integration fails or the motion leaves its
@@ -229,7 +229,7 @@ class JointStepEnd(AbstractStepEnd):
     """What ends every step of a joint-coordinate run: the projection onto the rows
     the tree does not hold (when `projection` is given) and the re-charting of
     rotation vectors (when the tree has any). Called by
-    [`redundax.ProjectedSteps`][] as `project_state(args, t, y)`."""
+    [`redundax.drift.ProjectedSteps`][] as `project_state(args, t, y)`."""
 
     jm: JointModel
     structure: JointStructure

@@ -175,7 +175,7 @@ def joint_uniqueness(
 
     **Arguments:**
 
-    - `jm`, `structure`: the model and its decisions ([`redundax.decide_joint`][]).
+    - `jm`, `structure`: the model and its decisions ([`redundax.joint_coordinates.decide_joint`][]).
     - `state`: the joint-coordinate state whose configuration is analysed.
     - `utol`: the self-stress test's tolerance (as the absolute-coordinate test's).
 

@@ -38,11 +38,11 @@ class AbstractRedundancyMethod(eqx.Module):
     stabilises_itself: ClassVar[bool] = False
     """Whether the method's equations carry their own drift terms (the penalty
     method's springs): `simulate` then projects nothing by default
-    ([`default_drift_control`][redundax.default_drift_control])."""
+    ([`default_drift_control`][redundax.drift.default_drift_control])."""
 
     partitions: ClassVar[bool] = False
     """Whether the method keeps an active set of rows (`active_rows`), which
-    `simulate` records step by step ([`ActiveSetMonitor`][redundax.ActiveSetMonitor])."""
+    `simulate` records step by step ([`ActiveSetMonitor`][redundax.monitors.ActiveSetMonitor])."""
 
     @property
     def needs_mass_inverse(self) -> bool:
@@ -87,14 +87,14 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
     decided on the host: one path is compiled).
 
     `block` chooses whether q̈ is computed by the block-sparse factorisation of
-    [`BlockSparse`][redundax.BlockSparse] (the same q̈ at consistent states, in
+    [`BlockSparse`][redundax.methods.BlockSparse] (the same q̈ at consistent states, in
     O(n); in `simulate` with no dense matrix): `True`, always; `False`, never;
     `None` (default), when the mechanism has at least `BLOCK_MIN_COORDINATES`
     coordinates, where it is the faster path, every body's block of M is regular
     and `schur` is None ([`specialise`][] decides, from the model's static
     `MassFacts` (`redundax._bodies`)). The multipliers stay the method's own
     (dense) choice. `pivots`: the metric of the block solver's pivots (see
-    [`BlockSparse`][redundax.BlockSparse]; None: from M's conditioning).
+    [`BlockSparse`][redundax.methods.BlockSparse]; None: from M's conditioning).
     """
 
     schur: eqx.AbstractVar[bool | None]
@@ -158,7 +158,7 @@ def specialise(
     C Cᵀ, since the pivots of C M⁻¹ Cᵀ take independent rows for dependent ones
     there (Bricard's rods 3 mm thick instead of 100 mm, M's condition number 1.3e6:
     q̈ wrong by a factor 5 with the pivots of C M⁻¹ Cᵀ, exact to 2e-15 with those
-    of C Cᵀ; see [`BlockSparse`][redundax.BlockSparse]).
+    of C Cᵀ; see [`BlockSparse`][redundax.methods.BlockSparse]).
 
     The numbers are those of the unspecialised method (the same q̈; it reads the
     same static facts).
@@ -178,7 +178,7 @@ def checked(method: AbstractRedundancyMethod, structure: Structure, model=None):
 
     **Raises:** [`ModelError`][redundax.ModelError] where the method applies M⁻¹ and
     a body's block of M is singular (the bodies named), or where an
-    [`Elimination`][redundax.Elimination]'s kept rows do not span the rows of C
+    [`Elimination`][redundax.methods.Elimination]'s kept rows do not span the rows of C
     (the dropped rows named). **Warns:** [`AccuracyWarning`][redundax.AccuracyWarning]
     where a forced Schur path is predicted to be biased. Also refuses (from any
     context: it is static) a structure decided for another mechanism than `model`
@@ -200,9 +200,9 @@ def checked(method: AbstractRedundancyMethod, structure: Structure, model=None):
 
 def raise_if_rows_do_not_span(method: AbstractRedundancyMethod, structure: Structure) -> None:
     """[`ModelError`][redundax.ModelError] when `method` is an
-    [`Elimination`][redundax.Elimination] whose kept rows do not span the rows of C
+    [`Elimination`][redundax.methods.Elimination] whose kept rows do not span the rows of C
     at the structure's configuration (`path_accurate`'s test; an `Elimination`
-    built by hand, or by [`redundax.eliminate`][] for another mechanism)."""
+    built by hand, or by [`redundax.methods.eliminate`][] for another mechanism)."""
     from .elimination import Elimination
 
     if not isinstance(method, Elimination):
@@ -218,7 +218,7 @@ def raise_if_rows_do_not_span(method: AbstractRedundancyMethod, structure: Struc
         f"rows kept do not span the rows of C (rank {rank}), so a constraint would be left out"
     )
     raise ModelError(
-        f"Elimination: {problem}. Build it with rx.eliminate(model, q), which checks the "
+        f"Elimination: {problem}. Build it with rx.methods.eliminate(model, q), which checks the "
         "rows or chooses them",
         [problem],
         "method",
@@ -250,7 +250,7 @@ def path_accurate(method: AbstractRedundancyMethod, structure: Structure, model)
     bias at most `SCHUR_BIAS_LIMIT` where it is fixed (`schur=True`); M's
     condition number at most `MASS_PIVOTS_MAX_CONDITION` where the block solver
     tests the pivots of C M⁻¹ Cᵀ (`pivots="mass"`); for an
-    [`Elimination`][redundax.Elimination], kept rows that span the rows of C (as
+    [`Elimination`][redundax.methods.Elimination], kept rows that span the rows of C (as
     many as its rank, and the left null space N of C regular on the dropped rows:
     σ_min(N[dropped]) above `ELIMINATION_MIN_SIGMA`; a variant of higher rank would
     otherwise run with a constraint left out). A path left to run time
@@ -273,7 +273,7 @@ def path_accurate(method: AbstractRedundancyMethod, structure: Structure, model)
 
 ELIMINATION_MIN_SIGMA = 1e-6
 """Smallest singular value of the left null space's dropped rows for which an
-[`Elimination`][redundax.Elimination]'s kept rows count as spanning C's rows (the
+[`Elimination`][redundax.methods.Elimination]'s kept rows count as spanning C's rows (the
 columns of N are orthonormal: 1 is the best, 0 a dependent set kept)."""
 
 
@@ -324,7 +324,7 @@ def warn_if_schur_biased(method: AbstractRedundancyMethod, structure: Structure)
 
 def uses_block_solver(method: AbstractRedundancyMethod) -> bool:
     """Whether `method` computes q̈ by the block solver
-    ([`BlockSparse`][redundax.BlockSparse], or a method of the null-space family
+    ([`BlockSparse`][redundax.methods.BlockSparse], or a method of the null-space family
     with `block=True`; `block=None` is decided by [`specialise`][])."""
     from .block import BlockSparse
 
@@ -390,7 +390,7 @@ def _singular_mass_error(method, bodies, model) -> ModelError:
         + "\n".join(f"  - {p}" for p in problems)
         + "\nin natural coordinates a body whose mass lies in one plane (a lamina: "
         "principal moments with I_z = I_x + I_y) has no inertia out of it. Use "
-        "rx.NullSpace() (its pivoted-QR path, which it takes for such a mechanism), or "
+        "rx.methods.NullSpace() (its pivoted-QR path, which it takes for such a mechanism), or "
         "give the bodies some thickness (I_z < I_x + I_y)",
         problems,
         "method",

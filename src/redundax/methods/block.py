@@ -7,7 +7,7 @@ constraint blocks, S μ = C M⁻¹ F − Γ with S = C M⁻¹ Cᵀ, q̈ = M⁻¹
 1. M⁻¹ body by body (M is block diagonal in absolute and natural coordinates);
 2. S only in the blocks of its pattern (two constraint blocks couple only through
    a common moving body), factorised S = L D Lᵀ block by block in the order the
-   [`BlockPattern`][redundax.BlockPattern] fixed on the host, with fill-in only
+   [`BlockPattern`][redundax.internal.BlockPattern] fixed on the host, with fill-in only
    where its symbolic factorisation put it (none for chains, trees and loops
    through the ground; along the loop for a loop off the ground). Every block is
    padded to one size and every step to one number of coupled blocks, so the
@@ -28,7 +28,7 @@ constraint blocks, S μ = C M⁻¹ F − Γ with S = C M⁻¹ Cᵀ, q̈ = M⁻¹
    C Cᵀ (a second factorisation chooses the rows: `MASS_PIVOTS_MAX_CONDITION`).
    The rows kept are the *active set* (`BlockSolution.active`); it may change
    from one state to the next, and `simulate` records every change
-   ([`ActiveSetLog`][redundax.ActiveSetLog]).
+   ([`ActiveSetLog`][redundax.monitors.ActiveSetLog]).
 4. one step of iterative refinement on the residuals of the full equations, with
    the same factors: the Schur complement squares the conditioning of C M^-1/2,
    and the step restores the accuracy of a backward-stable solve.
@@ -354,7 +354,7 @@ def block_solve(
 ) -> BlockSolution:
     """(q̈, μ, active rows) of M q̈ + Cᵀ μ = F, C q̈ = Γ by the block factorisation
     (module docstring), C given row by row in local form (`R`, `B`: see
-    [`redundax.constraint_rows`][]) and M by its body blocks (and their inverses
+    [`redundax.equations.constraint_rows`][]) and M by its body blocks (and their inverses
     `mass_inverse` when known, e.g. `LocalTerms.mass_inverse`). `pivots`: the
     metric of the partitioning's pivots, `"mass"` (those of C M⁻¹ Cᵀ) or
     `"coordinates"` (those of C Cᵀ, by a second factorisation; see
@@ -453,7 +453,7 @@ class BlockSparse(AbstractRedundancyMethod):
       model's static `MassFacts` (`redundax._bodies`) (taken when it was built;
       [`specialise`][redundax.methods.specialise] fixes it before a run).
 
-    In `simulate` it assembles only [`LocalTerms`][redundax.LocalTerms] (no dense
+    In `simulate` it assembles only [`LocalTerms`][redundax.equations.LocalTerms] (no dense
     C or M: O(n) memory); given dense [`Terms`][] it reads C's blocks from them.
     """
 

@@ -30,7 +30,7 @@ class Elimination(AbstractRedundancyMethod):
     """Redundant-constraint elimination: the rows `keep` (0-based) form an
     independent set; the other rows are dropped and their multipliers are zero.
 
-    Build it with [`redundax.eliminate`][], which checks that the dropped rows are
+    Build it with [`redundax.methods.eliminate`][], which checks that the dropped rows are
     really redundant, or chooses them with the pivoted QR.
     """
 
@@ -40,8 +40,8 @@ class Elimination(AbstractRedundancyMethod):
     n_rows: int = eqx.field(static=True)
     spans_holonomic: bool = eqx.field(static=True, default=False)
     """Whether the kept rows among the holonomic ones span Φ_q's rows (as many as
-    its rank), found by [`redundax.eliminate`][] on the host: a
-    [`StepProjection`][redundax.StepProjection] then corrects positions with the
+    its rank), found by [`redundax.methods.eliminate`][] on the host: a
+    [`StepProjection`][redundax.drift.StepProjection] then corrects positions with the
     kept rows alone (one Cholesky, no regularisation); otherwise (and for an
     `Elimination` built by hand) with the structure's path over all rows."""
     needs_mass_inverse: ClassVar[bool] = True  # the Schur complement of the kept rows

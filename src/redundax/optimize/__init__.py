@@ -21,8 +21,8 @@ variable; bounds are kept by projecting z onto its box after every step
 
 **Objective.** J(x) = Σ_k w_k f_k(x)/f_k(x₀) + penalty, each term normalised by
 its initial value: a term is the smooth peak of a unique reaction over the
-manoeuvre ([`redundax.peak_reaction`][], a power mean of order p) or the
-magnitude of its impulse ([`redundax.reaction_impulse`][]). Only reactions a
+manoeuvre ([`redundax.analysis.peak_reaction`][], a power mean of order p) or the
+magnitude of its impulse ([`redundax.analysis.reaction_impulse`][]). Only reactions a
 rigid model determines can be design objectives; the design file is refused
 otherwise (the others depend on the method of handling redundancy, not on the
 design). The changed geometry makes the nominal initial state inconsistent: it

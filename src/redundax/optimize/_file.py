@@ -13,7 +13,8 @@ from typing import Any
 
 import diffrax
 
-from .. import Projection, decide
+from ..drift import Projection
+from .. import decide
 from .._options import PROJECTED_TOL, ProjectInitial, SaveAt
 from .._parameters import Target
 from ..io._checks import (

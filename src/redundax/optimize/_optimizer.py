@@ -14,12 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .. import (
-    Projection,
-    analyze_solvability,
-    position_residual,
-    velocity_residual,
-)
+from ..drift import Projection
+from .. import analyze_solvability
+from ..equations import position_residual, velocity_residual
 from ..io._errors import ConfigError, Problem, Where
 from ._constants import FORMAT, OPTIMIZERS, QUANTITIES
 from ._file import _TINY, Design

@@ -12,12 +12,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import (
-    decide,
-    peak_reaction,
-    reaction_impulse,
-    simulate,
-)
+from .. import decide, simulate
+from ..analysis import peak_reaction, reaction_impulse
 from .._options import initial_projection
 from .._parameters import apply_parameters, parameter_targets
 from .._rank_history import singular_values_along

@@ -17,18 +17,10 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Float
 
-from .. import (
-    Model,
-    Projection,
-    SmoothSteps,
-    State,
-    analyze_solvability,
-    decide,
-    marker_positions,
-    position_residual,
-    simulate,
-    velocity_residual,
-)
+from .. import Model, State, analyze_solvability, decide, simulate
+from ..drift import Projection
+from ..motions import SmoothSteps
+from ..equations import marker_positions, position_residual, velocity_residual
 from .._options import CheckInitial, Singularities
 from .._parameters import apply_parameters
 from .._reactions import MEMORY_BUDGET
@@ -60,7 +52,7 @@ def _knots(model: Model) -> dict[int, Any]:
 
 def _rank_along(structure, log) -> dict[str, Any]:
     """`rank_start`, `rank_min`, `rank_max`, `sigma_ratio_min` of one run from its
-    [`SingularityLog`][redundax.SingularityLog] (the monitor `simulate` runs after
+    [`SingularityLog`][redundax.monitors.SingularityLog] (the monitor `simulate` runs after
     every integrator step): no decomposition at the saved states.
 
     The start rank is the structure's; the run's rank is logged at every step end

@@ -240,7 +240,7 @@ class Sweep:
     - `simulate`: simulate each variant with the options `simulation` (its
       `t_final`, method, solver, tolerances, stabilisation, `n_save`, `max_steps`).
     - `project_initial`: project each variant's initial state onto its constraints
-      (`rx.Projection(iterations=PROJECTION_STEPS)`) before it is analysed and simulated.
+      (`rx.drift.Projection(iterations=PROJECTION_STEPS)`) before it is analysed and simulated.
     - `consistency_tolerance`: a variant's initial state is `consistent` when its
       constraint residuals are at most this [m, m/s].
     - `chunk_size`: variants per chunk (None: [`default_chunk_size`][]).

@@ -5,8 +5,8 @@
 - `_spatial.py`: spatial joints in natural coordinates.
 - `_custom.py`: pairs given by a user residual (planar or spatial).
 
-Internal to redundax: users declare pairs with the specs (`redundax.Revolute`,
-`redundax.Spherical`, ...) and [`redundax.Mechanism.build`][] makes these.
+Internal to redundax: users declare pairs with the specs (`redundax.joints.Revolute`,
+`redundax.joints.Spherical`, ...) and [`redundax.Mechanism.build`][] makes these.
 """
 
 from ._base import AbstractHolonomic as AbstractHolonomic, AbstractPfaffian as AbstractPfaffian

@@ -1,0 +1,28 @@
+"""The solvability and uniqueness analysis (Wojtyra & Frączek's QR test and its rank and SVD
+variants), batched analysis of many configurations, reactions of one pair along a motion
+(peak, impulse, history) with their gradients, and the mechanism's topology.
+"""
+
+from ._reaction_quantities import (
+    PairReaction as PairReaction,
+    PeakReaction as PeakReaction,
+    ReactionImpulse as ReactionImpulse,
+    final_marker_position as final_marker_position,
+    pair_reaction as pair_reaction,
+    pair_reaction_history as pair_reaction_history,
+    peak_reaction as peak_reaction,
+    reaction_impulse as reaction_impulse,
+)
+from ._solvability import (
+    Solvability as Solvability,
+    analyze_many as analyze_many,
+    solvability_by_qr as solvability_by_qr,
+    solvability_by_rank as solvability_by_rank,
+    solvability_by_svd as solvability_by_svd,
+    solvability_report as solvability_report,
+)
+from ._structure import (
+    Topology as Topology,
+    membership as membership,
+    topology as topology,
+)
