@@ -17,6 +17,20 @@ import jax as _jax
 # Results a user sees are float64 by default (the seed papers' numbers need it).
 _jax.config.update("jax_enable_x64", True)
 
+from . import (
+    analysis as analysis,
+    drift as drift,
+    equations as equations,
+    forces as forces,
+    internal as internal,
+    io as io,
+    joint_coordinates as joint_coordinates,
+    joints as joints,
+    methods as methods,
+    models as models,
+    monitors as monitors,
+    motions as motions,
+)
 from ._citation import (
     citation as citation,
 )
@@ -47,8 +61,8 @@ from ._progress import (
     Progress as Progress,
 )
 from ._reactions import (
-    reaction_history as reaction_history,
     Reactions as Reactions,
+    reaction_history as reaction_history,
     reactions as reactions,
 )
 from ._run import (
@@ -62,8 +76,8 @@ from ._singularity import (
     singularity_report as singularity_report,
 )
 from ._solvability import (
-    analyze_solvability as analyze_solvability,
     SolvabilityReport as SolvabilityReport,
+    analyze_solvability as analyze_solvability,
 )
 from ._spatial_spec import (
     SpatialBody as SpatialBody,
@@ -75,30 +89,15 @@ from ._spec import (
     Mechanism as Mechanism,
 )
 from ._structure import (
-    decide as decide,
     Structure as Structure,
+    decide as decide,
 )
 from ._validity import (
     ConstraintsLeftError as ConstraintsLeftError,
 )
+from ._version import __version__ as __version__
 from .joint_coordinates import (
     JointTrajectory as JointTrajectory,
-)
-
-from ._version import __version__ as __version__
-from . import (
-    analysis as analysis,
-    drift as drift,
-    equations as equations,
-    forces as forces,
-    internal as internal,
-    io as io,
-    joint_coordinates as joint_coordinates,
-    joints as joints,
-    methods as methods,
-    models as models,
-    monitors as monitors,
-    motions as motions,
 )
 
 # Submodules that pull in heavier dependencies (matplotlib for `plot`; the sweep's

@@ -4,9 +4,11 @@ during the integration, and reported next to the rank history.
 A method that partitions the constraints (`method.partitions`, e.g.
 [`BlockSparse`][redundax.methods.BlockSparse]) keeps some rows of C active and drops the
 rows its factorisation finds dependent, state by state. `simulate` wraps the ODE
-solver in [`ActiveSetMonitor`][]: after every step the active rows are evaluated at
+solver in [`ActiveSetMonitor`][redundax.monitors.ActiveSetMonitor]: after every step the active rows
+are evaluated at
 the step's end state and compared with those after the last accepted step; a
-change is written to a fixed-size [`ActiveSetLog`][] carried in the solver's state
+change is written to a fixed-size [`ActiveSetLog`][redundax.monitors.ActiveSetLog] carried in the
+solver's state
 (Diffrax keeps the state of accepted steps only), so the log is exact to the
 integrator's own steps and costs one more solve per step, whatever the save times.
 """
@@ -87,7 +89,8 @@ def active_rows(args, t, y) -> Bool[Array, " nc"]:
 
 class ActiveSetMonitor(AbstractMonitor):
     """A Diffrax solver that steps like `solver` and records the active set of the
-    vector field's partitioning method after every step in an [`ActiveSetLog`][]
+    vector field's partitioning method after every step in an
+    [`ActiveSetLog`][redundax.monitors.ActiveSetLog]
     (the second half of its solver state). `log`: the log to continue (a run
     integrated save interval by save interval continues one log)."""
 

@@ -13,8 +13,8 @@ from jaxtyping import Array, Float, Int
 from ._errors import ModelError
 from ._forces import AbstractForceElement
 from ._model import Model
-from ._types import Scalar
 from ._pairs import AbstractHolonomic, AbstractPfaffian
+from ._types import Scalar
 
 
 def _with_ground(model: Model, q: Float[Array, " nq"], ground: Float[Array, " dof"]):
@@ -425,7 +425,8 @@ def check_consistency(model: Model, state, tol: float = CONSISTENCY_TOL) -> None
 
 
 def raise_if_inconsistent(model: Model, phi, vel, tol: float = CONSISTENCY_TOL) -> None:
-    """The host-side half of [`check_consistency`][], given Φ and C q̇ + b."""
+    """The host-side half of [`check_consistency`][redundax.equations.check_consistency], given Φ
+    and C q̇ + b."""
     import numpy as np
 
     phi, vel = np.asarray(phi), np.asarray(vel)
@@ -469,7 +470,8 @@ def constraint_rows(
     is the derivative of row r (Φ_q or Ψ) in the coordinates of body `B[r, j]`, for
     the P bodies of the row's pair (P: the most bodies of any pair; unused slots
     and the ground have index `nb` and may hold anything). The same autodiff as
-    [`constraint_matrix`][], O(nc) memory: C[r, B[r, j]] = R[r, j]."""
+    [`constraint_matrix`][redundax.equations.constraint_matrix], O(nc) memory: C[r, B[r, j]] = R[r,
+    j]."""
     Q = _coords(model, q)
     nb, dof = model.bodies.count, model.bodies.dof
     parts = [

@@ -144,7 +144,8 @@ def symbolic_factorisation(coupled: list[set[int]]):
 
 
 def block_pattern(model, topology) -> BlockPattern:
-    """The [`BlockPattern`][] of `model` (its `Topology` orders the blocks)."""
+    """The [`BlockPattern`][redundax.internal.BlockPattern] of `model` (its `Topology` orders the
+    blocks)."""
     rows, bodies, names, rank = _blocks(model, topology)
     n = len(rows)
     adjacent = coupling(bodies)

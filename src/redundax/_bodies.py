@@ -1,8 +1,10 @@
 """The moving bodies of a model, one class per choice of coordinates.
 
-- [`AbstractBodies`][]: the interface (mass, coordinates per body, geometric maps).
-- [`PlanarBodies`][]: planar bodies in absolute coordinates [x, y, φ].
-- [`SpatialBodies`][]: spatial bodies in natural coordinates (Kraus, Winckler &
+- [`AbstractBodies`][redundax.internal.AbstractBodies]: the interface (mass, coordinates per body,
+  geometric maps).
+- [`PlanarBodies`][redundax.internal.PlanarBodies]: planar bodies in absolute coordinates [x, y, φ].
+- [`SpatialBodies`][redundax.internal.SpatialBodies]: spatial bodies in natural coordinates (Kraus,
+  Winckler &
   Bock 2001), with the natural-coordinate maps they use.
 
 Natural coordinates. A body's dynamic variables are p = [r, u, v, w] ∈ R¹²: the
@@ -29,7 +31,6 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ._math import OMEGA, rot2
-
 
 MASS_DEFINITE_RTOL = 1e-12
 """A body's block of M is taken as singular when its smallest eigenvalue is below
@@ -86,7 +87,7 @@ class MassFacts:
 
 
 def mass_facts(bodies: "AbstractBodies") -> MassFacts:
-    """The [`MassFacts`][] of `bodies`, from their (concrete) parameters, in NumPy:
+    """The `MassFacts` of `bodies`, from their (concrete) parameters, in NumPy:
     no XLA program is compiled."""
     eig = np.sort(bodies.host_mass_spectra(), axis=1)
     low, high = eig[:, 0], eig[:, -1]
@@ -131,12 +132,12 @@ class AbstractBodies(eqx.Module):
     @abc.abstractmethod
     def host_mass_spectra(self) -> np.ndarray:
         """Per body, the eigenvalues of its block of M (NumPy, from concrete
-        parameters; shape `(nb, k)`): for [`mass_facts`][]."""
+        parameters; shape `(nb, k)`): for `mass_facts`."""
         raise NotImplementedError
 
     @abc.abstractmethod
     def inverse_mass_blocks(self) -> Float[Array, "nb dof dof"]:
-        """The inverses of [`mass_blocks`][], in closed form: element-wise
+        """The inverses of `mass_blocks`, in closed form: element-wise
         operations on the body parameters (no factorisation, so nothing that
         `jax.vmap` turns into a loop over variants)."""
         raise NotImplementedError
@@ -355,13 +356,13 @@ class SpatialBodies(AbstractBodies):
         return np.linalg.eigvalsh(0.5 * (E + np.swapaxes(E, 1, 2)))
 
     def _second_moment(self) -> Float[Array, "nb 3 3"]:
-        """S = ∫ ρ ρᵀ dm = ½ tr(I_c) I − I_c (see [`mass_blocks`][])."""
+        """S = ∫ ρ ρᵀ dm = ½ tr(I_c) I − I_c (see `mass_blocks`)."""
         I_c = self.inertia
         return 0.5 * jnp.trace(I_c, axis1=1, axis2=2)[:, None, None] * jnp.eye(3)[None] - I_c
 
     def inverse_mass_blocks(self) -> Float[Array, "nb 12 12"]:
         """M⁻¹ = E⁻¹ ⊗ I₃ with E = [[m, m cᵀ], [m c, m c cᵀ + S]] of
-        [`mass_blocks`][]: the Schur complement of m in E is S, so
+        `mass_blocks`: the Schur complement of m in E is S, so
         E⁻¹ = [[1/m + cᵀ S⁻¹ c, −cᵀ S⁻¹], [−S⁻¹ c, S⁻¹]], and S⁻¹ is the
         adjugate of the 3 × 3 S over its determinant (as a function of any
         inertia tensor, symmetric or not, so that its derivative is that of the
@@ -406,7 +407,7 @@ class SpatialBodies(AbstractBodies):
 
         - `q`: natural coordinates of all bodies, shape `(12 nb,)`.
 
-        **Returns:** shape `(6 nb,)`, see [`rigid_body_residual`][].
+        **Returns:** shape `(6 nb,)`, see `rigid_body_residual`.
         """
         return jax.vmap(rigid_body_residual)(q.reshape(self.count, DOF)).reshape(-1)
 
@@ -444,7 +445,7 @@ def natural_from_pose(
 
 
 def pose_from_natural(p: Float[Array, " 12"]) -> tuple[Float[Array, " 3"], Float[Array, "3 3"]]:
-    """Inverse of [`natural_from_pose`][]: `(position, rotation)` with rotation X = [u v w]."""
+    """Inverse of `natural_from_pose`: `(position, rotation)` with rotation X = [u v w]."""
     return p[:3], axes(p)
 
 

@@ -1,5 +1,5 @@
 """Where the redundancy of a closed chain comes from, and the smallest change of its
-closures that removes it: [`closure_report`][].
+closures that removes it: [`closure_report`][redundax.monitors.closure_report].
 
 A model read from MJCF or URDF is a tree of joints (MuJoCo's body tree) whose loops
 are closed by equalities (`connect`: a ball joint, 3 rows; `weld`: 6 rows). A tree
@@ -91,18 +91,19 @@ class ClosureChange:
 
 @dataclasses.dataclass(frozen=True)
 class ClosureReport:
-    """The answer of [`closure_report`][].
+    """The answer of [`closure_report`][redundax.monitors.closure_report].
 
     - `n`, `rows`, `rank`, `redundancy`, `dof`: coordinates, rows of C, its rank,
       p and the mobility (as the solvability report).
     - `tree`: the pairs of the spanning tree, in the model's order.
-    - `closures`: one [`Closure`][] per pair of bodies joined by closures.
+    - `closures`: one [`Closure`][redundax.monitors.Closure] per pair of bodies joined by closures.
     - `form_redundancy`, `mechanism_redundancy`: the two parts of p (module
       docstring).
     - `drop`: the minimal closure, `(pair, component label, row)` (row 1-based) for
       each of the p rows to drop: what is left has the same rank and p = 0, so every
       reaction is unique.
-    - `changes`: the changes of one joint or equality type considered ([`ClosureChange`][]).
+    - `changes`: the changes of one joint or equality type considered
+      ([`ClosureChange`][redundax.monitors.ClosureChange]).
     """
 
     n: int
@@ -248,7 +249,7 @@ def closure_report(
     - `rtol`: the rank tolerance, as [`redundax.analyze_solvability`][] (default
       `2 · eps · max(rows, n)`).
 
-    **Returns:** a [`ClosureReport`][]; `str()` of it is the text of
+    **Returns:** a [`ClosureReport`][redundax.monitors.ClosureReport]; `str()` of it is the text of
     `redundax analyze`.
 
     **Raises:** `KeyError` for a name in `closures` that is not a pair.

@@ -69,7 +69,8 @@ class Compliance(eqx.Module):
       c_i λ_i = Φ_i + τ_i Φ̇_i (damping coefficient τ_i / c_i); scalar or per row.
       In the rigid limit it sets how fast drift is corrected, Φ/(h + τ).
 
-    Build per-row arrays from pair names with [`Compliance.from_pairs`][].
+    Build per-row arrays from pair names with
+    [`Compliance.from_pairs`][redundax.Compliance.from_pairs].
 
     **Raises:** `ValueError` naming the field for negative or non-finite values or
     arrays of more than one dimension (values are checked when concrete).
@@ -164,9 +165,10 @@ class Compliance(eqx.Module):
 class GonzalezStepper(eqx.Module):
     """González et al.'s compliant semi-implicit Euler scheme (2011, Eq. 1) as the
     `solver` of [`redundax.simulate`][]: fixed steps of `h` [s], the constraints
-    as stiff springs of [`Compliance`][] `compliance` (default: rigid), optionally
+    as stiff springs of [`Compliance`][redundax.Compliance] `compliance` (default: rigid),
+    optionally
     followed by a projection of positions and velocities onto the constraints
-    (Eqs. 2–3). Returns a [`GonzalezTrajectory`][].
+    (Eqs. 2–3). Returns a [`GonzalezTrajectory`][redundax.GonzalezTrajectory].
 
     - `h`: step size [s]; the run's length must be a whole number of steps.
     - `compliance`: per-row compliance and damping time; rows of zero compliance
@@ -208,7 +210,7 @@ class GonzalezStepper(eqx.Module):
 
 
 class GonzalezTrajectory(AbstractTrajectory):
-    """A motion computed by [`GonzalezStepper`][] (through
+    """A motion computed by [`GonzalezStepper`][redundax.GonzalezStepper] (through
     [`redundax.simulate`][]), sampled every `save_every` steps.
 
     - `ts` (T,), `q`, `qd` (T, nq): saved states.
@@ -421,13 +423,13 @@ def simulate_gonzalez(
 
     **Arguments:**
 
-    - `model`: the mechanism; `state0`: its initial [`State`][], used as given (a
+    - `model`: the mechanism; `state0`: its initial [`State`][redundax.State], used as given (a
       violated compliant row starts as a stretched spring).
     - `t1`: the duration [s], a whole number n = t1 / h of steps from `state0.t`
       (the final time when `state0.t` = 0). n is static, so that `state0.t` may be
       traced (batched).
     - `h`: step size [s].
-    - `compliance`: a [`Compliance`][] (default: rigid, c = 0 and τ = 0). Rows of
+    - `compliance`: a [`Compliance`][redundax.Compliance] (default: rigid, c = 0 and τ = 0). Rows of
       zero compliance must be linearly independent.
     - `projection`: after each step, project q onto Φ(q, t) = 0 by the fixed-point
       iteration q ← q − W Φ(q) and then v ← v − W (C v + b), with
@@ -440,7 +442,7 @@ def simulate_gonzalez(
     `h`, `t1`, `save_every`, `projection`, `projection_tol` and
     `max_projection_iterations` are static (Python numbers).
 
-    **Returns:** a [`GonzalezTrajectory`][].
+    **Returns:** a [`GonzalezTrajectory`][redundax.GonzalezTrajectory].
 
     **Raises:** `ValueError` naming the field for h ≤ 0, t1 ≤ 0 or not a multiple of h,
     `save_every` not dividing the number of steps, a compliance array of the wrong
@@ -454,7 +456,8 @@ def simulate_gonzalez(
     !!! example
         ```python
         model, s0 = mech.build(), mech.initial_state()
-        traj = rx.simulate(model, s0, 5.0, solver=rx.GonzalezStepper(h=1e-3, compliance=rx.Compliance(1e-9)))
+        traj = rx.simulate(model, s0, 5.0, solver=rx.GonzalezStepper(h=1e-3,
+        compliance=rx.Compliance(1e-9)))
         traj.position_violation.max()
         ```
     """
@@ -468,7 +471,8 @@ def simulate_gonzalez(
     n_steps = round(float(t1) / float(h))
     if n_steps < 1 or abs(n_steps * float(h) - float(t1)) > 1e-9 * float(t1):
         raise ValueError(
-            f"simulate (GonzalezStepper) field 't1': must be a whole number of steps h = {h}, got {t1}"
+            f"simulate (GonzalezStepper) field 't1': must be a whole number of steps h = {h}, "
+            f"got {t1}"
         )
     if int(save_every) < 1 or n_steps % int(save_every):
         raise ValueError(

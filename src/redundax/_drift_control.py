@@ -12,7 +12,8 @@ A drift control answers two questions `simulate` asks:
 - `wrap(solver)`: the integrator, possibly wrapped (a projection after every step:
   [`StepProjection`][redundax.drift.StepProjection], in `_step_projection.py`).
 
-Reactions along a motion need the same Γ as the motion ([`reaction_history`][]
+Reactions along a motion need the same Γ as the motion
+([`reaction_history`][redundax.reaction_history]
 reads `Trajectory.drift_control`).
 """
 
@@ -162,7 +163,7 @@ def weighted_pinv_step(M, A, residual, rank):
     correction (W = L⁻¹ (A L⁻¹)⁺ of González et al.).
 
     Computed as M⁻¹ Aᵀ S⁺ residual with S = A M⁻¹ Aᵀ = (A L⁻¹)(A L⁻¹)ᵀ, whose
-    pseudoinverse keeps the `rank` largest eigenvalues ([`symmetric_pinv_solve`][]:
+    pseudoinverse keeps the `rank` largest eigenvalues (`symmetric_pinv_solve`:
     several times cheaper than an SVD of A L⁻¹, and differentiable where
     eigenvalues repeat): near the manifold, dependent rows of A are independent
     only by tiny amounts, which must not be inverted."""
@@ -312,6 +313,7 @@ AS_SIMULATED = _AsSimulated()
 
 
 def as_simulated(drift_control, trajectory):
-    """`trajectory.drift_control` where `drift_control` is [`AS_SIMULATED`][], else
+    """`trajectory.drift_control` where `drift_control` is
+    [`AS_SIMULATED`][redundax.drift.AS_SIMULATED], else
     `drift_control` (a drift control, or None for Γ itself)."""
     return trajectory.drift_control if drift_control is AS_SIMULATED else drift_control

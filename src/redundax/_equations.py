@@ -1,6 +1,6 @@
 """Equations of motion M q̈ + Cᵀ λ = F, C q̈ = Γ (DESIGN.md §2): the terms at a state,
 and their solution by a method of handling redundant constraints given the
-mechanism's [`Structure`][]."""
+mechanism's [`Structure`][redundax.Structure]."""
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -66,7 +66,7 @@ class LocalTerms(eqx.Module):
     """The terms of the equations of motion at (q, q̇, t) without any dense matrix
     (O(n) memory and work, for the block-sparse solver): C row by row in local form
     (`R`, `B` of [`redundax.equations.constraint_rows`][]), M's body blocks, and the vectors
-    of [`Terms`][]."""
+    of [`Terms`][redundax.equations.Terms]."""
 
     R: Float[Array, "nc P dof"]
     B: Int[Array, "nc P"]
@@ -83,7 +83,8 @@ class LocalTerms(eqx.Module):
 def local_terms(
     model: Model, q: Float[Array, " nq"], qd: Float[Array, " nq"], t: Scalar
 ) -> LocalTerms:
-    """[`LocalTerms`][] at (q, q̇, t), all by autodiff of the pairs' local residuals."""
+    """[`LocalTerms`][redundax.equations.LocalTerms] at (q, q̇, t), all by autodiff of the pairs'
+    local residuals."""
     return _local_terms(model, q, qd, jnp.asarray(t, dtype=float))
 
 

@@ -1,6 +1,9 @@
 """What the user writes for force elements: frozen dataclasses by body names
-([`SpringDamper`][], [`RotationalSpringDamper`][], [`Bushing`][],
-[`TimeDependentLoad`][], [`CustomForce`][]), validated by
+([`SpringDamper`][redundax.forces.SpringDamper],
+[`RotationalSpringDamper`][redundax.forces.RotationalSpringDamper],
+[`Bushing`][redundax.forces.Bushing],
+[`TimeDependentLoad`][redundax.forces.TimeDependentLoad],
+[`CustomForce`][redundax.forces.CustomForce]), validated by
 [`redundax.Mechanism.build`][] (every problem in one error, naming the element by
 its index: "force 2 field 'stiffness'") and turned into the members of
 `_forces.py`.
@@ -276,7 +279,8 @@ class TimeDependentLoad:
 
     !!! example
         ```python
-        rx.forces.TimeDependentLoad("crank", torque=0.5, profile=rx.motions.Polynomial([0.0, 2.0]))  # τ = t N m
+        rx.forces.TimeDependentLoad("crank", torque=0.5, profile=rx.motions.Polynomial([0.0, 2.0]))
+        # τ = t N m
         ```
     """
 
@@ -374,7 +378,7 @@ class _Unit(AbstractMotion):
 _UNIT = _Unit()
 
 FORCE_SPECS = (SpringDamper, RotationalSpringDamper, Bushing, TimeDependentLoad, CustomForce)
-"""The force element specs; [`Bushing`][] is spatial only."""
+"""The force element specs; [`Bushing`][redundax.forces.Bushing] is spatial only."""
 
 
 def _params(params):

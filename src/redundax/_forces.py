@@ -13,7 +13,7 @@ stacked coordinates of the moving bodies with the ground appended as row `nb`;
 
 No Jacobian is written by hand. An element either declares a *deflection*
 m(q) and a linear law (the spring-dampers and the bushing,
-[`AbstractSpringDamper`][]), whose generalised force Q = −(∂m/∂q)ᵀ [K (m − m₀) +
+`AbstractSpringDamper`), whose generalised force Q = −(∂m/∂q)ᵀ [K (m − m₀) +
 C ṁ + f₀] is a `jax.vjp` of m and whose ṁ is a `jax.jvp`; or a wrench at a body
 point, whose generalised force Jᵀ w is a `jax.vjp` of the point's velocity
 v = J(q) q̇ in q̇ (the loads).
@@ -151,7 +151,7 @@ class SpringDamperElement(_ScalarSpringDamper):
     of body j (body frames), planar or spatial: the tension T = k (l − l₀) + c l̇ +
     T₀ along the line of the points pulls them together (l = ‖P_i − P_j‖). At
     l = 0 the line has no direction: the force is zero there, and no derivative is
-    NaN ([`safe_norm`][])."""
+    NaN (`safe_norm`)."""
 
     bodies: Int[Array, " 2"]
     s_i: Float[Array, " dim"]

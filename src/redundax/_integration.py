@@ -69,7 +69,7 @@ class Trajectory(AbstractTrajectory):
       motion left its constraints; `dt_min_reached` where it stalled at a point it
       cannot be continued past (steps below `STALL_STEP` of the run's length, see
       `redundax._validity`); `max_steps_reached` and Diffrax's other failures.
-    - `structure`: the mechanism's [`Structure`][] the motion was computed with
+    - `structure`: the mechanism's [`Structure`][redundax.Structure] the motion was computed with
       (decided at the initial state unless given): reactions along the motion read
       their rank and verdicts from it.
     - `drift_control`: the drift control the motion was computed with: reactions

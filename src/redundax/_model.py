@@ -1,7 +1,6 @@
 """The Model (what a mechanism *is*) and the State (where it is)."""
 
 import dataclasses
-
 from typing import NamedTuple
 
 import equinox as eqx

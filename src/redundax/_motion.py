@@ -13,7 +13,6 @@ from jaxtyping import Array, ArrayLike, Float
 from ._types import Scalar
 
 
-
 def _floats(x) -> Array:
     """`x` as a float JAX array; host numbers through NumPy (no XLA program is
     compiled for them), traced values as they are."""
@@ -118,13 +117,13 @@ class Function(AbstractMotion):
 class Shifted(AbstractMotion):
     """d(t) = `motion`(t) + `offset`: any motion moved by a constant.
 
-    The breakpoints are those of `motion`. [`shifted`][] returns a motion of the
+    The breakpoints are those of `motion`. `shifted` returns a motion of the
     same type instead where there is one (a constant, a polynomial, smooth steps),
     so that the result keeps its parameters (sweep addresses, configuration keys).
 
     **Arguments:**
 
-    - `motion`: the motion to shift (any [`AbstractMotion`][]).
+    - `motion`: the motion to shift (any [`AbstractMotion`][redundax.motions.AbstractMotion]).
     - `offset`: the constant added, in the motion's unit ([m] or [rad]).
     """
 
@@ -150,7 +149,7 @@ class Shifted(AbstractMotion):
 def shifted(motion: AbstractMotion, offset: float) -> AbstractMotion:
     """The motion d(t) + `offset`, of the same type as `motion` where the type can
     hold it (a `Constant`, a `Polynomial`, `SmoothSteps`: knots kept), otherwise
-    [`Shifted`][] (a `Function` or a user's own motion; breakpoints kept)."""
+    `Shifted` (a `Function` or a user's own motion; breakpoints kept)."""
     offset = float(offset)
     if type(motion) is Constant:
         return Constant(motion.value + offset)

@@ -1,7 +1,8 @@
 """The options of [`redundax.simulate`][], one object per concern (as Diffrax's
-`SaveAt` and step-size controllers): where to save ([`SaveAt`][]), what to do with
-an initial state off its constraints ([`CheckInitial`][], [`ProjectInitial`][]),
-and how to watch for singular configurations ([`Singularities`][])."""
+`SaveAt` and step-size controllers): where to save ([`SaveAt`][redundax.SaveAt]), what to do with
+an initial state off its constraints ([`CheckInitial`][redundax.CheckInitial],
+[`ProjectInitial`][redundax.ProjectInitial]),
+and how to watch for singular configurations ([`Singularities`][redundax.Singularities])."""
 
 from collections.abc import Sequence
 
@@ -20,7 +21,7 @@ Gauss–Newton steps converge quadratically, so a state left further off lies wh
 no configuration satisfies the constraints (the mechanism cannot be assembled)."""
 
 DEFAULT_SAVES = 201
-"""Saved states of an adaptive run when [`SaveAt`][] gives neither `n` nor `ts`."""
+"""Saved states of an adaptive run when [`SaveAt`][redundax.SaveAt] gives neither `n` nor `ts`."""
 
 
 class SaveAt(eqx.Module):
@@ -61,8 +62,10 @@ class SaveAt(eqx.Module):
 
 
 class AbstractInitial(eqx.Module):
-    """What [`redundax.simulate`][] does with its initial state: [`CheckInitial`][]
-    (refuse one off its constraints) or [`ProjectInitial`][] (project it first)."""
+    """What [`redundax.simulate`][] does with its initial state:
+    [`CheckInitial`][redundax.CheckInitial]
+    (refuse one off its constraints) or [`ProjectInitial`][redundax.ProjectInitial] (project it
+    first)."""
 
     tol: eqx.AbstractVar[float]
 
@@ -116,12 +119,14 @@ class Singularities(eqx.Module):
     def __check_init__(self):
         if self.measure is not None and self.measure not in MEASURES:
             raise ValueError(
-                f"Singularities field 'measure': expected None, {' or '.join(map(repr, MEASURES))}, "
+                "Singularities field 'measure': expected None, "
+                f"{' or '.join(map(repr, MEASURES))}, "
                 f"got {self.measure!r}"
             )
         if not (isinstance(self.threshold, float | int) and 0.0 < self.threshold < 1.0):
             raise ValueError(
-                f"Singularities field 'threshold': expected a number in (0, 1), got {self.threshold!r}"
+                "Singularities field 'threshold': expected a number in (0, 1), got "
+                f"{self.threshold!r}"
             )
 
 

@@ -16,8 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Float
 
-from .motions import Constant, Polynomial, SmoothSteps
 from . import Model, State
+from .motions import Constant, Polynomial, SmoothSteps
 
 _AXES = ("x", "y", "z")
 _PAIR_FIELDS = {
@@ -56,7 +56,7 @@ class Target:
       "pfaffian" or "forces", group, field, ...)`, `("gravity",)`, `("loads",
       field)` or `("initial",)` (the initial velocities q̇⁰).
     - `index`: the entry of the leaf (the member of a stacked group first).
-    - `rule`: how the value is applied ([`Rule`][]).
+    - `rule`: how the value is applied ([`Rule`][redundax.sweep.Rule]).
     - `unit`: the value's unit, for reports.
     - `nominal`: the value of the nominal model.
     - `reference`: the nominal amplitude or speed (the rules `AMPLITUDE`, `SCALE`).
@@ -240,7 +240,7 @@ def unknown_parameter(name: str, known: Sequence[str]) -> str:
 
 
 def resolve_parameters(model: Model, state: State, names: Sequence[str]) -> tuple[Target, ...]:
-    """The [`Target`][] of every name, in order.
+    """The `Target` of every name, in order.
 
     **Raises:** `ValueError` naming every unknown or repeated name (with the closest
     known addresses).

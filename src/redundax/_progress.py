@@ -20,8 +20,8 @@ import jax.numpy as jnp
 from diffrax._term import WrapTerm
 from jaxtyping import Array, Bool, Float, Int, PyTree
 
-from ._saving import save_at, saved_states
 from ._integration import _logs, _monitored, _trajectory, _vector_field
+from ._saving import save_at, saved_states
 from ._validation import host_values
 from ._validity import left_event
 
@@ -74,7 +74,7 @@ class _Proposing(diffrax.AbstractStepSizeController):
 
 
 class _ProposingAdaptive(_Proposing, diffrax.AbstractAdaptiveStepSizeController):
-    """[`_Proposing`][] around an adaptive controller: its tolerances are the
+    """`_Proposing` around an adaptive controller: its tolerances are the
     wrapped controller's (Diffrax gives them to an implicit solver's root finder)."""
 
     @property

@@ -84,7 +84,7 @@ def pivoted_qr(
       the choice among columns that are equal by symmetry the same on every machine
       and in every compiled program (the lowest index).
 
-    **Returns:** a [`PivotedQR`][].
+    **Returns:** a [`PivotedQR`][redundax.internal.PivotedQR].
 
     Differentiable with respect to `a` while the pivot order and the rank do not
     change (they are discrete decisions taken on `stop_gradient` values).

@@ -117,7 +117,7 @@ def check_regular(model: Model, state, rtol: float = DECISION_RTOL) -> None:
     """Raise `ValueError` if `state` is at a singular configuration.
 
     The rank of C at `state` is compared with the rank at a generic configuration
-    nearby on the constraint manifold ([`decide`][] takes that step): structural
+    nearby on the constraint manifold ([`decide`][redundax.decide] takes that step): structural
     redundancy persists along the manifold, a singular configuration does not.
     Host-side check (needs concrete values).
 

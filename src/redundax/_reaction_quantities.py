@@ -7,14 +7,15 @@ of handling redundancy computed it, and so are its derivatives with respect to t
 model's parameters while the rank of C stays constant. A non-unique one is a
 choice made by the method; asking for it without naming a method is an error
 here, with a message that says why and what to do, raised host-side (`ValueError`)
-when the mechanism's [`Structure`][] is known on the host (the usual case: it is
+when the mechanism's [`Structure`][redundax.Structure] is known on the host (the usual case: it is
 decided once, before any `jax.jit` or `jax.grad`), and by `eqx.error_if` (a runtime
 error) when the structure itself is traced. The verdicts are the structure's
 `stable_unique` / `stable_row_unique`: decided once for the whole motion.
 
 A trajectory that left its constraints (`Trajectory.valid` False at some saved
 time: a driver moved out of the workspace) has no reactions there, unique or not:
-the functionals of a trajectory refuse it with a [`ConstraintsLeftError`][]
+the functionals of a trajectory refuse it with a
+[`ConstraintsLeftError`][redundax.ConstraintsLeftError]
 naming the first saved time off them, where `valid` is concrete. Under a trace
 (`jax.jit`, `jax.grad`, the optimiser) they compute as usual, and the run's own
 `valid` and `result` carry the failure (the optimiser rejects such a design).
@@ -51,13 +52,14 @@ class PairReaction(eqx.Module):
     - `wrench`: the force and moment the selection exerts on every moving body, at
       the body's centre of mass, global components, shape `(nb, 3)` planar
       [F_x, F_y, M_z] or `(nb, 6)` spatial [N, N m]; zero on bodies the pair does
-      not touch. The same as [`Reactions`][]`.wrench` of the pair.
+      not touch. The same as [`Reactions`][redundax.Reactions]`.wrench` of the pair.
     - `components`: the selected components −λ_k (force along / moment about the
-      named joint axis, see [`Pair`][]), shape `(k,)`.
+      named joint axis, see [`Pair`][redundax.Pair]), shape `(k,)`.
     - `unique`: whether a rigid model determines `wrench` (always true when no
       method was named: otherwise the call raises).
 
-    Under `jax.vmap` (or from [`pair_reaction_history`][]) the array fields carry
+    Under `jax.vmap` (or from [`pair_reaction_history`][redundax.analysis.pair_reaction_history])
+    the array fields carry
     a leading batch or time axis.
     """
 
@@ -73,7 +75,8 @@ class PeakReaction(eqx.Module):
     """Peak magnitude of a pair's reaction over a trajectory.
 
     - `value`: the smooth peak, a power mean of order p over time (see
-      [`peak_reaction`][]); differentiable, and ≤ `max`. Optimise this one.
+      [`peak_reaction`][redundax.analysis.peak_reaction]); differentiable, and ≤ `max`. Optimise
+      this one.
     - `max`: the exact largest magnitude over the saved states (for reporting).
     - `time`: when `max` occurs [s].
     - `magnitude`: the magnitude at every saved state, shape `(T,)`.
@@ -91,7 +94,8 @@ class ReactionImpulse(eqx.Module):
     """Time integral of a pair's reaction over a trajectory (trapezoid rule over
     the saved states).
 
-    - `value`: the magnitude of the impulse of the quantity [`PeakReaction`][]`.value`
+    - `value`: the magnitude of the impulse of the quantity
+      [`PeakReaction`][redundax.analysis.PeakReaction]`.value`
       measures: |∫ F dt| of the force F of the pair on its first moving body
       [N s], or, with a `component`, |∫ (−λ_k) dt| [N s or N m s]; ≥ 0, and
       differentiable wherever it is not 0. The scalar to optimise (as the
@@ -171,9 +175,11 @@ def _along(model, ts, qs, qds, rows, structure, method, drift_control):
 
 _ADVICE = (
     "Name a method of handling redundancy to get that method's values, flagged "
-    "unique=False: method=rx.methods.Compliant(rx.methods.joint_stiffness(model, k, {pair: k_X})) (the "
+    "unique=False: method=rx.methods.Compliant(rx.methods.joint_stiffness(model, k, "
+    "{pair: k_X})) (the "
     "limit of compliant joints; physical when the joint stiffnesses are known), "
-    "method=rx.methods.eliminate(model, q, rows=...) or method=rx.methods.NullSpace() (minimum norm); "
+    "method=rx.methods.eliminate(model, q, rows=...) or method=rx.methods.NullSpace() (minimum "
+    "norm); "
     "or, where one of the pair's components is unique (the solvability report's "
     "row_unique), ask for it with component=..."
 )
@@ -256,15 +262,17 @@ def pair_reaction(
       `"force x"`, see `model.pair(name).components`), or None for the whole pair.
       A component can be unique when its pair's reaction is not.
     - `method`: None (the default) asks for a *unique* reaction: it is computed by
-      [`NullSpace`][] and the call raises if a rigid model does not determine it.
+      [`NullSpace`][redundax.methods.NullSpace] and the call raises if a rigid model does not
+      determine it.
       Naming a method returns that method's values, with `unique` telling whether
       they are determined.
     - `drift_control`: the drift-control term of the simulation the state comes
       from (e.g. `rx.drift.Baumgarte()`), so that q̈ matches; None at an exact state.
-    - `structure`: the mechanism's [`Structure`][] (rank and verdicts); default:
-      [`decide`][] at (q, t). Decide it once, outside `jax.grad`, and pass it in.
+    - `structure`: the mechanism's [`Structure`][redundax.Structure] (rank and verdicts); default:
+      [`decide`][redundax.decide] at (q, t). Decide it once, outside `jax.grad`, and pass it in.
 
-    **Returns:** a [`PairReaction`][] (`wrench`, `components`, `unique`).
+    **Returns:** a [`PairReaction`][redundax.analysis.PairReaction] (`wrench`, `components`,
+    `unique`).
 
     **Raises:** `ValueError` for an unknown pair or component; when `method` is
     None and the reaction is not unique, `ValueError` naming the pair, the degree
@@ -283,7 +291,8 @@ def pair_reaction(
 
         def force_x(mass):
             m = eqx.tree_at(lambda m: m.bodies.mass, model, mass)
-            return rx.analysis.pair_reaction(m, q, qd, t, pair="D", structure=structure).wrench[3, 0]
+            return rx.analysis.pair_reaction(m, q, qd, t, pair="D", structure=structure).wrench[3,
+            0]
 
         jax.grad(force_x)(model.bodies.mass)  # ∂F_x/∂m of every body
         ```
@@ -308,7 +317,8 @@ def pair_reaction(
 
 
 def _refuse_if_left(trajectory: Trajectory, what: str, pair: str) -> None:
-    """Raise [`ConstraintsLeftError`][] when the trajectory's `valid` flags are
+    """Raise [`ConstraintsLeftError`][redundax.ConstraintsLeftError] when the trajectory's `valid`
+    flags are
     concrete and some saved time is off the constraints (None: not judged; traced:
     the run's own `valid` and `result` say it)."""
     flags = getattr(trajectory, "valid", None)
@@ -353,7 +363,8 @@ def pair_reaction_history(
     drift_control=AS_SIMULATED,
     structure: Structure | None = None,
 ) -> PairReaction:
-    """[`pair_reaction`][] at every saved state of `trajectory` (one compilation,
+    """[`pair_reaction`][redundax.analysis.pair_reaction] at every saved state of `trajectory` (one
+    compilation,
     differentiable through the simulation that made `trajectory`).
 
     The rank and the verdict come from `structure`, by default the one the
@@ -363,9 +374,11 @@ def pair_reaction_history(
     `method=None` the call raises, as `pair_reaction` does, if the reaction is not
     unique.
 
-    **Returns:** a [`PairReaction`][] whose array fields carry a leading time axis.
+    **Returns:** a [`PairReaction`][redundax.analysis.PairReaction] whose array fields carry a
+    leading time axis.
 
-    **Raises:** as [`pair_reaction`][]; [`ConstraintsLeftError`][] naming the first
+    **Raises:** as [`pair_reaction`][redundax.analysis.pair_reaction];
+    [`ConstraintsLeftError`][redundax.ConstraintsLeftError] naming the first
     saved time off the constraints when `trajectory.valid` is concrete and False
     somewhere (under a trace the run's `valid` says it instead).
     """
@@ -374,7 +387,8 @@ def pair_reaction_history(
 
 
 def _history(model, trajectory, what, pair, component, method, drift_control, structure):
-    """[`pair_reaction_history`][] for the function `what` (named in its errors)."""
+    """[`pair_reaction_history`][redundax.analysis.pair_reaction_history] for the function `what`
+    (named in its errors)."""
     rows, labels = _selection(model, pair, component)
     _refuse_if_left(trajectory, what, pair)
     if structure is None:
@@ -408,7 +422,8 @@ def _trapezoid_weights(ts: Float[Array, " T"]) -> Float[Array, " T"]:
     """w with Σ_k w_k f(t_k) the trapezoid rule over the saved times."""
     if ts.shape[0] < 2:
         raise ValueError(
-            "a trajectory functional needs at least two saved states (simulate with saveat=rx.SaveAt(n=...) of n ≥ 2)"
+            "a trajectory functional needs at least two saved states (simulate with "
+            "saveat=rx.SaveAt(n=...) of n ≥ 2)"
         )
     dt = jnp.diff(ts)
     zero = jnp.zeros(1)
@@ -445,14 +460,17 @@ def peak_reaction(
     about 0.9 A. It is homogeneous of degree 1 (no unit-dependent temperature),
     and does not depend on the number of saved states once they resolve a(t).
 
-    **Arguments:** as [`pair_reaction_history`][], and `order` (p ≥ 2).
+    **Arguments:** as [`pair_reaction_history`][redundax.analysis.pair_reaction_history], and
+    `order` (p ≥ 2).
 
-    **Returns:** a [`PeakReaction`][] (`value` = P, `max` = A, `time`,
+    **Returns:** a [`PeakReaction`][redundax.analysis.PeakReaction] (`value` = P, `max` = A, `time`,
     `magnitude`, `unique`).
 
-    **Raises:** as [`pair_reaction`][] when `method` is None and the reaction is
+    **Raises:** as [`pair_reaction`][redundax.analysis.pair_reaction] when `method` is None and the
+    reaction is
     not unique at some saved state; `ValueError` if `order` < 2;
-    [`ConstraintsLeftError`][] (a `RuntimeError`) naming the first saved time off
+    [`ConstraintsLeftError`][redundax.ConstraintsLeftError] (a `RuntimeError`) naming the first
+    saved time off
     the constraints when `trajectory.valid` is concrete and False somewhere.
     """
     if not order >= 2.0:
@@ -498,15 +516,19 @@ def reaction_impulse(
     """Time integral of a pair's reaction over a simulated manoeuvre (trapezoid
     rule over the saved states: save densely enough to resolve the reaction).
 
-    **Arguments:** as [`pair_reaction_history`][].
+    **Arguments:** as [`pair_reaction_history`][redundax.analysis.pair_reaction_history].
 
-    **Returns:** a [`ReactionImpulse`][] (`value`: the magnitude of the impulse
+    **Returns:** a [`ReactionImpulse`][redundax.analysis.ReactionImpulse] (`value`: the magnitude of
+    the impulse
     of the force on the pair's first moving body, or of the `component`, as
-    [`peak_reaction`][] measures its peak; `wrench` (nb, ws), `components` (k,),
+    [`peak_reaction`][redundax.analysis.peak_reaction] measures its peak; `wrench` (nb, ws),
+    `components` (k,),
     `unique`).
 
-    **Raises:** as [`pair_reaction`][] when `method` is None and the reaction is
-    not unique at some saved state; [`ConstraintsLeftError`][] (a `RuntimeError`)
+    **Raises:** as [`pair_reaction`][redundax.analysis.pair_reaction] when `method` is None and the
+    reaction is
+    not unique at some saved state; [`ConstraintsLeftError`][redundax.ConstraintsLeftError] (a
+    `RuntimeError`)
     naming the first saved time off the constraints when `trajectory.valid` is
     concrete and False somewhere.
     """

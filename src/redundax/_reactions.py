@@ -14,11 +14,11 @@ from jaxtyping import Array, Bool, Float
 from ._drift_control import AS_SIMULATED, as_simulated
 from ._errors import ModelError
 from ._model import Model
+from ._pairs import RigidBodyConstraint
 from ._solve import solve_terms
 from ._structure import Structure, decide, membership
 from ._types import Scalar
 from ._validation import check_vector
-from ._pairs import RigidBodyConstraint
 from .methods import AbstractRedundancyMethod, NullSpace, specialise
 
 
@@ -29,11 +29,11 @@ class Reactions(eqx.Module):
     wrenches [F_x, F_y, F_z, M_x, M_y, M_z] (global components).
 
     - `unique`: per pair, whether a rigid model determines its reaction (the
-      [`Structure`][]'s `stable_unique`: decided once, for the whole motion).
+      [`Structure`][redundax.Structure]'s `stable_unique`: decided once, for the whole motion).
     - `multipliers`: λ, shape `(m + h,)`, as chosen by `method` (non-unique rows
       depend on the method).
     - `component_unique`: per row of C, whether that reaction component (−λ_k, see
-      [`Pair`][]) is unique (the structure's `stable_row_unique`).
+      [`Pair`][redundax.Pair]) is unique (the structure's `stable_row_unique`).
     - `wrench`: per pair, the force and moment the pair exerts on every moving
       body, at the body's centre of mass, global components: shape
       `(npairs, nb, 3)` planar, `(npairs, nb, 6)` spatial [N, N m]. Planar: equal to
@@ -66,7 +66,8 @@ class Reactions(eqx.Module):
 
     def _pair_index(self, name: str) -> tuple:
         """The index of pair `name` along the pair axis, after the leading (time or
-        batch) axes of a history ([`reaction_history`][]) or a `vmap`ped result."""
+        batch) axes of a history ([`reaction_history`][redundax.reaction_history]) or a `vmap`ped
+        result."""
         try:
             k = self.names.index(name)
         except ValueError:
@@ -154,14 +155,14 @@ def reactions(
     **Arguments:**
 
     - `model`, `q`, `qd`, `t`: mechanism and state [m, rad, s].
-    - `structure`: the mechanism's [`Structure`][] (the rank and the verdicts);
-      default: [`decide`][] at (q, t). Along a motion pass the one it was simulated
+    - `structure`: the mechanism's [`Structure`][redundax.Structure] (the rank and the verdicts);
+      default: [`decide`][redundax.decide] at (q, t). Along a motion pass the one it was simulated
       with (`trajectory.structure`).
     - `method`: how redundant constraints are handled (default minimum norm).
     - `drift_control`: the drift control used in the simulation (its Γ), if any,
       so that the reactions match the simulated accelerations.
 
-    **Returns:** a [`Reactions`][]. Works under `jax.jit`, `jax.vmap`, `jax.grad`.
+    **Returns:** a [`Reactions`][redundax.Reactions]. Works under `jax.jit`, `jax.vmap`, `jax.grad`.
 
     !!! example
         ```python
@@ -197,7 +198,8 @@ def _reactions(model, q, qd, t, structure, method, drift_control) -> Reactions:
 
 
 def reactions_of(model: Model, q, terms, qdd, lam, unique, row_unique, method: str) -> Reactions:
-    """The [`Reactions`][] of multipliers `lam` and accelerations `qdd` solved at q
+    """The [`Reactions`][redundax.Reactions] of multipliers `lam` and accelerations `qdd` solved at
+    q
     with `terms` ([`redundax.equations.dynamics_terms`][]: C, M, F), whatever solved them:
     the pairs' wrenches −C_Xᵀ λ_X at the centres of mass, their moments about the
     joint points, and the total reaction F − M q̈, with the verdicts given."""
@@ -225,7 +227,8 @@ def reactions_of(model: Model, q, terms, qdd, lam, unique, row_unique, method: s
 
 
 MEMORY_BUDGET = 2**30
-"""Working memory [bytes] [`reaction_history`][] may use at once (1 GiB): the saved
+"""Working memory [bytes] [`reaction_history`][redundax.reaction_history] may use at once (1 GiB):
+the saved
 states are solved in chunks of at most this much (`jax.lax.map` with a batch size),
 so a long run of a large mechanism takes more time, not more memory."""
 
@@ -239,8 +242,9 @@ def state_bytes(model: Model) -> int:
 
 
 def chunk_size(model: Model, n_states: int, memory_budget: int | None = None) -> int:
-    """How many states [`reaction_history`][] solves at once within `memory_budget`
-    bytes (default [`MEMORY_BUDGET`][]).
+    """How many states [`reaction_history`][redundax.reaction_history] solves at once within
+    `memory_budget`
+    bytes (default `MEMORY_BUDGET`).
 
     **Raises:** `MemoryError` naming the budget when one state does not fit."""
     budget = MEMORY_BUDGET if memory_budget is None else int(memory_budget)
@@ -280,7 +284,7 @@ def reaction_history(
     drift_control=AS_SIMULATED,
     memory_budget: int | None = None,
 ) -> Reactions:
-    """[`reactions`][] at every saved state of `trajectory` (one compilation).
+    """[`reactions`][redundax.reactions] at every saved state of `trajectory` (one compilation).
 
     The rank and the verdicts come from `structure`, by default the one the
     trajectory was simulated with (`trajectory.structure`, decided at its initial
@@ -289,9 +293,9 @@ def reaction_history(
     (`trajectory.drift_control`), so that q̈ matches the motion.
 
     The states are solved in chunks within `memory_budget` bytes of working memory
-    (default [`MEMORY_BUDGET`][], 1 GiB; [`chunk_size`][] says how many at once).
+    (default `MEMORY_BUDGET`, 1 GiB; `chunk_size` says how many at once).
 
-    **Returns:** a [`Reactions`][] whose array fields carry a leading time axis
+    **Returns:** a [`Reactions`][redundax.Reactions] whose array fields carry a leading time axis
     (the verdicts too, constant along it).
 
     **Raises:** `MemoryError` naming the budget when one state does not fit in it.

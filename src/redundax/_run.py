@@ -9,7 +9,14 @@ from ._compliant_stepping import GonzalezStepper, GonzalezTrajectory, simulate_g
 from ._drift_control import AbstractDriftControl
 from ._integration import AbstractTrajectory
 from ._model import Model, State
-from ._options import DEFAULT_SAVES, AbstractInitial, CheckInitial, ProjectInitial, SaveAt, Singularities
+from ._options import (
+    DEFAULT_SAVES,
+    AbstractInitial,
+    CheckInitial,
+    ProjectInitial,
+    SaveAt,
+    Singularities,
+)
 from ._progress import Progress
 from ._simulate import simulate_absolute
 from ._structure import Structure
@@ -206,7 +213,8 @@ def _joint(jm: JointModel, state0: State, t1, rtol, atol, given) -> AbstractTraj
             "initial",
             given["initial"],
             "starts from the state given (project the absolute state first with "
-            "rx.drift.Projection()(model, q, qd, t) and convert it with rx.joint_coordinates.to_joint_state)",
+            "rx.drift.Projection()(model, q, qd, t) and convert it with "
+            "rx.joint_coordinates.to_joint_state)",
         )
     if given["monitor"] is not None and given["monitor"].measure is not None:
         _refuse(what, "monitor", given["monitor"], "keeps no singularity log (use None)")
@@ -232,7 +240,9 @@ def _joint(jm: JointModel, state0: State, t1, rtol, atol, given) -> AbstractTraj
     )
 
 
-def _gonzalez(model: Model, state0: State, t1, stepper: GonzalezStepper, given) -> GonzalezTrajectory:
+def _gonzalez(
+    model: Model, state0: State, t1, stepper: GonzalezStepper, given
+) -> GonzalezTrajectory:
     """A run of González et al.'s stepper (`simulate_gonzalez`) from the door's
     arguments: `t1` the final time, the number of steps (t1 − t0)/h static."""
     what = "GonzalezStepper"

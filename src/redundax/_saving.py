@@ -7,7 +7,7 @@ the times are constants of the program. A program with a host callback is never
 written to JAX's persistent compilation cache, and it cannot be exported for
 another platform (`jax.export(..., platforms=["cuda"])` from a CPU host: checked
 with Diffrax 0.7.2). redundax checks the save times on the host before the run
-(`simulate`'s arguments) and saves with [`SavedAt`][], a solver wrapper that keeps
+(`simulate`'s arguments) and saves with `SavedAt`, a solver wrapper that keeps
 the saved states in its solver state: Diffrax keeps the solver state of accepted
 steps only, so a rejected step saves nothing, exactly as `SaveAt(ts=...)`. Same
 interpolation, same states, no callback.
@@ -32,10 +32,10 @@ class SavedAt(AbstractDelegatingSolver):
     state at each save time the step passed — interpolated from the step's dense
     output, as `diffrax.SaveAt(ts=...)` — into the second half of its solver
     state: `(next save index, saved states)`, `inf` where not reached. Read it
-    with [`saved_states`][] from a solve with `SaveAt(solver_state=True)`.
+    with `saved_states` from a solve with `SaveAt(solver_state=True)`.
 
     `ts`: the save times, in Diffrax's internal time (multiplied by the direction
-    of integration, see [`internal_times`][]), non-decreasing."""
+    of integration, see `internal_times`), non-decreasing."""
 
     solver: diffrax.AbstractSolver
     ts: Float[Array, " T"]
@@ -88,7 +88,7 @@ def internal_times(ts: Float[Array, " T"]) -> Float[Array, " T"]:
 
 
 def saved_states(solver_state):
-    """`(inner solver state, saved states)` of a [`SavedAt`][] solve's final solver
+    """`(inner solver state, saved states)` of a `SavedAt` solve's final solver
     state (its saved states `inf` where the solve did not reach their time)."""
     state, (_, states) = solver_state
     return state, states

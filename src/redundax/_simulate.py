@@ -8,7 +8,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, ArrayLike, Float, Int
+from jaxtyping import Array, ArrayLike, Float
 
 from ._assembly import position_residual, raise_if_inconsistent, velocity_residual
 from ._drift_control import AbstractDriftControl, Baumgarte, Projection
@@ -24,6 +24,7 @@ from ._integration import (
 )
 from ._model import Model, State
 from ._progress import Progress, in_segments
+from ._saving import save_at, saved_states
 from ._singularity import Watch, singularity_report
 from ._step_projection import StepProjection
 from ._structure import Structure, decide
@@ -31,19 +32,15 @@ from ._validation import check_vector, host_values
 from ._validity import (
     STALL_STEP,
     ConstraintsLeftError,
-    judge,
     left_event,
     position_tolerance,
     scale_of,
     stall_reason,
     stalled,
-    violation,
 )
-from ._saving import save_at, saved_states
 from .methods import (
     AbstractNullSpaceMethod,
     AbstractRedundancyMethod,
-    NullSpace,
     specialise,
     uses_block_solver,
 )
@@ -196,9 +193,7 @@ def _simulate(
                 return unsaved, jnp.zeros(3, jnp.int32), res, t_end, logs
 
             going = res == diffrax.RESULTS.successful
-            y_new, counts, result, t_reached, logs = jax.lax.cond(
-                going, solve, stopped, y, logs
-            )
+            y_new, counts, result, t_reached, logs = jax.lax.cond(going, solve, stopped, y, logs)
             # The step-size floor met at the segment's end (its last step clipped
             # short onto the saved time) is no stall.
             result = diffrax.RESULTS.where(
@@ -288,11 +283,12 @@ def default_solver(rtol: float) -> diffrax.AbstractSolver:
 
 
 def default_drift_control(method: AbstractRedundancyMethod) -> AbstractDriftControl:
-    """The default drift control of `simulate`: [`StepProjection`][]`()`, a
+    """The default drift control of `simulate`:
+    [`StepProjection`][redundax.drift.StepProjection]`()`, a
     projection onto the constraint manifold after every integrator step (with
     Baumgarte terms at α = β = 1 /s between), for every method but those whose
     equations carry their own drift terms (`method.stabilises_itself`: the penalty
-    method), which get [`Baumgarte`][]`()` (ignored by them).
+    method), which get [`Baumgarte`][redundax.drift.Baumgarte]`()` (ignored by them).
 
     Why the projection: Baumgarte terms alone cannot keep a closed chain on its
     branch through a singular configuration. IFToMM A02 with ten parallelograms
@@ -313,7 +309,7 @@ def completed_controller(
 ) -> diffrax.AbstractStepSizeController:
     """A `PIDController` given to `simulate`, stepping onto the knots of the
     prescribed motions, and with no step shorter than `STALL_STEP` (t1 − t0) when
-    its `dtmin` is unset (see [`default_controller`][])."""
+    its `dtmin` is unset (see [`default_controller`][redundax.internal.default_controller])."""
     if controller.dtmin is None:
         controller = eqx.tree_at(
             lambda c: (c.dtmin, c.force_dtmin),
@@ -414,7 +410,6 @@ def simulate_absolute(
     drift_control = drift_control.prepare(method, structure)
     tol = tolerances(drift_control, q0, host_number(rtol))
     if progress is not None:
-
         trajectory = in_segments(
             progress,
             model,
@@ -465,7 +460,8 @@ def host_number(x) -> float | None:
 
 def _checked_run(trajectory: Trajectory, method, throw: bool) -> Trajectory:
     """The run judged on the host where its values are concrete: with `throw`, one
-    that left its constraints (or cannot go on) raises [`ConstraintsLeftError`][],
+    that left its constraints (or cannot go on) raises
+    [`ConstraintsLeftError`][redundax.ConstraintsLeftError],
     one stopped for another reason `RuntimeError`; otherwise the warnings about
     passages. Traced runs carry the verdict in `valid` and `result` (and, with
     `throw`, stop the program with the same meaning)."""
@@ -515,7 +511,8 @@ def constraints_left_error(
     what: str = "simulate",
     hint: str = " (throw=False returns the trajectory with Trajectory.valid)",
 ) -> ConstraintsLeftError:
-    """The [`ConstraintsLeftError`][] of a (concrete) trajectory that left its
+    """The [`ConstraintsLeftError`][redundax.ConstraintsLeftError] of a (concrete) trajectory that
+    left its
     constraints: the time, the violation, the tolerance, and the last saved time
     on them; `what` starts the message, `hint` ends it."""
     valid = np.asarray(trajectory.valid)
@@ -530,7 +527,9 @@ def constraints_left_error(
     tolerance = float(tol.step if stopped else tol.saved)
     before = np.flatnonzero(valid & (ts <= t)) if np.isfinite(t) else np.flatnonzero(valid)
     valid_until = float(ts[before[-1]]) if before.size and valid[0] else None
-    since = "" if valid_until is None else f"; it was on them until the saved time {valid_until:.6g} s"
+    since = (
+        "" if valid_until is None else f"; it was on them until the saved time {valid_until:.6g} s"
+    )
     if stall:
         reason = stall_reason(t, value, tolerance)
     else:

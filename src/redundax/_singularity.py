@@ -4,9 +4,11 @@ A closed chain passes a singular configuration when rows of C that are
 independent elsewhere become dependent: σ_r, the r-th singular value of C (r the
 regular rank), falls to zero and rises again. Saved states rarely land on such a
 pose (IFToMM A02's parallelograms are flat for an instant, twice a second), so
-`simulate` wraps the ODE solver in [`SingularityMonitor`][]: after every step it
+`simulate` wraps the ODE solver in [`SingularityMonitor`][redundax.monitors.SingularityMonitor]:
+after every step it
 takes the singular values of C at the step's end and writes to a fixed-size
-[`SingularityLog`][] carried in the solver's state (Diffrax keeps the state of
+[`SingularityLog`][redundax.monitors.SingularityLog] carried in the solver's state (Diffrax keeps
+the state of
 accepted steps only):
 
 - the smallest σ_r/σ_1 over the step ends, and where;
@@ -93,7 +95,7 @@ class SingularityLog(eqx.Module):
     - `t_last`, `ratio_last` (2,): the last two step ends and their σ_r/σ_1.
     - `max_ratio`: the largest σ_r/σ_1 so far (the decision state's included).
     - `min_ratio`, `t_min`: the smallest σ_r/σ_1 over the step ends (or refined
-      passages), and when (the first time, within round-off: [`TIE`][]).
+      passages), and when (the first time, within round-off: `TIE`).
     - `rank`: the numerical rank of C at the last step end.
     - `passage_t`, `passage_ratio`, `passage_window` (K,), (K,), (K, 2): every
       passage: its refined instant and σ_r/σ_1 there, and the integrator's step
@@ -267,7 +269,8 @@ class Watch:
 class SingularityMonitor(AbstractMonitor):
     """A Diffrax solver that steps like `solver` and records, after every step, how
     far C is from losing rank (σ_r/σ_1 or the pivot sines: `log.measure`) in a
-    [`SingularityLog`][] (the second half of its solver state). `log`: the log to
+    [`SingularityLog`][redundax.monitors.SingularityLog] (the second half of its solver state).
+    `log`: the log to
     continue (a run integrated save interval by save interval continues one
     log)."""
 
@@ -303,9 +306,9 @@ class SingularPassage:
 
 @dataclasses.dataclass(frozen=True)
 class SingularityReport:
-    """What a run's [`SingularityLog`][] says, on the host.
+    """What a run's [`SingularityLog`][redundax.monitors.SingularityLog] says, on the host.
 
-    - `passages`: the [`SingularPassage`][]s, in time order.
+    - `passages`: the [`SingularPassage`][redundax.monitors.SingularPassage]s, in time order.
     - `min_sigma_ratio`, `t_min`: the smallest σ_r/σ_1 met (of the `measure`:
       the r-th pivot sine where it is `"pivots"`), and when.
     - `rank_changes`: `(t_before, t_after, rank)` per change of the numerical rank

@@ -69,7 +69,8 @@ def solvability_by_qr(
     rank: Int[ArrayLike, ""] | None = None,
 ) -> Solvability:
     """The QR test of Wojtyra & Frączek (Eq. 27) for every group (row of `S`, see
-    [`membership`][]). `rank`, if given, imposes the rank (see `pivoted_qr`)."""
+    [`membership`][redundax.analysis.membership]). `rank`, if given, imposes the rank (see
+    `pivoted_qr`)."""
     N, rank = left_null_space(C, rtol, rank)
     return _solvability(rank, pair_verdicts(C, N, S, utol))
 
@@ -172,7 +173,7 @@ class SolvabilityReport(eqx.Module):
     def to_dict(self, frames: Mapping[str, ArrayLike] | None = None) -> dict:
         """The JSON contract of the command line (rows 1-based; configs/README.md).
 
-        With `frames` (the [`joint_frames`][] at the analysed configuration), every
+        With `frames` (the `joint_frames` at the analysed configuration), every
         pair also gets a key `"frame"`: `{"e0": [x, y, z], "e1": ..., "e2": ...}`,
         the axes its components ("bending moment e1") refer to, or `None` for a pair
         without a joint frame (planar pairs, whose component labels name their
@@ -224,7 +225,7 @@ class SolvabilityReport(eqx.Module):
 
     def table(self, frames: Mapping[str, ArrayLike] | None = None) -> str:
         """The readable table of `str(report)`; with `frames` (the
-        [`joint_frames`][] at the analysed configuration) each spatial pair's
+        `joint_frames` at the analysed configuration) each spatial pair's
         component verdicts are listed with the axes e0, e1, e2 they refer to."""
         frames = {} if frames is None else frames
         d = self.to_dict()
@@ -332,7 +333,8 @@ def joint_frames(model: Model, q: ArrayLike) -> dict[str, np.ndarray]:
 
 
 def solvability_report(structure: Structure) -> SolvabilityReport:
-    """The [`SolvabilityReport`][] of a [`Structure`][]: its verdicts at the
+    """The [`SolvabilityReport`][redundax.SolvabilityReport] of a [`Structure`][redundax.Structure]:
+    its verdicts at the
     configuration where it was decided (no new computation)."""
     return SolvabilityReport(
         n=structure.n,
@@ -374,7 +376,8 @@ def analyze_solvability(
     - `rtol`: relative rank tolerance of the pivoted QR (default `2 eps max(m+h, n)`).
     - `utol`: relative threshold for B_X = 0 (see `UNIQUENESS_RTOL`).
 
-    **Returns:** a [`SolvabilityReport`][]. Works under `jax.jit` and `jax.vmap`
+    **Returns:** a [`SolvabilityReport`][redundax.SolvabilityReport]. Works under `jax.jit` and
+    `jax.vmap`
     (batch over `q`); the verdicts are discrete and carry no gradient.
 
     !!! example
@@ -455,7 +458,8 @@ def analyze_many(
     rtol: float | None = None,
     utol: float = UNIQUENESS_RTOL,
 ) -> SolvabilityReport:
-    """[`analyze_solvability`][] for a batch of configurations `qs` (and times `ts`).
+    """[`analyze_solvability`][redundax.analyze_solvability] for a batch of configurations `qs` (and
+    times `ts`).
 
     Equivalent to `jax.vmap` over `qs`, evaluated `chunk_size` configurations at a
     time (`jax.lax.map(..., batch_size=chunk_size)`): the factorisations of a

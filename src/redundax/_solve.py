@@ -1,5 +1,5 @@
 """q̈ and λ at one state: the equations of motion solved by a method of handling
-redundancy, with the discrete facts taken from the mechanism's [`Structure`][]."""
+redundancy, with the discrete facts taken from the mechanism's [`Structure`][redundax.Structure]."""
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -24,8 +24,10 @@ def solve_terms(
     method: AbstractRedundancyMethod = NullSpace(),
     drift_control=None,
 ) -> tuple[Terms, Float[Array, " nq"], Float[Array, " nc"]]:
-    """`(terms, qdd, lam)` at (q, q̇, t): the shared core of [`solve_dynamics`][]
-    and [`reactions`][]. `structure` defaults to [`decide`][] at (q, t)."""
+    """`(terms, qdd, lam)` at (q, q̇, t): the shared core of
+    [`solve_dynamics`][redundax.equations.solve_dynamics]
+    and [`reactions`][redundax.reactions]. `structure` defaults to [`decide`][redundax.decide] at
+    (q, t)."""
     if structure is None:
         structure = decide(model, q, t)
     method = checked(method, structure, model)
@@ -57,10 +59,13 @@ def solve_dynamics(
     **Arguments:**
 
     - `model`, `q`, `qd`, `t`: the mechanism and its state [m, rad, s].
-    - `structure`: the mechanism's [`Structure`][] (default: [`decide`][] at (q, t);
+    - `structure`: the mechanism's [`Structure`][redundax.Structure] (default:
+      [`decide`][redundax.decide] at (q, t);
       pass the one decided at the initial state of a motion).
-    - `method`: how redundant constraints are handled (default [`NullSpace`][]).
-    - `drift_control`: a drift-control term for Γ (e.g. [`Baumgarte`][]) or None.
+    - `method`: how redundant constraints are handled (default
+      [`NullSpace`][redundax.methods.NullSpace]).
+    - `drift_control`: a drift-control term for Γ (e.g. [`Baumgarte`][redundax.drift.Baumgarte]) or
+      None.
 
     **Returns:** `(qdd, lam)`, shapes `(nq,)` and `(m + h,)`.
     """

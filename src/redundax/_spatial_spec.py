@@ -224,6 +224,22 @@ Spherical = _joint(
     "reaction components (default: global axes at the initial configuration)." + _COMMON,
     axis_required=False,
 )
+"""`Spherical(name, body_i, body_j, point=None, axis=None, normal=None, point_i=None, point_j=None)`
+
+Spherical (ball) joint: 3 rows. `axis` and `normal` only orient the frame of the reaction components
+(default: global axes at the initial configuration).
+
+**Arguments:**
+
+- `name`: unique pair name; `body_i`, `body_j`: body names ("ground" for the frame).
+- `point`: the joint point, global components at the initial configuration [m];
+  or `point_i` and `point_j`, the joint point in each body's frame.
+- `axis`: the joint axis e₀, global components at the initial configuration.
+- `normal`: optional direction for e₁ (made perpendicular to e₀); by default e₁
+  is the global axis least aligned with e₀. e₂ = e₀ × e₁.
+
+Reaction components (−λ_k, acting on body i) are expressed in this joint frame.
+"""
 Revolute3D = _joint(
     "Revolute3D",
     RevoluteConstraint3D,
@@ -237,6 +253,22 @@ Revolute3D = _joint(
     ),
     "Spatial revolute joint about `axis`: 5 rows of full rank." + _COMMON,
 )
+"""`Revolute3D(name, body_i, body_j, point=None, axis=None, normal=None,
+point_i=None, point_j=None)`
+
+Spatial revolute joint about `axis`: 5 rows of full rank.
+
+**Arguments:**
+
+- `name`: unique pair name; `body_i`, `body_j`: body names ("ground" for the frame).
+- `point`: the joint point, global components at the initial configuration [m];
+  or `point_i` and `point_j`, the joint point in each body's frame.
+- `axis`: the joint axis e₀, global components at the initial configuration.
+- `normal`: optional direction for e₁ (made perpendicular to e₀); by default e₁
+  is the global axis least aligned with e₀. e₂ = e₀ × e₁.
+
+Reaction components (−λ_k, acting on body i) are expressed in this joint frame.
+"""
 Universal = _joint(
     "Universal",
     UniversalConstraint,
@@ -245,6 +277,22 @@ Universal = _joint(
     "Universal (Hooke) joint: the pin of body i is `axis` (e₀), the pin of body j "
     "is `normal` (e₁, required, perpendicular to `axis`); 4 rows." + _COMMON,
 )
+"""`Universal(name, body_i, body_j, point=None, axis=None, normal=None, point_i=None, point_j=None)`
+
+Universal (Hooke) joint: the pin of body i is `axis` (e₀), the pin of body j is `normal` (e₁,
+required, perpendicular to `axis`); 4 rows.
+
+**Arguments:**
+
+- `name`: unique pair name; `body_i`, `body_j`: body names ("ground" for the frame).
+- `point`: the joint point, global components at the initial configuration [m];
+  or `point_i` and `point_j`, the joint point in each body's frame.
+- `axis`: the joint axis e₀, global components at the initial configuration.
+- `normal`: optional direction for e₁ (made perpendicular to e₀); by default e₁
+  is the global axis least aligned with e₀. e₂ = e₀ × e₁.
+
+Reaction components (−λ_k, acting on body i) are expressed in this joint frame.
+"""
 Weld3D = _joint(
     "Weld3D",
     WeldConstraint3D,
@@ -254,6 +302,22 @@ Weld3D = _joint(
     "(default: global axes at the initial configuration)." + _COMMON,
     axis_required=False,
 )
+"""`Weld3D(name, body_i, body_j, point=None, axis=None, normal=None, point_i=None, point_j=None)`
+
+Spatial weld (fixed) joint: 6 rows. `axis`/`normal` orient the component frame (default: global axes
+at the initial configuration).
+
+**Arguments:**
+
+- `name`: unique pair name; `body_i`, `body_j`: body names ("ground" for the frame).
+- `point`: the joint point, global components at the initial configuration [m];
+  or `point_i` and `point_j`, the joint point in each body's frame.
+- `axis`: the joint axis e₀, global components at the initial configuration.
+- `normal`: optional direction for e₁ (made perpendicular to e₀); by default e₁
+  is the global axis least aligned with e₀. e₂ = e₀ × e₁.
+
+Reaction components (−λ_k, acting on body i) are expressed in this joint frame.
+"""
 Prismatic3D = _joint(
     "Prismatic3D",
     PrismaticConstraint3D,
@@ -261,6 +325,22 @@ Prismatic3D = _joint(
     ("transverse force e1", "transverse force e2", "torque e0", "moment e1", "moment e2"),
     "Spatial prismatic joint sliding along `axis`: 5 rows." + _COMMON,
 )
+"""`Prismatic3D(name, body_i, body_j, point=None, axis=None, normal=None,
+point_i=None, point_j=None)`
+
+Spatial prismatic joint sliding along `axis`: 5 rows.
+
+**Arguments:**
+
+- `name`: unique pair name; `body_i`, `body_j`: body names ("ground" for the frame).
+- `point`: the joint point, global components at the initial configuration [m];
+  or `point_i` and `point_j`, the joint point in each body's frame.
+- `axis`: the joint axis e₀, global components at the initial configuration.
+- `normal`: optional direction for e₁ (made perpendicular to e₀); by default e₁
+  is the global axis least aligned with e₀. e₂ = e₀ × e₁.
+
+Reaction components (−λ_k, acting on body i) are expressed in this joint frame.
+"""
 Cylindrical = _joint(
     "Cylindrical",
     CylindricalConstraint,
@@ -268,6 +348,22 @@ Cylindrical = _joint(
     ("transverse force e1", "transverse force e2", "bending moment e1", "bending moment e2"),
     "Cylindrical joint sliding along and turning about `axis`: 4 rows." + _COMMON,
 )
+"""`Cylindrical(name, body_i, body_j, point=None, axis=None, normal=None,
+point_i=None, point_j=None)`
+
+Cylindrical joint sliding along and turning about `axis`: 4 rows.
+
+**Arguments:**
+
+- `name`: unique pair name; `body_i`, `body_j`: body names ("ground" for the frame).
+- `point`: the joint point, global components at the initial configuration [m];
+  or `point_i` and `point_j`, the joint point in each body's frame.
+- `axis`: the joint axis e₀, global components at the initial configuration.
+- `normal`: optional direction for e₁ (made perpendicular to e₀); by default e₁
+  is the global axis least aligned with e₀. e₂ = e₀ × e₁.
+
+Reaction components (−λ_k, acting on body i) are expressed in this joint frame.
+"""
 RevoluteDriver3D = _joint(
     "RevoluteDriver3D",
     RevoluteDriverConstraint3D,
@@ -278,6 +374,24 @@ RevoluteDriver3D = _joint(
     "holds the axis). `point` only places the reported anchor." + _COMMON,
     motion=True,
 )
+"""`RevoluteDriver3D(name, body_i, body_j, motion, point=None, axis=None, normal=None,
+point_i=None, point_j=None)`
+
+Prescribed rotation `motion` d(t) [rad] of body i relative to body j about `axis`, zero at the
+initial configuration: 1 row (pair it with a joint that holds the axis). `point` only places the
+reported anchor.
+
+**Arguments:**
+
+- `name`: unique pair name; `body_i`, `body_j`: body names ("ground" for the frame).
+- `point`: the joint point, global components at the initial configuration [m];
+  or `point_i` and `point_j`, the joint point in each body's frame.
+- `axis`: the joint axis e₀, global components at the initial configuration.
+- `normal`: optional direction for e₁ (made perpendicular to e₀); by default e₁
+  is the global axis least aligned with e₀. e₂ = e₀ × e₁.
+
+Reaction components (−λ_k, acting on body i) are expressed in this joint frame.
+"""
 TranslationalDriver3D = _joint(
     "TranslationalDriver3D",
     TranslationalDriverConstraint3D,
@@ -289,6 +403,24 @@ TranslationalDriver3D = _joint(
     "give `point_i`, `point_j` otherwise." + _COMMON,
     motion=True,
 )
+"""`TranslationalDriver3D(name, body_i, body_j, motion, point=None, axis=None, normal=None,
+point_i=None, point_j=None)`
+
+Prescribed displacement `motion` d(t) [m] along `axis` (fixed on body j) of the point of body i
+relative to the point of body j: e₀ᵀ(P_i − P_j) = d(t), 1 row. With a global `point` the two points
+coincide initially, so d(0) must be 0; give `point_i`, `point_j` otherwise.
+
+**Arguments:**
+
+- `name`: unique pair name; `body_i`, `body_j`: body names ("ground" for the frame).
+- `point`: the joint point, global components at the initial configuration [m];
+  or `point_i` and `point_j`, the joint point in each body's frame.
+- `axis`: the joint axis e₀, global components at the initial configuration.
+- `normal`: optional direction for e₁ (made perpendicular to e₀); by default e₁
+  is the global axis least aligned with e₀. e₂ = e₀ × e₁.
+
+Reaction components (−λ_k, acting on body i) are expressed in this joint frame.
+"""
 
 
 def check_universal(p, spec):

@@ -2,7 +2,7 @@
 validates them and stacks them into a [`redundax.Model`][].
 
 Specs are plain frozen dataclasses of names and numbers; all checking happens in
-[`Mechanism.build`][], which collects *every* problem into one `ValueError`
+[`Mechanism.build`][redundax.Mechanism.build], which collects *every* problem into one `ValueError`
 naming the offending body, pair and field.
 """
 
@@ -26,14 +26,6 @@ from ._force_specs import FORCE_SPECS, Bushing
 from ._math import device
 from ._model import Loads, Markers, Model, Pair, State
 from ._motion import AbstractMotion, Constant
-from ._spatial_spec import (
-    SPATIAL_SPECS,
-    SpatialBody,
-    Universal,
-    check_inertia,
-    check_rotation,
-    check_universal,
-)
 from ._pairs import (
     CustomHolonomicConstraint,
     CustomPfaffianConstraint,
@@ -44,6 +36,14 @@ from ._pairs import (
     TranslationalConstraint,
     TranslationalDriverConstraint,
     WeldConstraint,
+)
+from ._spatial_spec import (
+    SPATIAL_SPECS,
+    SpatialBody,
+    Universal,
+    check_inertia,
+    check_rotation,
+    check_universal,
 )
 
 GROUND = "ground"
@@ -434,7 +434,7 @@ class _Context:
 
     def known(self, *names) -> bool:
         """Whether every one of `names` is a body of the mechanism or the ground
-        (an unknown name is reported once, by [`body`][])."""
+        (an unknown name is reported once, by `body`)."""
         return all(isinstance(n, str) and n in self.lookup for n in names)
 
     def index(self, spec, fields):
@@ -516,9 +516,10 @@ def _planar_poses(bodies) -> tuple[dict, dict]:
 class Mechanism:
     """A mechanism described by names: bodies, pairs, loads, tracked points.
 
-    Planar when its bodies are [`Body`][]s, spatial when they are
-    [`SpatialBody`][]s (then its pairs are the spatial joints: [`Revolute3D`][],
-    [`Spherical`][], ...; the bodies are modelled in natural coordinates).
+    Planar when its bodies are [`Body`][redundax.Body]s, spatial when they are
+    [`SpatialBody`][redundax.SpatialBody]s (then its pairs are the spatial joints:
+    [`Revolute3D`][redundax.joints.Revolute3D],
+    [`Spherical`][redundax.joints.Spherical], ...; the bodies are modelled in natural coordinates).
 
     **Arguments:**
 
@@ -529,8 +530,11 @@ class Mechanism:
     - `gravity`: gravitational acceleration [m/s²], length 2 or 3 (default zero).
     - `loads`: constant applied forces and torques.
     - `markers`: tracked points.
-    - `forces`: force elements: [`SpringDamper`][], [`RotationalSpringDamper`][],
-      [`Bushing`][] (spatial), [`TimeDependentLoad`][], [`CustomForce`][]; errors
+    - `forces`: force elements: [`SpringDamper`][redundax.forces.SpringDamper],
+      [`RotationalSpringDamper`][redundax.forces.RotationalSpringDamper],
+      [`Bushing`][redundax.forces.Bushing] (spatial),
+      [`TimeDependentLoad`][redundax.forces.TimeDependentLoad],
+      [`CustomForce`][redundax.forces.CustomForce]; errors
       name them by their index in this sequence ("force 2 field 'stiffness'").
 
     !!! example

@@ -48,9 +48,11 @@ def _rows(terms, m: int):
 
 
 class AbstractStepEnd(eqx.Module):
-    """What [`ProjectedSteps`][] does at the end of every step: `project_state(args,
+    """What [`ProjectedSteps`][redundax.drift.ProjectedSteps] does at the end of every step:
+    `project_state(args,
     t, y)` returns the state the integration goes on from (absolute coordinates:
-    [`StepProjection`][]; joint coordinates: the DCA's projection and the
+    [`StepProjection`][redundax.drift.StepProjection]; joint coordinates: the DCA's projection and
+    the
     re-charting of rotation vectors)."""
 
     @abc.abstractmethod

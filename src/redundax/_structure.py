@@ -6,8 +6,8 @@ are independent, the left null space of C (the self-stresses), whether each pair
 reaction is unique (Wojtyra & Frączek 2013, §3), whether the configuration is
 regular, and how the bodies are connected. They are properties of the mechanism's
 structure, constant along a motion between singular configurations (§4.2), so
-redundax takes them **once**, in [`decide`][], and carries them as a value: a
-[`Structure`][]. `simulate`, `reactions`, `reaction_history`, `pair_reaction`,
+redundax takes them **once**, in [`decide`][redundax.decide], and carries them as a value: a
+[`Structure`][redundax.Structure]. `simulate`, `reactions`, `reaction_history`, `pair_reaction`,
 `peak_reaction`, sweeps and the optimiser take it as an argument (or call
 `decide` once at their initial state) and never decide again. This is lineax's
 `solver.init(operator)` / `solver.compute(state, vector)` split and MJX's
@@ -20,11 +20,12 @@ redundax takes them **once**, in [`decide`][], and carries them as a value: a
   integration or projection tolerance, which makes dependent rows independent by
   about that much, and such rows must still count as dependent. `decide` uses it.
 - `2 · eps · max(m + h, n)` (round-off, lineax's `resolve_rcond`) for the analysis
-  of a configuration known exactly ([`analyze_solvability`][]'s default), where a
+  of a configuration known exactly ([`analyze_solvability`][redundax.analyze_solvability]'s
+  default), where a
   defect of 1e-13 m is a real defect and must be seen.
 - `UNIQUENESS_RTOL` = 1e-8 for B_X = 0 relative to ‖C_X‖ (both uses).
 
-**The one verdict path.** [`pair_verdicts`][] computes B_X = C_Xᵀ N_X and the
+**The one verdict path.** `pair_verdicts` computes B_X = C_Xᵀ N_X and the
 verdicts for any set of row groups from C and an orthonormal basis N of its left
 null space. The analysis report, `decide` and the cross-checks by SVD all call it.
 
@@ -51,8 +52,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from ._assembly import constraint_matrix, position_residual
 from ._block_pattern import BlockPattern, block_pattern
-from ._bodies import MASS_DEFINITE_RTOL as MASS_DEFINITE_RTOL
-from ._bodies import MassFacts
+from ._bodies import MASS_DEFINITE_RTOL as MASS_DEFINITE_RTOL, MassFacts
 from ._errors import ModelError
 from ._model import Model, unkeyed
 from ._qr import DECISION_RTOL as DECISION_RTOL, default_rtol, pivoted_qr
@@ -121,10 +121,11 @@ def pair_verdicts(
     segments: np.ndarray | None = None,
 ) -> Verdicts:
     """The QR test for every group of rows of C (row g of the 0/1 matrix `S`, see
-    [`membership`][]): B_X = C_Xᵀ N_X with N an orthonormal basis of the left null
+    [`membership`][redundax.analysis.membership]): B_X = C_Xᵀ N_X with N an orthonormal basis of the
+    left null
     space of C (zero columns allowed); f_X is unique iff B_X = 0, λ_X iff N_X = 0.
     ‖B_X‖_F does not depend on the basis. `segments` (static, from
-    [`disjoint_groups`][]) takes the cheap path when the groups share no row.
+    `disjoint_groups`) takes the cheap path when the groups share no row.
 
     The only code in redundax that turns a null space into uniqueness verdicts."""
     # B_X is formed explicitly and its squares summed afterwards, so a vanishing B_X
@@ -174,7 +175,7 @@ def group_verdicts(
     groups: Sequence[Sequence[int]],
     utol: float = UNIQUENESS_RTOL,
 ) -> Verdicts:
-    """[`pair_verdicts`][] for groups given as tuples of rows (0-based)."""
+    """`pair_verdicts` for groups given as tuples of rows (0-based)."""
     nc = C.shape[0]
     return pair_verdicts(C, N, membership(nc, groups), utol, disjoint_groups(nc, groups))
 
@@ -182,7 +183,7 @@ def group_verdicts(
 def row_verdicts(
     C: Float[Array, "nc nq"], N: Float[Array, "nc p"], utol: float = UNIQUENESS_RTOL
 ) -> tuple[Bool[Array, " nc"], Float[Array, " nc"]]:
-    """[`pair_verdicts`][] for every single row (a reaction component): ‖B_k‖ =
+    """`pair_verdicts` for every single row (a reaction component): ‖B_k‖ =
     ‖C_k‖ ‖N_k‖. Returns `(unique, b_norm)`."""
     row_c = jnp.linalg.norm(C, axis=1)
     row_b = row_c * jnp.linalg.norm(N, axis=1)
@@ -273,7 +274,8 @@ def spanning_forest(
 
 
 def topology(model: Model) -> Topology:
-    """The [`Topology`][] of `model` (host-side, from its pairs' body names)."""
+    """The [`Topology`][redundax.analysis.Topology] of `model` (host-side, from its pairs' body
+    names)."""
     nb = model.bodies.count
     names = (*model.bodies.names, "ground")
     pair_bodies = tuple(tuple(model.body_index(b) for b in p.bodies) for p in model.pairs)
@@ -329,7 +331,7 @@ def topology(model: Model) -> Topology:
 # ---------------------------------------------------------------------- the structure
 class Structure(eqx.Module):
     """The discrete facts about a mechanism at a regular configuration (see the
-    module docstring): decided once by [`decide`][], read by everything else.
+    module docstring): decided once by [`decide`][redundax.decide], read by everything else.
 
     Names and rows are static; every decision is an array, so structures batch under
     `jax.vmap` (a sweep decides one per variant) and carry no gradient.
@@ -338,9 +340,10 @@ class Structure(eqx.Module):
       spatial bodies), Pfaffian rows.
     - `names`, `kinds`, `rows`, `labels`: the pairs (then any user groups), their
       rows of C (0-based) and the labels of their reaction components.
-    - `topology`: the body graph, spanning tree and loops ([`Topology`][]).
+    - `topology`: the body graph, spanning tree and loops
+      ([`Topology`][redundax.analysis.Topology]).
     - `blocks`: the block-sparse pattern of C M⁻¹ Cᵀ and its elimination order
-      ([`BlockPattern`][]), ordered by the topology.
+      ([`BlockPattern`][redundax.internal.BlockPattern]), ordered by the topology.
     - `rank`, `rank_holonomic`, `rank_pfaffian`: rank of C, Φ_q and Ψ.
     - `independent`: per row of C, whether it belongs to the maximal independent set
       chosen by the pivoted QR of Cᵀ (rigid-body rows first); the others are the
@@ -354,7 +357,7 @@ class Structure(eqx.Module):
     - `schur`: whether the all-rows Schur complement C M⁻¹ Cᵀ is well conditioned
       apart from its p zero eigenvalues (the null-space method's fast path):
       `schur_gap` above `SCHUR_MIN_EIGENVALUE`.
-    - `schur_path` (static): the same verdict as a Python bool where [`decide`][]
+    - `schur_path` (static): the same verdict as a Python bool where [`decide`][redundax.decide]
       judged it on the host, None where the structure was decided inside a
       transformation (its verdict traced). The null-space family and
       [`StepProjection`][redundax.drift.StepProjection] compute with the path it names,
@@ -628,8 +631,8 @@ def verdicts_at(
     utol: float,
 ):
     """`(C, N, rank, group verdicts, (row_unique, row_b_norm))` at (q, t): the
-    analysis of one configuration, shared by [`decide`][] and
-    [`analyze_solvability`][]."""
+    analysis of one configuration, shared by [`decide`][redundax.decide] and
+    [`analyze_solvability`][redundax.analyze_solvability]."""
     C = jax.lax.stop_gradient(constraint_matrix(model, q, t))
     N, rank = left_null_space(C, rtol)
     return C, N, rank, group_verdicts(C, N, rows, utol), row_verdicts(C, N, utol)
@@ -715,15 +718,16 @@ def decide(
     - `groups`: extra groups of rows to give verdicts for,
       `{name: [pair names or 1-based rows]}`.
 
-    **Returns:** a [`Structure`][]. Pure: it works eagerly and under `jax.jit` and
+    **Returns:** a [`Structure`][redundax.Structure]. Pure: it works eagerly and under `jax.jit` and
     `jax.vmap` (a batch of configurations gives a batch of structures), and it
     carries no gradient (every decision is taken on `stop_gradient` values). The
     solver path it names (`Structure.schur_path`, static) is judged from ŝ where
     that is a number on the host; inside a transformation the verdict stays traced
-    (see [`Structure`][]).
+    (see [`Structure`][redundax.Structure]).
 
     Whether (q, t) is regular is recorded, not enforced:
-    [`Structure.raise_if_singular`][] raises; `simulate` calls it for the methods
+    [`Structure.raise_if_singular`][redundax.Structure.raise_if_singular] raises; `simulate` calls
+    it for the methods
     that rely on the rank.
 
     !!! example
@@ -744,7 +748,7 @@ def decide(
 
 def judged(structure: Structure) -> Structure:
     """`structure` with `schur_path` set from its verdict where that is a number on
-    the host (unchanged where it is traced or batched): what [`decide`][] returns.
+    the host (unchanged where it is traced or batched): what [`decide`][redundax.decide] returns.
     For a structure computed by a program of its own (the command line's exported
     `decide`), so that the runs given it compile one path."""
     known = host_values(structure.schur)

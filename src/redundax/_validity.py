@@ -12,7 +12,7 @@ joint-coordinate runs, sweeps, the optimiser).
 
 **The criterion.** A state is on its constraints when max |Φ(q, t)| (the
 holonomic rows, in m or rad) is within what the run's drift control promises
-([`position_tolerance`][]):
+(`position_tolerance`):
 
 - where the state was just projected (a [`StepProjection`][redundax.drift.StepProjection]
   step end, or a saved state of [`Projection`][redundax.drift.Projection]): Newton steps
@@ -31,7 +31,8 @@ Checked **inside the integration** at every accepted step end (a
 integrating a motion that no longer exists until `max_steps`), and on every saved
 state afterwards ([`Trajectory.valid`][redundax.Trajectory]). A run that stopped
 there ends with `diffrax.RESULTS.event_occurred` (redundax runs no other event);
-`simulate(throw=True)` raises [`ConstraintsLeftError`][] naming the time and the
+`simulate(throw=True)` raises [`ConstraintsLeftError`][redundax.ConstraintsLeftError] naming the
+time and the
 violation.
 
 **A motion that cannot go on.** A driver that pushes a mechanism onto the edge of
@@ -40,10 +41,10 @@ into a singular configuration and beyond) may keep the state on its constraints
 (max |Φ| ≈ 1e-9) while the velocities the drivers ask for grow as (t* − t)^(−1/2):
 the steps shrink without bound and the run would end at `max_steps` ("raise
 max_steps", the wrong fix). The default step-size controllers take no step
-shorter than [`STALL_STEP`][] of the run's length; a run that meets that floor
+shorter than `STALL_STEP` of the run's length; a run that meets that floor
 before its final time (`diffrax.RESULTS.dt_min_reached`) stopped at a point the
 motion cannot be continued past, and it is judged as one that left its
-constraints there ([`judge`][]; `ConstraintsLeftError.stalled`).
+constraints there (`judge`; `ConstraintsLeftError.stalled`).
 
 **Why the rank of C is not part of it.** A state off the manifold by more than
 the rank tolerance makes C of a geometrically redundant mechanism (Bricard's)
@@ -54,7 +55,6 @@ configurations), so the violation alone carries the information.
 
 import diffrax
 import jax.numpy as jnp
-import numpy as np
 
 from ._assembly import position_residual
 
@@ -88,7 +88,7 @@ class ConstraintsLeftError(RuntimeError):
     - `valid_until`: the last saved time at which the run was on its constraints
       (None: not even at the start);
     - `stalled`: True where the run stopped because its steps fell below
-      [`STALL_STEP`][] of its length before its final time (the motion cannot be
+      `STALL_STEP` of its length before its final time (the motion cannot be
       continued past `t`; the state there may still be on its constraints, so
       `violation` may be below `tolerance`).
     """
@@ -116,7 +116,7 @@ def scale_of(q0) -> jnp.ndarray:
 
 
 def position_tolerance(projected: bool, rtol: float | None = None) -> float:
-    """The largest max |Φ| (before scaling by [`scale_of`][]) of a state that was
+    """The largest max |Φ| (before scaling by `scale_of`) of a state that was
     (`projected`) or was not just projected onto the manifold. `rtol`: the
     integration's relative tolerance, when known (a projected step end is off by
     about the square of the local error, which grows with it)."""
@@ -190,7 +190,7 @@ def judge(ts, q, position_violation, tolerance, result, t_end, end_violation):
 
 def stalled(trajectory) -> bool:
     """Whether a (concrete) run stopped at the step-size floor before its final
-    time ([`judge`][] turns one met at the end into success)."""
+    time (`judge` turns one met at the end into success)."""
     return bool(trajectory.result == diffrax.RESULTS.dt_min_reached)
 
 

@@ -26,3 +26,23 @@ from ._structure import (
     membership as membership,
     topology as topology,
 )
+
+__all__ = [
+    "Solvability",
+    "analyze_many",
+    "solvability_by_qr",
+    "solvability_by_rank",
+    "solvability_by_svd",
+    "solvability_report",
+    "PairReaction",
+    "PeakReaction",
+    "ReactionImpulse",
+    "pair_reaction",
+    "pair_reaction_history",
+    "peak_reaction",
+    "reaction_impulse",
+    "final_marker_position",
+    "Topology",
+    "topology",
+    "membership",
+]

@@ -32,3 +32,28 @@ from ._solve import (
     solve_dynamics as solve_dynamics,
     solve_terms as solve_terms,
 )
+
+__all__ = [
+    "constraint_matrix",
+    "constraint_rows",
+    "holonomic_jacobian",
+    "pfaffian_matrix",
+    "mass_matrix",
+    "generalized_forces",
+    "position_residual",
+    "velocity_residual",
+    "velocity_bias",
+    "acceleration_rhs",
+    "kinetic_energy",
+    "potential_energy",
+    "body_poses",
+    "body_velocities",
+    "marker_positions",
+    "check_consistency",
+    "dynamics_terms",
+    "local_terms",
+    "Terms",
+    "LocalTerms",
+    "solve_terms",
+    "solve_dynamics",
+]

@@ -13,3 +13,12 @@ from ._force_specs import (
 from ._forces import (
     AbstractForceElement as AbstractForceElement,
 )
+
+__all__ = [
+    "AbstractForceElement",
+    "SpringDamper",
+    "RotationalSpringDamper",
+    "Bushing",
+    "TimeDependentLoad",
+    "CustomForce",
+]

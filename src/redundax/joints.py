@@ -24,3 +24,22 @@ from ._spec import (
     TranslationalDriver as TranslationalDriver,
     Weld as Weld,
 )
+
+__all__ = [
+    "Revolute",
+    "Translational",
+    "Weld",
+    "KnifeEdge",
+    "RevoluteDriver",
+    "TranslationalDriver",
+    "CustomHolonomic",
+    "CustomPfaffian",
+    "Revolute3D",
+    "Prismatic3D",
+    "Cylindrical",
+    "Spherical",
+    "Universal",
+    "Weld3D",
+    "RevoluteDriver3D",
+    "TranslationalDriver3D",
+]

@@ -6,6 +6,26 @@ from ._force_specs import SpringDamper
 from ._motion import AbstractMotion, SmoothSteps
 from ._spec import Body, KnifeEdge, Marker, Mechanism, Revolute, Translational, TranslationalDriver
 
+__all__ = [
+    "mobile_robot",
+    "mobile_robot_steering",
+    "four_bar",
+    "n_four_bar",
+    "parallelogram",
+    "pendulum",
+    "slider_crank",
+    "six_bar",
+    "andrews",
+    "andrews_angles",
+    "bricard",
+    "spatial_twin",
+    "spherical_chain",
+    "ANDREWS_DATA",
+    "ANDREWS_ANGLES",
+    "BRICARD_JOINTS",
+]
+
+
 
 def mobile_robot_steering(amplitude: float = 0.02, offset: float | None = None) -> SmoothSteps:
     """The steering profile d(t) of the mobile robot's manoeuvre.
@@ -349,7 +369,8 @@ def bricard(
     cross-section `side` × `side` [m], solid-box inertia), each from joint point
     k − 1 to joint point k, and six spatial revolute joints `J0`…`J5` (J0: ground –
     rod 1, Jk: rod k – rod k + 1, J5: rod 5 – ground) at the points and about the
-    axes of [`BRICARD_JOINTS`][] scaled by `length`. Gravity `g` along −y, released
+    axes of [`BRICARD_JOINTS`][redundax.models.BRICARD_JOINTS] scaled by `length`. Gravity `g` along
+    −y, released
     at rest from the square configuration. Marker `P3`: the far end of rod 2,
     initially (1, −1, 0) `length`. Grübler–Kutzbach: 6·5 − 5·6 = 0; the real
     mobility is 1 and the degree of redundancy 1.
@@ -604,7 +625,8 @@ Test Set `andrews.f`)."""
 
 def andrews_angles(phi) -> tuple[float, ...]:
     """The seven angles (β, Θ, γ, Φ, δ, Ω, ε) of Hairer & Wanner from the absolute
-    angles φ₁…φ₇ of the bodies of [`andrews`][] (indexable, 7 numbers or arrays):
+    angles φ₁…φ₇ of the bodies of [`andrews`][redundax.models.andrews] (indexable, 7 numbers or
+    arrays):
     β = φ₁, Θ = φ₂ − φ₁, γ = φ₃, Φ = φ₄ − φ₅, δ = φ₅, Ω = φ₆ − φ₇, ε = φ₇. Absolute
     angles are integrated continuously, so no multiple of 2π is lost."""
     return (
@@ -623,13 +645,14 @@ def andrews(angles=ANDREWS_ANGLES) -> Mechanism:
     §VII.7; Schiehlen 1990; Bari Test Set problem `andrews`) in absolute
     coordinates: 7 bodies, 10 revolutes (20 rows, one degree of freedom), the
     spring from point D of body 3 to the fixed point C, and the driving torque
-    `mom` on body 1; no gravity. Data: [`ANDREWS_DATA`][].
+    `mom` on body 1; no gravity. Data: [`ANDREWS_DATA`][redundax.models.ANDREWS_DATA].
 
     Bodies `body1`…`body7` as numbered by Hairer & Wanner, each with its absolute
     angle φ_k (frame at its centre of mass, x axis as below): φ₁ = β (crank about
     O, frame x from O to P), φ₂ = β + Θ (rod, x from E to P), φ₃ = γ (about B),
     φ₄ = Φ + δ, φ₅ = δ (about A, x from A to G), φ₆ = Ω + ε (x from H to E),
-    φ₇ = ε (about A); [`andrews_angles`][] maps them back. Pairs `O` (1–ground),
+    φ₇ = ε (about A); [`andrews_angles`][redundax.models.andrews_angles] maps them back. Pairs `O`
+    (1–ground),
     `P` (1–2), `E3`, `E4`, `E6` (2–3, 2–4, 2–6: the point E they share), `B`
     (3–ground), `A5`, `A7` (5, 7–ground), `G` (4–5), `H` (6–7).
 
@@ -646,7 +669,7 @@ def andrews(angles=ANDREWS_ANGLES) -> Mechanism:
     **Arguments:**
 
     - `angles`: the initial (β, Θ, γ, Φ, δ, Ω, ε) [rad], at rest (default: the
-      test set's consistent values, [`ANDREWS_ANGLES`][]).
+      test set's consistent values, [`ANDREWS_ANGLES`][redundax.models.ANDREWS_ANGLES]).
     """
     from ._spec import Load
 

@@ -22,8 +22,27 @@ from ._rank_history import (
     singular_instants as singular_instants,
 )
 from ._singularity import (
-    SingularPassage as SingularPassage,
     SingularityLog as SingularityLog,
     SingularityMonitor as SingularityMonitor,
     SingularityReport as SingularityReport,
+    SingularPassage as SingularPassage,
 )
+
+__all__ = [
+    "SingularityLog",
+    "SingularityMonitor",
+    "SingularityReport",
+    "SingularPassage",
+    "ActiveSetLog",
+    "ActiveSetMonitor",
+    "ActiveSetHistory",
+    "active_set_history",
+    "RankHistory",
+    "rank_history",
+    "singular_instants",
+    "check_regular",
+    "Closure",
+    "ClosureChange",
+    "ClosureReport",
+    "closure_report",
+]

@@ -10,3 +10,11 @@ from ._motion import (
     Polynomial as Polynomial,
     SmoothSteps as SmoothSteps,
 )
+
+__all__ = [
+    "AbstractMotion",
+    "Constant",
+    "Function",
+    "Polynomial",
+    "SmoothSteps",
+]

@@ -5,25 +5,31 @@ A run is the `.npz` file that `redundax simulate CONFIG --out run.npz` (or
 [`redundax.io.read_run`][], or the path of the file, and returns a
 `matplotlib.figure.Figure`:
 
-- [`plot_trajectories`][] (`trajectories`): the tracked points in the plane,
+- [`plot_trajectories`][redundax.plot.plot_trajectories] (`trajectories`): the tracked points in the
+  plane,
   x–y; for spatial runs x–y and x–z, or the projections asked for;
-- [`plot_reactions`][] (`reactions`): per pair, the magnitude of the force on its
+- [`plot_reactions`][redundax.plot.plot_reactions] (`reactions`): per pair, the magnitude of the
+  force on its
   first moving body over time, or its reaction components where the whole pair is
   not unique but some of its components are (a spatial model of a planar
   mechanism: the in-plane components); unique lines solid, the ones that are not
   unique dashed on grey, and every line dotted grey where the run is off its
   constraints;
-- [`plot_violation_energy`][] (`violation`): position and velocity constraint
+- [`plot_violation_energy`][redundax.plot.plot_violation_energy] (`violation`): position and
+  velocity constraint
   violation (log axis), and the energy change E(t) − E(0);
-- [`plot_solvability`][] (`solvability`): ‖B_X‖ per pair (log axis), coloured
+- [`plot_solvability`][redundax.plot.plot_solvability] (`solvability`): ‖B_X‖ per pair (log axis),
+  coloured
   unique / not unique, with rank C, p and the mobility in the title;
-- [`plot_rank`][] (`rank`): the rank of C along the run, with the number of rows
+- [`plot_rank`][redundax.plot.plot_rank] (`rank`): the rank of C along the run, with the number of
+  rows
   and the nominal rank.
 
-and, of a mechanism rather than a run, [`plot_block_pattern`][]: the block
+and, of a mechanism rather than a run, [`plot_block_pattern`][redundax.plot.plot_block_pattern]: the
+block
 structure of C M⁻¹ Cᵀ that the block-sparse solver factorises.
 
-(In brackets: the figure's file name in [`save_all`][] and `redundax plot`.)
+(In brackets: the figure's file name in [`save_all`][redundax.plot.save_all] and `redundax plot`.)
 
 A reaction that a rigid model does not determine (not unique) is only the
 redundancy method's choice; the figures never draw it like a unique one. Nor do
@@ -36,7 +42,8 @@ The figures are made with `matplotlib.figure.Figure`, not `pyplot`: no window
 opens, no backend is chosen, nothing global changes, and they work on a machine
 without a display. A notebook shows the returned figure as a cell's value; to
 draw into a pyplot window, pass `figure=plt.figure()` and call `plt.show()`
-yourself. [`save_all`][] writes every figure atomically (a temporary file in the
+yourself. [`save_all`][redundax.plot.save_all] writes every figure atomically (a temporary file in
+the
 same folder, then a rename) and never overwrites a file unless `force=True`.
 
 !!! example
@@ -52,7 +59,7 @@ same folder, then a rename) and never overwrites a file unless `force=True`.
 
 On the command line: `redundax plot runs/mobile_robot.npz` writes
 `runs/mobile_robot_plots/{trajectories,reactions,violation,solvability,rank}.png`
-(the command itself is [`redundax.cli.plot`][]).
+(the command itself is `redundax plot`).
 """
 
 import math
@@ -70,6 +77,17 @@ from matplotlib.patches import Patch
 from ._figure_files import FIGURES as FIGURES, FORMATS as FORMATS
 from .io._atomic import atomic_write
 from .io.results import AXES, check_output, read_run
+
+__all__ = [
+    "plot_trajectories",
+    "plot_reactions",
+    "plot_violation_energy",
+    "plot_solvability",
+    "plot_rank",
+    "plot_block_pattern",
+    "save_all",
+]
+
 
 NOT_UNIQUE_LABEL = (
     "not unique: a rigid model does not determine it (the values are the method's choice)"
@@ -786,8 +804,9 @@ def save_all(
     - `force`: overwrite existing files.
     - `format`: `"png"`, `"pdf"` or `"svg"`.
     - `only`: the figures to write (names of `FIGURES`; default all).
-    - `pairs`, `components`: as in [`plot_reactions`][] (`pairs` also selects the
-      bars of [`plot_solvability`][]).
+    - `pairs`, `components`: as in [`plot_reactions`][redundax.plot.plot_reactions] (`pairs` also
+      selects the
+      bars of [`plot_solvability`][redundax.plot.plot_solvability]).
 
     **Returns:** the paths written, in the order of `FIGURES`.
 

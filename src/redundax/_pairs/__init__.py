@@ -1,6 +1,6 @@
 """Constraint members (kinematic pairs), one class per kind, stacked by type.
 
-- `_base.py`: the interfaces [`AbstractHolonomic`][] and [`AbstractPfaffian`][].
+- `_base.py`: the interfaces `AbstractHolonomic` and `AbstractPfaffian`.
 - `_planar.py`: planar pairs in absolute coordinates.
 - `_spatial.py`: spatial joints in natural coordinates.
 - `_custom.py`: pairs given by a user residual (planar or spatial).

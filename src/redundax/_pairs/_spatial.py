@@ -7,7 +7,8 @@ three rank-2 rows of a × b = 0 (García de Jalón & Bayo).
 
 The members follow the conventions of `_base.py`: `bodies` indexes the stacked
 coordinates with the ground appended as row `nb` (its coordinates are
-[`SpatialBodies.ground_coordinates`][]), `rows` are the member's rows in Φ, and
+[`SpatialBodies.ground_coordinates`][redundax.internal.SpatialBodies.ground_coordinates]), `rows`
+are the member's rows in Φ, and
 `qb` has shape `(2, 12)`. The natural coordinates themselves are in `_bodies.py`.
 """
 
@@ -97,7 +98,7 @@ class AbstractSpatialJoint(AbstractHolonomic):
 
 class RigidBodyConstraint(AbstractHolonomic):
     """The six rigid-body constraints of one body in natural coordinates
-    ([`rigid_body_residual`][]); internal rows, not a kinematic pair."""
+    (`rigid_body_residual`); internal rows, not a kinematic pair."""
 
     bodies: Int[Array, " 1"]
     rows: Int[Array, " 6"]
@@ -280,7 +281,7 @@ def joint_frame(
     """A right-handed orthonormal joint frame (rows e₀, e₁, e₂, global components).
 
     e₀ along `axis`; e₁ along the part of `normal` perpendicular to it, or, without
-    `normal`, from [`perpendicular_pair`][]; e₂ = e₀ × e₁. Without an axis, the
+    `normal`, from `perpendicular_pair`; e₂ = e₀ × e₁. Without an axis, the
     global axes.
     """
     xp = np if isinstance(axis, np.ndarray) or axis is None else jnp  # NumPy: while building

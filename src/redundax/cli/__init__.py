@@ -3,7 +3,7 @@
 Each subcommand is one module of this package (`analyze`, `simulate`, `plot`,
 `sweep`, `optimize`) that defines its help texts `SUMMARY` and `DESCRIPTION`, a
 function `add_arguments(parser)` and a handler `run(args) -> exit status`; it is
-one entry of [`COMMANDS`][]. To add a subcommand, write such a module and add an
+one entry of `COMMANDS`. To add a subcommand, write such a module and add an
 entry; `main` does the rest (parsing, error reporting, exit status).
 
 User errors (an invalid configuration, a `ValueError` from the library, a missing
@@ -16,7 +16,7 @@ Progress messages go to stderr, and only when stderr is a terminal, so that the
 standard output of `--json` is exactly one JSON object.
 
 Only the commands that draw import matplotlib (`plot`, and `optimize` when it
-writes its figure), when they run. [`main`][] turns on JAX's persistent
+writes its figure), when they run. `main` turns on JAX's persistent
 compilation cache (`_cache`), which the library never does.
 """
 
@@ -48,7 +48,7 @@ jax.config.update("jax_enable_x64", True)
 
 
 def _module_command(module: ModuleType) -> Command:
-    """The [`Command`][] of a module that defines `SUMMARY`, `DESCRIPTION`,
+    """The `Command` of a module that defines `SUMMARY`, `DESCRIPTION`,
     `add_arguments(parser)` and `run(args)`."""
     return Command(
         summary=module.SUMMARY,
@@ -65,7 +65,7 @@ COMMANDS: dict[str, Command] = {
     "sweep": _module_command(sweep),
     "plot": _module_command(plot),
 }
-"""Subcommand name → [`Command`][]."""
+"""Subcommand name → `Command`."""
 
 
 def _parser() -> argparse.ArgumentParser:

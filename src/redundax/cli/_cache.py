@@ -49,7 +49,7 @@ def cache_directory() -> Path | None:
 
 
 def enable_compilation_cache() -> Path | None:
-    """Turn on JAX's persistent compilation cache in [`cache_directory`][], for every
+    """Turn on JAX's persistent compilation cache in `cache_directory`, for every
     program however small or quick to compile (the command line's programs are
     small; most of them compile in well under the second JAX requires by default).
 

@@ -105,14 +105,14 @@ def _os_message(error: OSError) -> str:
 
 
 PROGRESS_AFTER = 30.0
-"""Seconds before the first line of [`heartbeat`][]: a short run prints none."""
+"""Seconds before the first line of `heartbeat`: a short run prints none."""
 
 PROGRESS_INTERVAL = 10.0
-"""Seconds between two lines of [`heartbeat`][] (stderr not a terminal)."""
+"""Seconds between two lines of `heartbeat` (stderr not a terminal)."""
 
 
 class Status:
-    """What a long command is doing, for the lines of [`heartbeat`][]: `text`, set
+    """What a long command is doing, for the lines of `heartbeat`: `text`, set
     by the command as it goes (e.g. `t = 3.2 s of 20 s, 512 steps`), is read by
     the heartbeat's thread."""
 
@@ -125,7 +125,7 @@ def heartbeat(what: str):
     no progress bar there), after `PROGRESS_AFTER` s one line every
     `PROGRESS_INTERVAL` s of wall time,
     `redundax: <what>: <n> s elapsed[, <status>]`, from a thread that reads no
-    computed value: the block gets a [`Status`][] whose `text` it keeps current
+    computed value: the block gets a `Status` whose `text` it keeps current
     (the compiled programs stay free of host callbacks, so the compilation cache
     keeps them)."""
     status = Status()

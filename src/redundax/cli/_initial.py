@@ -29,7 +29,7 @@ def check_projected(config: Config, residuals) -> None:
 
 
 def initial_state(cache, config: Config) -> tuple[State, list[float]]:
-    """The state of `config` a run starts from, checked (see [`check_projected`][]),
+    """The state of `config` a run starts from, checked (see `check_projected`),
     and max |Δq|, |Δq̇| of its projection (`[0.0, 0.0]` without one)."""
     state = config.state
     q, qd, correction, residuals = cached_call(

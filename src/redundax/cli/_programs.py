@@ -3,7 +3,7 @@
 JAX's persistent compilation cache skips XLA's compilation, but not Python's
 tracing and lowering of the program, which for a simulation (Diffrax's loop around
 the equations of motion, themselves derived by autodiff) costs several seconds at
-every call. [`cached_call`][] serialises the traced program itself with
+every call. `cached_call` serialises the traced program itself with
 `jax.export` into the cache folder, keyed by everything that went into it (the
 static parts of the arguments, the shapes and dtypes of the arrays, the versions of
 redundax's source and of its numerical dependencies): a second run with the same

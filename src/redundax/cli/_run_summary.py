@@ -16,7 +16,7 @@ def integration_failure(
 ) -> RuntimeError | None:
     """The error to report when the integration did not reach t_final (its result
     code, or non-finite saved states `q`, `qd`); None when it did, or when it
-    stopped because the motion left its constraints (see [`validity_keys`][]).
+    stopped because the motion left its constraints (see `validity_keys`).
     Raises `ModelError` when the energy overflows (the model's units)."""
     if bool(getattr(trajectory, "left_constraints", False)):
         return None

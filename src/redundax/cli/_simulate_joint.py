@@ -28,11 +28,11 @@ import jax
 import numpy as np
 
 from .. import ModelError, State
-from .._run import simulate
-from .._progress import Progress
 from .._drift_control import Projection
-from .._rank_history import rank_history, singular_instants
 from .._options import initial_projection
+from .._progress import Progress
+from .._rank_history import rank_history, singular_instants
+from .._run import simulate
 from .._simulate import _initial_state, raise_if_not_projected
 from .._singularity import THRESHOLD
 from ..io.config import Config, SimulationOptions

@@ -11,8 +11,17 @@ from typing import Any
 
 import numpy as np
 
-from ..methods import AbstractNullSpaceMethod, Elimination
-from .. import Model, ModelError, Progress, State, Trajectory, decide, reaction_history, simulate, singularity_report
+from .. import (
+    Model,
+    ModelError,
+    Progress,
+    State,
+    Trajectory,
+    decide,
+    reaction_history,
+    simulate,
+    singularity_report,
+)
 from .._options import Singularities, initial_projection
 from .._reactions import MEMORY_BUDGET, chunk_size
 from .._simulate import SingularPassageWarning, constraints_left_error
@@ -20,7 +29,7 @@ from .._singularity import SingularityReport
 from .._structure import judged
 from ..io.config import Config, SimulationOptions, load_config
 from ..io.results import check_output, component_labels, write_run
-from ..methods import specialise
+from ..methods import AbstractNullSpaceMethod, Elimination, specialise
 from . import _simulate_joint
 from ._common import (
     EXIT_FAILURE,

@@ -17,3 +17,19 @@ from .config import (
     load_mechanism as load_mechanism,
 )
 from .results import check_output as check_output, read_run as read_run, write_run as write_run
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "EliminatedRows",
+    "SimulationOptions",
+    "TYPES",
+    "check_output",
+    "load_config",
+    "load_mechanism",
+    "read_run",
+    "write_run",
+    "from_mjcf",
+    "from_mujoco",
+    "UnmappedElementWarning",
+]

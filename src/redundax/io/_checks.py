@@ -85,7 +85,7 @@ def read_table(path: Path, name: str, missing: str, what: str) -> dict[str, Any]
     """The table `[name]` of the TOML file `path`, the only top-level key allowed
     (the sweep and design files).
 
-    **Raises:** `ConfigError` naming the file: those of [`read_toml`][], other
+    **Raises:** `ConfigError` naming the file: those of `read_toml`, other
     top-level keys, or no `[name]` table (`missing`: how to write one).
     """
     document = read_toml(path, what)

@@ -3,7 +3,7 @@
 A problem is reported as one line `WHERE: MESSAGE`, WHERE naming the table or entry
 (`simulation`, `bodies[1] ("coupler")`, entries counted from 0) and, when a value
 is wrong, its key (`bodies[1] ("coupler") key 'mass'`). The parts are kept as
-fields ([`Where`][], [`Problem`][], [`ConfigError`][]) so that no caller has to
+fields (`Where`, `Problem`, [`ConfigError`][redundax.io.ConfigError]) so that no caller has to
 parse the text.
 """
 
@@ -50,7 +50,7 @@ class Problem(str):
 
     **Attributes:**
 
-    - `where`: the [`Where`][] of the problem, or the name of its table or entry.
+    - `where`: the `Where` of the problem, or the name of its table or entry.
     - `message`: what is wrong, and the fix where there is one.
     - `table`: the table or entry.
     - `key`: the key whose value is wrong, or None when the problem is the table's
@@ -89,7 +89,7 @@ class ConfigError(ValueError):
 
     - `path`: the file, as given.
     - `problems`: every problem found, each naming its entry and key: a
-      [`Problem`][] (with `table`, `key` and `message`) where the place is known,
+      `Problem` (with `table`, `key` and `message`) where the place is known,
       else a plain `str` (a missing file, a problem reported by the library).
     - `hint`: how to fix the whole (a line after the problems), or None.
     - `table`, `key`: those of the first problem (None when not known).

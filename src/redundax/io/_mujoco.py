@@ -13,7 +13,8 @@ Whatever cannot be mapped is named, one line each, in a single error (an equalit
 that MuJoCo's own residual says is not satisfied at the configuration imported
 too); what is left out of the dynamics (contacts, joint limits, actuators, joint
 damping, stiffness and their polynomial terms, armature, friction loss, gravity
-compensation, fluid forces) is named in one [`UnmappedElementWarning`][] each, and
+compensation, fluid forces) is named in one
+[`UnmappedElementWarning`][redundax.io.UnmappedElementWarning] each, and
 the file's switches that turn gravity, equalities, springs, dampers or actuation
 off are honoured: nothing is dropped silently. A hinge's stiffness and damping,
 and a servo on a hinge at zero control, are torques a `RotationalSpringDamper`
@@ -374,7 +375,7 @@ def _springs(mujoco, model, data, hinges, disabled=frozenset()) -> tuple[list, d
 
 def _ignored(mujoco, model, name, mapped, disabled=frozenset()) -> list[str]:
     """One message per kind of element that the mechanism leaves out of the
-    dynamics, naming the elements (`mapped`: what [`_springs`][] took; `disabled`:
+    dynamics, naming the elements (`mapped`: what `_springs` took; `disabled`:
     the switches the file turns off, whose elements MuJoCo ignores too)."""
     messages = []
     joint = lambda j: name(mujoco.mjtObj.mjOBJ_JOINT, int(j), "joint")  # noqa: E731

@@ -1,10 +1,11 @@
 """The schema of a configuration file: what each kind of entry is built into, and the
 keys it accepts.
 
-[`TYPES`][] is the one table from the type strings of a file (pair and motion types,
+[`TYPES`][redundax.io.TYPES] is the one table from the type strings of a file (pair and motion
+types,
 solvers, redundancy methods, stabilisation, the initial-state policy) to objects.
-[`SCHEMAS`][] gives the entries of a planar (`dim = 2`) or spatial (`dim = 3`)
-mechanism. [`parse_table`][] checks one table against a [`Kind`][] and parses its
+`SCHEMAS` gives the entries of a planar (`dim = 2`) or spatial (`dim = 3`)
+mechanism. `parse_table` checks one table against a `Kind` and parses its
 values with the checks of `_checks`.
 """
 
@@ -82,7 +83,8 @@ class EliminatedRows:
     """`method = "elimination"` as read from a file, before the model exists.
 
     `rows`: the rows of C to drop (1-based), or None to let the pivoted QR choose.
-    [`load_config`][] turns it into `redundax.methods.eliminate(model, q0, t0, rows)`.
+    [`load_config`][redundax.io.load_config] turns it into
+    `redundax.methods.eliminate(model, q0, t0, rows)`.
     """
 
     rows: tuple[int, ...] | None = None
@@ -94,7 +96,8 @@ class JointStiffnesses:
 
     `joint_stiffness`: one stiffness for every joint row, or (force rows, moment
     rows) [N/m, N m/rad]; `pair_stiffness`: {pair: k or one k per row}.
-    [`load_config`][] turns it into `redundax.methods.Compliant(redundax.methods.joint_stiffness(
+    [`load_config`][redundax.io.load_config] turns it into
+    `redundax.methods.Compliant(redundax.methods.joint_stiffness(
     model, joint_stiffness, pair_stiffness))`.
     """
 

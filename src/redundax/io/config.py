@@ -4,20 +4,21 @@ The format is documented in `configs/README.md`. A configuration holds numbers,
 names and a few type strings; it never executes code (custom residuals exist in
 Python only). Type strings (pair and motion types, solvers, redundancy methods,
 stabilisation, the initial-state policy) are mapped to objects in exactly one
-table, [`TYPES`][], and nowhere else.
+table, [`TYPES`][redundax.io.TYPES], and nowhere else.
 
 A mechanism is planar unless its `[mechanism]` table says `dim = 3`; that one key
 decides the schema of everything else (bodies with a rotation matrix and an
 inertia tensor, the spatial pair types, vectors of 3 numbers).
 
 Everything is validated before anything is built, and *every* problem found is
-reported in one [`ConfigError`][] naming the file, the entry (`pairs[3] ("D")`,
+reported in one [`ConfigError`][redundax.io.ConfigError] naming the file, the entry
+(`pairs[3] ("D")`,
 entries counted from 0) and the key.
 
 This module is the loader. The layers below it: `_errors` (`ConfigError` and the
 place of a problem), `_checks` (value checks, shared with the sweep and design
-files), `_schema` (the kinds of entries and [`TYPES`][]) and `_simulation` (the
-`[simulation]` table, [`SimulationOptions`][]).
+files), `_schema` (the kinds of entries and [`TYPES`][redundax.io.TYPES]) and `_simulation` (the
+`[simulation]` table, [`SimulationOptions`][redundax.io.SimulationOptions]).
 """
 
 import dataclasses
@@ -66,7 +67,8 @@ class Config:
     - `model`: `mechanism.build()`.
     - `state`: the initial [`redundax.State`][] (t = 0) from the bodies' poses and
       velocities; it satisfies the constraints to `consistency_tolerance`.
-    - `simulation`: the [`SimulationOptions`][] of the `[simulation]` table
+    - `simulation`: the [`SimulationOptions`][redundax.io.SimulationOptions] of the `[simulation]`
+      table
       (defaults when absent); `simulation.raw` is the table as written.
     - `tracked`: names of the tracked points (`[[markers]]`), in file order.
     - `consistency_tolerance`: the tolerance the initial state was checked with
@@ -98,7 +100,7 @@ class Config:
     @property
     def nonconservative(self) -> tuple[str, ...]:
         """What does work that no potential describes, besides prescribed motion
-        ([`rheonomic`][]): force elements with damping (`forces[k] (damper)`),
+        (`rheonomic`): force elements with damping (`forces[k] (damper)`),
         time-dependent loads (`forces[k] (time-dependent load)`) and user forces
         (`forces[k] (user force)`, Python only), and constant
         torques on spatial bodies (`loads[k] (torque on a spatial body)`). The
@@ -341,12 +343,14 @@ def load_config(path: str | os.PathLike) -> Config:
     - `path`: a TOML file in the format of `configs/README.md`, or an MJCF
       (`.xml`) or URDF (`.urdf`) file, read by [`redundax.io.from_mjcf`][] (needs the
       `mjcf` extra) at its reference configuration with the default
-      [`SimulationOptions`][].
+      [`SimulationOptions`][redundax.io.SimulationOptions].
 
-    **Returns:** a [`Config`][] with the mechanism, its `Model`, its initial `State`
-    and its [`SimulationOptions`][].
+    **Returns:** a [`Config`][redundax.io.Config] with the mechanism, its `Model`, its initial
+    `State`
+    and its [`SimulationOptions`][redundax.io.SimulationOptions].
 
-    **Raises:** [`ConfigError`][] (a `ValueError`) listing every problem: a missing
+    **Raises:** [`ConfigError`][redundax.io.ConfigError] (a `ValueError`) listing every problem: a
+    missing
     file, a TOML syntax error (with its line), unknown or missing keys, values of
     the wrong type or length, non-positive masses or inertias, unknown pair or
     motion types, unknown or duplicate names; for spatial files (`[mechanism]
@@ -436,7 +440,8 @@ def load_config(path: str | os.PathLike) -> Config:
 
 
 def _check_initial(path: Path, model: Model, state: State, tol: float, hint: str) -> None:
-    """[`ConfigError`][] naming every pair the initial state violates by more than
+    """[`ConfigError`][redundax.io.ConfigError] naming every pair the initial state violates by more
+    than
     `tol`."""
     try:
         check_consistency(model, state, tol)
@@ -449,11 +454,11 @@ def _check_initial(path: Path, model: Model, state: State, tol: float, hint: str
 
 
 MUJOCO_SUFFIXES: Final = (".xml", ".urdf", ".mjcf")
-"""The file name extensions [`load_config`][] hands to MuJoCo's compiler."""
+"""The file name extensions [`load_config`][redundax.io.load_config] hands to MuJoCo's compiler."""
 
 
 def _load_mujoco(path: Path) -> Config:
-    """A [`Config`][] from an MJCF or URDF file: the mechanism MuJoCo compiles, at
+    """A [`Config`][redundax.io.Config] from an MJCF or URDF file: the mechanism MuJoCo compiles, at
     its reference configuration, with the default simulation options."""
     from ._mujoco import from_mjcf  # noqa: PLC0415 - mujoco is optional
 
@@ -494,6 +499,7 @@ def load_mechanism(path: str | os.PathLike) -> Mechanism:
     **Returns:** the [`redundax.Mechanism`][] (validated: it builds, and its initial
     state satisfies the constraints).
 
-    **Raises:** [`ConfigError`][], as [`load_config`][].
+    **Raises:** [`ConfigError`][redundax.io.ConfigError], as
+    [`load_config`][redundax.io.load_config].
     """
     return load_config(path).mechanism

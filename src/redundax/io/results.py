@@ -1,7 +1,7 @@
 """Time histories of a simulated run, written as NPZ or CSV (chosen by extension).
 
 A run is a [`redundax.Trajectory`][] and the [`redundax.Reactions`][] evaluated at
-every saved state (batched with `jax.vmap`). [`write_run`][] stores the saved
+every saved state (batched with `jax.vmap`). [`write_run`][redundax.io.write_run] stores the saved
 times, q, q̇, q̈, the tracked points, every pair's reaction wrench with its
 `unique` flag, its moment about the joint point, its reaction components (−λ of
 each of its rows, labelled as in `Pair.components`) with a `unique` flag each, the
@@ -58,7 +58,8 @@ tolerance of the `rank` history (1e-8, the one the simulation's own rank decisio
 use: saved states sit off the constraint manifold by the integration error, which
 makes dependent rows independent by about that much); `meta["rheonomic"]` names the
 pairs that prescribe motion (their work changes the energy) when the run came from
-a configuration. Runs written before these entries existed lack them; [`read_run`][]
+a configuration. Runs written before these entries existed lack them;
+[`read_run`][redundax.io.read_run]
 then returns `rank` None and empty dicts.
 
 A run in joint coordinates ([`redundax.simulate`][]) is written in the same
@@ -121,7 +122,7 @@ FORMAT = "redundax run 1"
 """The `format` entry of the metadata; changes when the layout does."""
 
 SUFFIXES = (".npz", ".csv")
-"""File extensions [`write_run`][] understands."""
+"""File extensions [`write_run`][redundax.io.write_run] understands."""
 
 NOT_UNIQUE = " (not unique)"
 """Suffix of the CSV columns of reactions that a rigid model does not determine."""
@@ -145,7 +146,7 @@ _HISTORIES = (
 def check_output(
     path: str | os.PathLike, force: bool = False, suffixes: Sequence[str] = SUFFIXES
 ) -> Path:
-    """Check, before a long computation, that [`write_run`][] can write `path`.
+    """Check, before a long computation, that [`write_run`][redundax.io.write_run] can write `path`.
 
     **Arguments:**
 
@@ -496,7 +497,7 @@ def write_run(
 
     - `path`: a file name ending in `.npz` or `.csv` (layouts in the module
       docstring).
-    - `source`: the [`Config`][] the run came from (its name and file go into the
+    - `source`: the [`Config`][redundax.io.Config] the run came from (its name and file go into the
       metadata), or just the `Model`.
     - `trajectory`: the [`redundax.Trajectory`][] of `simulate`, or the
       [`redundax.JointTrajectory`][] of a joint-coordinate run (then pass `joint_report`).
@@ -519,7 +520,8 @@ def write_run(
 
     **Returns:** the path written.
 
-    **Raises:** as [`check_output`][]: `ValueError` for an unknown extension,
+    **Raises:** as [`check_output`][redundax.io.check_output]: `ValueError` for an unknown
+    extension,
     `FileExistsError` if the file exists and `force` is False; `ValueError` if the
     reactions do not belong to the model or to the trajectory, or a joint run
     comes without its report.
@@ -538,7 +540,8 @@ def write_run(
     if isinstance(trajectory, JointTrajectory):
         if joint_report is None:
             raise ValueError(
-                "write_run: a joint-coordinate run needs joint_report= (redundax.joint_coordinates.joint_uniqueness)"
+                "write_run: a joint-coordinate run needs joint_report= "
+                "(redundax.joint_coordinates.joint_uniqueness)"
             )
         # The verdicts a run claims (as an absolute run's file): the stable ones.
         if unique is None:
@@ -566,7 +569,7 @@ def write_run(
 
 
 def read_run(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a run written by [`write_run`][] as NPZ.
+    """Read a run written by [`write_run`][redundax.io.write_run] as NPZ.
 
     **Returns:** a dict with the arrays `t`, `q`, `qd`, `qdd`, `multipliers`,
     `total_reaction`, `position_violation`, `velocity_violation`, `energy`
@@ -644,7 +647,7 @@ _DAMAGED = (KeyError, ValueError, TypeError, IndexError, OSError, EOFError, zipf
 
 
 def _read_entries(path: Path, npz: Any) -> dict[str, Any]:
-    """The entries of an open run archive, as [`read_run`][] returns them."""
+    """The entries of an open run archive, as [`read_run`][redundax.io.read_run] returns them."""
     files = set(npz.files)
     if "meta" not in files:
         raise _NotARun(f"{path}: not a redundax run (no 'meta' entry)")

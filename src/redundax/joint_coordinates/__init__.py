@@ -3,7 +3,7 @@ the remaining pairs as constraints, forward dynamics by Featherstone's
 divide-and-conquer algorithm and the reaction-uniqueness analysis inside it.
 
 - `_kinematics.py`: relative motions of the tree joints, forward kinematics.
-- `_model.py`: [`JointModel`][] and the conversions of states.
+- `_model.py`: [`JointModel`][redundax.joint_coordinates.JointModel] and the conversions of states.
 - `_terms.py`: the equations of motion per body in twists, and dense in joint
   coordinates (the reference solve).
 - `_dca.py`: the divide-and-conquer algorithm over constraint rows.
@@ -46,3 +46,24 @@ from ._uniqueness import (
     JointUniquenessReport as JointUniquenessReport,
     joint_uniqueness as joint_uniqueness,
 )
+
+__all__ = [
+    "JointDynamics",
+    "JointModel",
+    "JointSpaceTerms",
+    "JointStructure",
+    "JointUniquenessReport",
+    "dca_dynamics",
+    "decide_joint",
+    "dense_joint_accelerations",
+    "joint_model",
+    "joint_reaction_history",
+    "joint_reactions",
+    "joint_space_terms",
+    "joint_uniqueness",
+    "project_joint_state",
+    "to_absolute_state",
+    "to_joint_state",
+    "JointTrajectory",
+    "joint_coordinates",
+]

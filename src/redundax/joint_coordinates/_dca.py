@@ -49,13 +49,13 @@ a_i = I_i⁻¹ (b_i − G_iᵀ λ).
 **Redundant rows.** W is singular where the crossing rows are dependent on each
 other and on the subassembly's internal rows (a loop closed redundantly). Which
 crossing rows are kept (*active*) is decided once, host side, by
-[`decide_active_rows`][]; inactive rows get λ = 0, and the accelerations are those
+`decide_active_rows`; inactive rows get λ = 0, and the accelerations are those
 of the full system because the dropped rows are dependent (and γ consistent).
 Each dropped row d at node X seeds a self-stress: z on X's rows with z_d = 1,
 z_active = −W_aa⁻¹ W_ad, propagated down X's subtree by the homogeneous
-back-substitution (zero wrenches, zero γ); Gᵀ z = 0 ([`self_stresses`][]).
+back-substitution (zero wrenches, zero γ); Gᵀ z = 0 (`self_stresses`).
 
-**Padding scheme (static, planned on the host by [`dca_plan`][]).** Nodes are
+**Padding scheme (static, planned on the host by `dca_plan`).** Nodes are
 numbered bodies 0…n−1, the g ground leaves n…n+g−1 (g = 1 for `ground = "root"`;
 split, ground leaf n+k is the copy of the k-th body with rows to the ground, in
 ascending body order), then the internal nodes by height (children before
@@ -98,7 +98,7 @@ from .._qr import DECISION_RTOL
 
 
 GROUND_MODES = ("root", "split")
-"""Where the ground enters the assembly tree ([`assembly_tree`][])."""
+"""Where the ground enters the assembly tree (`assembly_tree`)."""
 
 
 class AssemblyTree(eqx.Module):
@@ -143,7 +143,7 @@ class AssemblyTree(eqx.Module):
 
     @property
     def base(self) -> int:
-        """The ground's leaf (`ground = "root"` only; split: [`ground_leaf`][])."""
+        """The ground's leaf (`ground = "root"` only; split: `ground_leaf`)."""
         if self.ground != "root":
             raise ValueError(
                 "assembly tree: a split ground has one leaf per grounded body; "
@@ -271,7 +271,7 @@ def assembly_tree(
       handles, so a mechanism pinned to the ground at many bodies keeps few handles
       per node (the DCA's cost is linear in n only then).
 
-    **Returns:** an [`AssemblyTree`][] (its docstring numbers the ground leaves).
+    **Returns:** an `AssemblyTree` (its docstring numbers the ground leaves).
 
     **Raises:** `ValueError` if `order` does not hold every body exactly once, or
     `ground` is neither `"root"` nor `"split"`.
@@ -380,7 +380,7 @@ class _LevelPlan(NamedTuple):
 
 
 class DcaPlan(eqx.Module):
-    """The static (hashable) plan of the DCA over an [`AssemblyTree`][].
+    """The static (hashable) plan of the DCA over an `AssemblyTree`.
 
     - `tree`: the assembly tree.
     - `n_rows`: R; `body_a`, `body_b`, `joint_of_row`: per row.
@@ -427,12 +427,12 @@ def dca_plan(
 
     **Arguments:**
 
-    - `tree`: from [`assembly_tree`][].
+    - `tree`: from `assembly_tree`.
     - `body_a`, `body_b`: per row, its two bodies (−1 the ground), shape `(nc,)`;
       a row to the ground is routed to the ground leaf of its body.
     - `joint_of_row`: per row, its joint; a joint's rows share (body_a, body_b).
 
-    **Returns:** a [`DcaPlan`][].
+    **Returns:** a `DcaPlan`.
 
     **Raises:** `ValueError` naming every inconsistent row or joint.
     """
@@ -805,17 +805,17 @@ def decide_active_rows(
     node's largest pivot, because a node whose rows are all dependent has a W of
     pure round-off, which relative to itself would look full rank.
 
-    The pass runs in NumPy with the solve's formulas ([`_level_system`][]): a
+    The pass runs in NumPy with the solve's formulas (`_level_system`): a
     decision taken once should not cost a compilation per plan.
 
     **Arguments:**
 
-    - `plan`: from [`dca_plan`][].
+    - `plan`: from `dca_plan`.
     - `inertia`, `G_a`, `G_b`: at the decision state (concrete arrays; W does not
       depend on the wrenches or γ).
     - `rtol`: the pivot threshold (default `DECISION_RTOL` = 1e-8).
 
-    **Returns:** an [`ActiveRows`][]; the number dropped is R − rank G.
+    **Returns:** an `ActiveRows`; the number dropped is R − rank G.
     """
     _check(plan, None, np.shape(inertia), np.shape(G_a))
     inertia, G_a, G_b = (np.asarray(x, dtype=float) for x in (inertia, G_a, G_b))
@@ -872,7 +872,7 @@ def dca_solve(
 
     **Arguments:**
 
-    - `plan`, `active`: from [`dca_plan`][] and [`decide_active_rows`][] (static).
+    - `plan`, `active`: from `dca_plan` and `decide_active_rows` (static).
     - `inertia`: per body, symmetric positive definite, shape `(nb, dof, dof)`.
     - `bias`: per body, the known wrench, shape `(nb, dof)`.
     - `G_a`, `G_b`: per row, its blocks on body_a and body_b, shape `(nc, dof)`
@@ -880,7 +880,7 @@ def dca_solve(
     - `gamma`: per row, the right-hand side, shape `(nc,)`; consistent with the
       dropped rows' dependence when rows are redundant.
 
-    **Returns:** a [`DcaSolution`][]: the unique accelerations, and one λ (zero on
+    **Returns:** a `DcaSolution`: the unique accelerations, and one λ (zero on
     the dropped rows).
 
     **Raises:** `ValueError` if the arrays or `active` do not match the plan.
@@ -922,7 +922,7 @@ def self_stresses(
     is 1 on its own dropped row and 0 on the others, so the columns are
     independent, and p = R − rank G.
 
-    **Arguments:** as [`dca_solve`][].
+    **Arguments:** as `dca_solve`.
 
     **Returns:** N, shape `(nc, p)`, not orthonormal.
     """

@@ -1,8 +1,10 @@
 """Forward dynamics in joint coordinates by the divide-and-conquer algorithm.
 
-[`decide_joint`][] takes the discrete decisions once, at a state (the assembly tree,
+[`decide_joint`][redundax.joint_coordinates.decide_joint] takes the discrete decisions once, at a
+state (the assembly tree,
 its static plan, which crossing rows each assembly keeps), as [`redundax.decide`][]
-does for absolute coordinates; [`dca_dynamics`][] then evaluates the four passes of
+does for absolute coordinates; [`dca_dynamics`][redundax.joint_coordinates.dca_dynamics] then
+evaluates the four passes of
 Featherstone's DCA at any state: the preliminary passes (positions and velocities
 of the bodies from the joint coordinates, by pointer jumping), the main pass
 (leaves → root, articulated equations of the subassemblies) and the
@@ -39,7 +41,7 @@ from ._terms import RowPlan, body_terms, jitted_body_terms, row_plan
 class JointStructure(eqx.Module):
     """The discrete decisions of a joint-coordinate model, taken once (static).
 
-    - `rows`: the rows carried and their bodies ([`RowPlan`][]).
+    - `rows`: the rows carried and their bodies (`RowPlan`).
     - `plan`: the assembly tree and its padded plan.
     - `active`: per assembly, the crossing rows kept; the dropped ones number p.
     """

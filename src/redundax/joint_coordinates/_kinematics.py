@@ -106,7 +106,7 @@ class TreeJoints(eqx.Module):
     """The tree joints of one kind, stacked (k of them).
 
     Their geometry is read from the model at every evaluation
-    ([`TreeJoints.geometry`][]), so a parameter changed in the model (a joint
+    (`TreeJoints.geometry`), so a parameter changed in the model (a joint
     point, an axis) changes the kinematics too: one source of truth. `group` is the
     index of the pairs' stacked group in `model.holonomic` and `member` their
     members in it. A free joint (kind "free", "free-3d") has no pair; it keeps its
@@ -336,7 +336,7 @@ def _rechart_one(theta, theta_dot):
 
 
 def rechart_rotation_vectors(joints: Sequence[TreeJoints], q, qd):
-    """`(q, q̇)` with every rotation vector longer than [`RECHART`][] replaced by
+    """`(q, q̇)` with every rotation vector longer than `RECHART` replaced by
     the shorter one of the same rotation, its rate by the one of the same angular
     velocity (the state is unchanged; only its chart)."""
     for group in joints:

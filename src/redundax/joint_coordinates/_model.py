@@ -29,13 +29,14 @@ joint coordinates (the conversion assumes the tree joints hold)."""
 class JointModel(eqx.Module):
     """A mechanism in joint coordinates (seed 002; Featherstone 1999).
 
-    Built by [`redundax.joint_coordinates.joint_model`][] from an absolute-coordinate [`Model`][]:
+    Built by [`redundax.joint_coordinates.joint_model`][] from an absolute-coordinate
+    [`Model`][redundax.Model]:
     the same bodies, pairs, forces and markers, with the pairs of a spanning tree
     replaced by joint coordinates. Every other row of C (the cut joints that close
     loops, drivers, Pfaffian constraints) remains a constraint.
 
     - `model`: the absolute-coordinate model (bodies, pairs, forces, markers).
-    - `joints`: the tree joints, stacked per kind ([`TreeJoints`][]).
+    - `joints`: the tree joints, stacked per kind (`TreeJoints`).
     - `ancestors`: per body (ground last, `nb`), its parent body in the tree.
     - `rounds`: pointer-jumping rounds of the forward kinematics (⌈log₂ depth⌉).
     - `tree`: per tree joint in coordinate order, its pair's index (−1: a free joint
@@ -119,7 +120,7 @@ def joint_model(
       tree grown breadth-first from the ground over the joints with joint
       coordinates, in the model's pair order). Pairs left out are cut joints.
 
-    **Returns:** a [`JointModel`][].
+    **Returns:** a [`JointModel`][redundax.joint_coordinates.JointModel].
 
     **Raises:** `ValueError` naming the pair when `tree` names an unknown pair, a
     pair without joint coordinates (drivers, knife edges, custom pairs) or pairs

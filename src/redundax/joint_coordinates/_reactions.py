@@ -59,7 +59,8 @@ def joint_reactions(
 
     **Arguments:**
 
-    - `jm`, `structure`: the model and its decisions ([`redundax.joint_coordinates.decide_joint`][]).
+    - `jm`, `structure`: the model and its decisions
+      ([`redundax.joint_coordinates.decide_joint`][]).
     - `report`: the verdicts ([`redundax.joint_coordinates.joint_uniqueness`][]), decided once; the
       reactions carry its `stable_unique` / `stable_row_unique`.
     - `drift_control`: the Baumgarte terms the motion was computed with (so that
@@ -90,7 +91,7 @@ def joint_reaction_history(
     *,
     memory_budget: int | None = None,
 ) -> Reactions:
-    """[`joint_reactions`][] at every saved state of a
+    """[`joint_reactions`][redundax.joint_coordinates.joint_reactions] at every saved state of a
     [`redundax.JointTrajectory`][], with its structure and drift control, in chunks
     within `memory_budget` bytes (as [`redundax.reaction_history`][]).
 

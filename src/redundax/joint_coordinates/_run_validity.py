@@ -15,7 +15,7 @@ run would end at `max_steps` ("raise max_steps", the wrong fix; the 3-RRR driven
 - **off the constraints**: a `diffrax.Event` on max |Φ| of the absolute model at
   the joint state (the cut joints and drivers; the tree's rows hold exactly) at
   every accepted step end after the first, above `tolerances.step`;
-- **no motion to follow**: a step shorter than [`STALL_STEP`][] of the run's
+- **no motion to follow**: a step shorter than `STALL_STEP` of the run's
   length ends the solve (the step-size controller's `dtmin`,
   `diffrax.RESULTS.dt_min_reached`): the integrator has met a point the solution
   cannot be continued past.
@@ -39,6 +39,7 @@ from .._validation import host_values
 from .._validity import (
     STALL_STEP,
     ConstraintsLeftError,
+    judge as _judge,
     off_constraints,
     position_tolerance,
     scale_of,
@@ -46,8 +47,8 @@ from .._validity import (
     stalled,
     violation,
 )
-from .._validity import judge as _judge
 from ._model import JointModel
+
 
 def tolerances(jm: JointModel, q0, drift_control: AbstractDriftControl | None, rtol) -> Tolerances:
     """What a run promises (see `redundax._validity`), scaled by the size of the
@@ -201,7 +202,8 @@ def checked(jm: JointModel, trajectory, throw: bool):
     ok = bool(trajectory.result == diffrax.RESULTS.successful)
     if not (ok or bool(trajectory.left_constraints)):
         raise RuntimeError(
-            f"simulate (joint coordinates): the integration stopped at t = {float(trajectory.end.t):.6g} s "
+            "simulate (joint coordinates): the integration stopped at t = "
+            f"{float(trajectory.end.t):.6g} s "
             f"after {int(trajectory.num_steps)} steps: {diffrax.RESULTS[trajectory.result]}"
         )
     if not np.all(known[0]):
@@ -216,7 +218,8 @@ def _error_if_failed(trajectory):
     arrays = eqx.error_if(
         arrays,
         ~jnp.all(trajectory.valid, axis=-1) | ~(trajectory.result == diffrax.RESULTS.successful),
-        "simulate (joint coordinates): the run failed: the integration stopped before t1, or the motion "
+        "simulate (joint coordinates): the run failed: the integration stopped before t1, or "
+        "the motion "
         "left its constraints (JointTrajectory.left_at says when, result why): the "
         "mechanism cannot follow the prescribed motion from there; pass throw=False to get "
         "the trajectory with JointTrajectory.valid",

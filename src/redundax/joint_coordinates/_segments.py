@@ -105,7 +105,7 @@ def _advance(jm, structure, save, t1, solver, drift, rtol, atol, tol, run, steps
 
 @eqx.filter_jit
 def _finish(jm, structure, save, t1, drift, tol, run: _Run) -> JointTrajectory:
-    """The [`JointTrajectory`][] of a finished run."""
+    """The [`JointTrajectory`][redundax.joint_coordinates.JointTrajectory] of a finished run."""
     baumgarte = drift.baumgarte if isinstance(drift, StepProjection) else drift
     _, (q, qd) = saved_states(run.solver_state)
     return trajectory_of(

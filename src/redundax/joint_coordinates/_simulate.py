@@ -36,10 +36,10 @@ from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._assembly import kinetic_energy, potential_energy
 from .._drift_control import AbstractDriftControl, Baumgarte, NoDriftControl
+from .._integration import AbstractTrajectory, Tolerances
 from .._model import State
 from .._progress import Progress
 from .._saving import save_at, saved_states
-from .._integration import AbstractTrajectory, Tolerances
 from .._step_projection import AbstractStepEnd, ProjectedSteps, StepProjection
 from .._validation import host_values
 from ._dca import dca_solve
@@ -174,7 +174,7 @@ def simulate_joint(
       on the host every `progress.steps` integrator steps (the run in segments, as
       `simulate(progress=...)`; concrete inputs only). None: one program.
 
-    **Returns:** a [`JointTrajectory`][].
+    **Returns:** a [`JointTrajectory`][redundax.joint_coordinates.JointTrajectory].
 
     **Raises:** `ValueError` when the state is not finite; `TypeError` for a drift
     control joint coordinates do not offer (a projection at saved states only:
@@ -186,12 +186,15 @@ def simulate_joint(
     """
     values = host_values(state.q, state.qd)  # None when traced (vmap over states)
     if values is not None and not all(np.all(np.isfinite(v)) for v in values):
-        raise ValueError("simulate (joint coordinates): the state holds non-finite joint coordinates or rates")
+        raise ValueError(
+            "simulate (joint coordinates): the state holds non-finite joint coordinates or rates"
+        )
     if isinstance(drift_control, NoDriftControl):
         drift_control = None
     if drift_control is not None and not isinstance(drift_control, StepProjection | Baumgarte):
         raise TypeError(
-            f"simulate (joint coordinates): drift_control {type(drift_control).__name__} is not offered in "
+            f"simulate (joint coordinates): drift_control {type(drift_control).__name__} is "
+            "not offered in "
             "joint coordinates; use StepProjection() (a projection after every step, the "
             "default), Baumgarte(alpha, beta) or None"
         )
@@ -211,7 +214,8 @@ def simulate_joint(
 
         if values is None:
             raise ValueError(
-                "simulate (joint coordinates) field 'progress': reports on the host need concrete inputs; "
+                "simulate (joint coordinates) field 'progress': reports on the host need "
+                "concrete inputs; "
                 "it cannot be used under jax.jit, jax.vmap or jax.grad"
             )
         trajectory = in_segments(
@@ -325,7 +329,8 @@ def _simulate(jm, structure, state, save, t1, rtol, atol, solver, drift, max_ste
 def trajectory_of(
     jm, structure, ts, q, qd, stats, result, baumgarte, projected, tol, end
 ) -> JointTrajectory:
-    """The [`JointTrajectory`][] of the saved states `q`, `qd` at `ts` (`inf` where
+    """The [`JointTrajectory`][redundax.joint_coordinates.JointTrajectory] of the saved states `q`,
+    `qd` at `ts` (`inf` where
     not reached), judged: `end` is the state where the integration stopped."""
 
     def diagnostics(qk, qdk, tk):
@@ -336,9 +341,7 @@ def trajectory_of(
         return x, xd, pv, jnp.max(jnp.abs(terms.velocity_error), initial=0.0), energy
 
     x, xd, pv, vv, energy = jax.vmap(diagnostics)(q, qd, ts)
-    valid, left_at, left_violation, result = judge(
-        jm, ts, q, pv, result, tol, (end.t, end.q)
-    )
+    valid, left_at, left_violation, result = judge(jm, ts, q, pv, result, tol, (end.t, end.q))
     return JointTrajectory(
         ts=ts,
         q=q,

@@ -47,7 +47,7 @@ class RowPlan(eqx.Module):
 
 
 def row_plan(model: Model) -> RowPlan:
-    """[`RowPlan`][] of `model` (host side).
+    """`RowPlan` of `model` (host side).
 
     **Raises:** `ValueError` naming a pair that acts on more than two bodies (the
     divide-and-conquer rows join two bodies)."""
@@ -80,7 +80,7 @@ class BodyTerms(eqx.Module):
     - `x`, `xd`: absolute coordinates and velocities, ground last, `(nb + 1, dof)`.
     - `E`: ẋ_i = E_i V_i, `(nb, dof, d)`; `edot`: ė_i, `(nb, dof)`.
     - `inertia` `(nb, d, d)`, `bias` `(nb, d)`: I_i and b_i.
-    - `G_a`, `G_b` `(R, d)`, `gamma` `(R,)`: the rows of [`RowPlan`][] in twists.
+    - `G_a`, `G_b` `(R, d)`, `gamma` `(R,)`: the rows of `RowPlan` in twists.
     - `phi`, `velocity_error` `(R,)`: Φ (zero for Pfaffian rows) and C ẋ + b of
       those rows (the drift a loop's rows accumulate; the tree's rows have none).
     """
@@ -118,7 +118,7 @@ def body_terms(
     qd: Float[Array, " nj"],
     t: Scalar,
 ) -> BodyTerms:
-    """[`BodyTerms`][] at the joint-coordinate state (q, q̇, t), by autodiff of the
+    """`BodyTerms` at the joint-coordinate state (q, q̇, t), by autodiff of the
     forward kinematics and of the absolute model's terms (all O(n))."""
     model, planar = jm.model, jm.planar
     nb, dof = model.bodies.count, model.bodies.dof
@@ -183,7 +183,8 @@ class JointSpaceTerms(eqx.Module):
 def joint_space_terms(
     jm: JointModel, q: Float[Array, " nj"], qd: Float[Array, " nj"], t: Scalar
 ) -> JointSpaceTerms:
-    """[`JointSpaceTerms`][] by autodiff of the forward kinematics: with J = ∂x/∂q and
+    """[`JointSpaceTerms`][redundax.joint_coordinates.JointSpaceTerms] by autodiff of the forward
+    kinematics: with J = ∂x/∂q and
     ẍ₀ = ∂²x/∂q²[q̇, q̇], M = Jᵀ M_x J, F = Jᵀ (F_x − M_x ẍ₀), C_l = C_x J,
     γ_l = Γ_x − C_x ẍ₀. Dense, O(n²) memory and O(n³) to solve: the reference the
     divide-and-conquer algorithm is tested and timed against."""
@@ -207,7 +208,8 @@ def joint_space_terms(
 def dense_joint_accelerations(
     terms: JointSpaceTerms, rank: Int[Array, ""] | int | None = None
 ) -> Float[Array, " nj"]:
-    """q̈ of [`JointSpaceTerms`][] by the null-space method on a pivoted QR of C_lᵀ
+    """q̈ of [`JointSpaceTerms`][redundax.joint_coordinates.JointSpaceTerms] by the null-space
+    method on a pivoted QR of C_lᵀ
     (`rank`: decided elsewhere; default: numerically, relative tolerance 1e-8)."""
     C, M = terms.C, terms.M
     if C.shape[0] == 0:

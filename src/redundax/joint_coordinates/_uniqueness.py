@@ -19,7 +19,7 @@ seed's propagation then decides pair by pair:
 
 The seed says the propagation covers "a particular class of systems"; what it
 leaves undecided is decided exactly by the self-stresses the DCA builds
-([`self_stresses`][]: one per dropped row, propagated down its assembly): a pair's
+(`self_stresses`: one per dropped row, propagated down its assembly): a pair's
 reaction is unique iff B_X = G_Xᵀ N_X = 0 (Wojtyra & Frączek 2013's test, on the
 twist-space rows), a component iff its row of N is zero. The report names the
 step that decided each pair.
@@ -175,11 +175,13 @@ def joint_uniqueness(
 
     **Arguments:**
 
-    - `jm`, `structure`: the model and its decisions ([`redundax.joint_coordinates.decide_joint`][]).
+    - `jm`, `structure`: the model and its decisions
+      ([`redundax.joint_coordinates.decide_joint`][]).
     - `state`: the joint-coordinate state whose configuration is analysed.
     - `utol`: the self-stress test's tolerance (as the absolute-coordinate test's).
 
-    **Returns:** a [`JointUniquenessReport`][]; its `stable_unique` /
+    **Returns:** a [`JointUniquenessReport`][redundax.joint_coordinates.JointUniquenessReport]; its
+    `stable_unique` /
     `stable_row_unique` (what a run claims) also read `rx.decide` of the absolute
     model at the same configuration (with `utol`).
     """

@@ -5,7 +5,7 @@ not: every method returns the same q̈ (the penalty method only in its limit) an
 
 One file per method; the base class and the shared linear-algebra kernels are in
 `_base.py` and `_kernels.py`. A method decides nothing at run time: it reads the
-mechanism's [`Structure`][].
+mechanism's [`Structure`][redundax.Structure].
 """
 
 from ._base import (
@@ -44,3 +44,24 @@ from .elimination import Elimination as Elimination, eliminate as eliminate
 from .null_space import NullSpace as NullSpace
 from .penalty import Penalty as Penalty
 from .weighted import WeightedMinimumNorm as WeightedMinimumNorm
+
+__all__ = [
+    "NullSpace",
+    "BlockSparse",
+    "Elimination",
+    "Penalty",
+    "AugmentedLagrangian",
+    "WeightedMinimumNorm",
+    "Compliant",
+    "AbstractRedundancyMethod",
+    "AbstractNullSpaceMethod",
+    "eliminate",
+    "joint_stiffness",
+    "minimum_norm_multipliers",
+    "null_space_acceleration",
+    "schur_acceleration",
+    "weighted_multipliers",
+    "specialise",
+    "path_accurate",
+    "uses_block_solver",
+]

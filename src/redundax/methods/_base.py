@@ -31,7 +31,8 @@ class AbstractRedundancyMethod(eqx.Module):
     """A way of handling redundant constraints: it yields q̈ and one choice of λ.
 
     Every discrete fact a method needs (the rank of C, whether the Schur complement
-    is well conditioned) comes from the mechanism's [`Structure`][], decided once by
+    is well conditioned) comes from the mechanism's [`Structure`][redundax.Structure], decided once
+    by
     [`redundax.decide`][]: a method itself decides nothing at run time.
     """
 
@@ -48,12 +49,13 @@ class AbstractRedundancyMethod(eqx.Module):
     def needs_mass_inverse(self) -> bool:
         """Whether the method applies M⁻¹ (a Schur complement C M⁻¹ Cᵀ, mass-weighted
         multipliers), and so cannot run where a body's block of M is singular
-        ([`specialise`][] refuses it there). Default: no."""
+        ([`specialise`][redundax.methods.specialise] refuses it there). Default: no."""
         return False
 
     def terms(self, model, q, qd, t) -> Terms:
         """The terms of the equations of motion this method solves, at (q, q̇, t)
-        (default: the dense [`Terms`][]; a method that needs less assembles less)."""
+        (default: the dense [`Terms`][redundax.equations.Terms]; a method that needs less assembles
+        less)."""
         return dynamics_terms(model, q, qd, t)
 
     @abc.abstractmethod
@@ -79,9 +81,11 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
     """Methods whose q̈ is the null-space solution [Vᵀ M; C] q̈ = [Vᵀ F; Γ] (Eq. 13)
     and which differ only in their choice of λ.
 
-    `schur` chooses how q̈ is computed: `True`, by [`schur_acceleration`][] over all
+    `schur` chooses how q̈ is computed: `True`, by
+    [`schur_acceleration`][redundax.methods.schur_acceleration] over all
     rows (no orthogonal factorisation at run time; several times faster); `False`,
-    by [`null_space_acceleration`][] (pivoted QR of Cᵀ at the structure's rank);
+    by [`null_space_acceleration`][redundax.methods.null_space_acceleration] (pivoted QR of Cᵀ at
+    the structure's rank);
     `None` (default), by the structure's verdict on the conditioning of the Schur
     complement (`Structure.schur_path`, a static fact where the structure was
     decided on the host: one path is compiled).
@@ -91,7 +95,8 @@ class AbstractNullSpaceMethod(AbstractRedundancyMethod):
     O(n); in `simulate` with no dense matrix): `True`, always; `False`, never;
     `None` (default), when the mechanism has at least `BLOCK_MIN_COORDINATES`
     coordinates, where it is the faster path, every body's block of M is regular
-    and `schur` is None ([`specialise`][] decides, from the model's static
+    and `schur` is None ([`specialise`][redundax.methods.specialise] decides, from the model's
+    static
     `MassFacts` (`redundax._bodies`)). The multipliers stay the method's own
     (dense) choice. `pivots`: the metric of the block solver's pivots (see
     [`BlockSparse`][redundax.methods.BlockSparse]; None: from M's conditioning).
@@ -174,7 +179,7 @@ def specialise(
 
 def checked(method: AbstractRedundancyMethod, structure: Structure, model=None):
     """`method` checked against the mechanism on the host (nothing under a trace)
-    and with the block solver's pivot metric fixed ([`block_pivots`][]):
+    and with the block solver's pivot metric fixed (`block_pivots`):
 
     **Raises:** [`ModelError`][redundax.ModelError] where the method applies M⁻¹ and
     a body's block of M is singular (the bodies named), or where an
@@ -228,7 +233,7 @@ def raise_if_rows_do_not_span(method: AbstractRedundancyMethod, structure: Struc
 SCHUR_BIAS_LIMIT = 1e-6
 """A Schur path fixed by the user (`schur=True`) or on a sweep's nominal mechanism
 is warned about, or its variant flagged, where its predicted bias of q̈ exceeds
-this (relative; see [`schur_bias`][])."""
+this (relative; see [`schur_bias`][redundax.internal.schur_bias])."""
 
 
 def schur_bias(gap, xp=jnp):
@@ -243,7 +248,8 @@ def schur_bias(gap, xp=jnp):
 
 
 def path_accurate(method: AbstractRedundancyMethod, structure: Structure, model) -> Bool[Array, ""]:
-    """Whether the paths fixed in `method` (by [`specialise`][] on a nominal
+    """Whether the paths fixed in `method` (by [`specialise`][redundax.methods.specialise] on a
+    nominal
     mechanism, or by the user) are accurate for this mechanism, from its own
     `structure` and mass (traceable: a sweep asks it per variant): every body's
     block of M regular where the method applies M⁻¹; the Schur path's predicted
@@ -278,8 +284,9 @@ columns of N are orthonormal: 1 is the best, 0 a dependent set kept)."""
 
 
 def _rows_span(method, structure: Structure, xp=jnp) -> Bool[ArrayLike, ""]:
-    """Whether an `Elimination`'s kept rows span C's rows (see [`path_accurate`][];
-    `xp` as in [`schur_bias`][])."""
+    """Whether an `Elimination`'s kept rows span C's rows (see
+    [`path_accurate`][redundax.methods.path_accurate];
+    `xp` as in [`schur_bias`][redundax.internal.schur_bias])."""
     nc = method.n_rows
     if nc == 0:
         return xp.asarray(True)
@@ -296,7 +303,7 @@ def warn_if_schur_biased(method: AbstractRedundancyMethod, structure: Structure)
     """An [`AccuracyWarning`][redundax.AccuracyWarning] when the user forced the
     dense Schur path (`schur=True`, no block solver) where the structure's ŝ
     (`Structure.schur_gap`, known on the host) predicts a bias of q̈ above
-    `SCHUR_BIAS_LIMIT` ([`schur_bias`][]). Nothing under a trace."""
+    `SCHUR_BIAS_LIMIT` ([`schur_bias`][redundax.internal.schur_bias]). Nothing under a trace."""
     if not isinstance(method, AbstractNullSpaceMethod) or method.schur is not True or method.block:
         return
     known = host_values(structure.schur_gap)
@@ -325,7 +332,7 @@ def warn_if_schur_biased(method: AbstractRedundancyMethod, structure: Structure)
 def uses_block_solver(method: AbstractRedundancyMethod) -> bool:
     """Whether `method` computes q̈ by the block solver
     ([`BlockSparse`][redundax.methods.BlockSparse], or a method of the null-space family
-    with `block=True`; `block=None` is decided by [`specialise`][])."""
+    with `block=True`; `block=None` is decided by [`specialise`][redundax.methods.specialise])."""
     from .block import BlockSparse
 
     return isinstance(method, BlockSparse) or (

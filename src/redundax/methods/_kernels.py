@@ -133,7 +133,8 @@ SCHUR_REGULARISATION = 1e-6
 
 
 SCHUR_INVERSE_MAX_ROWS = 32
-"""Up to this many rows, the refinements of [`schur_acceleration`][] apply
+"""Up to this many rows, the refinements of
+[`schur_acceleration`][redundax.methods.schur_acceleration] apply
 (Ŝ + δI)⁻¹, formed once from the Cholesky factor (~1.5 nc³ flops), instead of
 solving with the factor each time (14 triangular solves: each a LAPACK call, and
 under `vmap` a loop over the variants). Measured on 2 CPU cores, 10 s runs: the
@@ -170,7 +171,7 @@ def schur_acceleration(
     the rank of C drops the solution stays bounded (regularised). M⁻¹ is
     applied block by block (`block`: coordinates per body; M is block diagonal and
     constant in absolute and natural coordinates), with the blocks' inverses
-    `mass_inverse` when given ([`mass_solver`][]).
+    `mass_inverse` when given ([`mass_solver`][redundax.internal.mass_solver]).
     """
     solve = mass_solver(M, block, mass_inverse)
     MiCt = solve(C.T)
@@ -203,7 +204,8 @@ def schur_acceleration(
 def schur_solve(Cs, M, F, gs, block: int, mass_inverse=None, active=None):
     """(q̈, μ) of M q̈ + C_sᵀ μ = F, C_s q̈ = Γ_s for C_s of full row rank:
     (C_s M⁻¹ C_sᵀ) μ = C_s M⁻¹ F − Γ_s (Cholesky), q̈ = M⁻¹ (F − C_sᵀ μ)
-    (M⁻¹ as in [`mass_solver`][]). `active` (a mask of the rows, optional): the
+    (M⁻¹ as in [`mass_solver`][redundax.internal.mass_solver]). `active` (a mask of the rows,
+    optional): the
     other rows take no part (their μ is zero), with no change of shapes."""
     if active is not None:
         Cs = jnp.where(active[:, None], Cs, 0.0)

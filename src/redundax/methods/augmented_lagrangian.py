@@ -8,7 +8,8 @@ import numpy as np
 from ._base import AbstractRedundancyMethod
 
 MAX_PENALTY = 1e11
-"""The largest relative `penalty` of [`AugmentedLagrangian`][]. K = M + α CᵀC with
+"""The largest relative `penalty` of [`AugmentedLagrangian`][redundax.methods.AugmentedLagrangian].
+K = M + α CᵀC with
 α = penalty · max diag(M) / max diag(CᵀC): M's entries keep a relative precision of
 about penalty · ε in K (ε = 2.2e-16), and so does q̈. Measured on the four-bar
 linkage over 0.5 s (rtol 1e-8): energy error 1.5e-7 at 1e5, 2.5e-6 at 1e10, 1.8e-5
@@ -35,7 +36,7 @@ class AugmentedLagrangian(AbstractRedundancyMethod):
 
     def __check_init__(self):
         """Refuse a penalty (given as a number, not traced) that is not a positive
-        number of at most [`MAX_PENALTY`][], and fewer than one iteration."""
+        number of at most `MAX_PENALTY`, and fewer than one iteration."""
         if not isinstance(self.penalty, jax.core.Tracer):
             x = np.asarray(self.penalty, dtype=float)
             if x.ndim != 0 or not x > 0.0:

@@ -47,8 +47,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from .._block_pattern import BlockPattern, coupling, symbolic_factorisation
-from .._bodies import MASS_PIVOTS_MAX_CONDITION as MASS_PIVOTS_MAX_CONDITION
-from .._bodies import MassFacts
+from .._bodies import MASS_PIVOTS_MAX_CONDITION as MASS_PIVOTS_MAX_CONDITION, MassFacts
 from .._equations import LocalTerms, Terms, local_terms
 from .._structure import Structure
 from ._base import AbstractRedundancyMethod
@@ -102,7 +101,7 @@ def _weight(pivot, floor):
 def _ldl(A, floor, weights=None):
     """A ≈ L D Lᵀ (L unit lower triangular), unrolled over the columns, with the
     pivots of weak columns softened and those at or below `floor` dropped
-    ([`_weight`][]): the inverse pivot of column j is w_j / d_j and its column of
+    (`_weight`): the inverse pivot of column j is w_j / d_j and its column of
     L is scaled alike, so a dropped column (w_j = 0) has L[:, j] = e_j, no
     multiplier and no influence on the later columns. `weights`: the w_j given
     (decided on another matrix; `floor` is then ignored); both None: no dropping
@@ -146,7 +145,8 @@ def _spd_inverse(A):
 
 def _take(a, index):
     """`a[index]` for a scalar or a short vector of indices, by one dynamic slice
-    per index instead of a gather (see the loops of [`block_solve`][])."""
+    per index instead of a gather (see the loops of
+    [`block_solve`][redundax.internal.block_solve])."""
     if index.ndim == 0:
         return jax.lax.dynamic_index_in_dim(a, index, keepdims=False)
     return jnp.stack([jax.lax.dynamic_index_in_dim(a, i, keepdims=False) for i in index])
@@ -288,7 +288,7 @@ def _gram(plan: _Plan, nb: int, X, XB, WX):
 
 def _factor(plan: _Plan, entries, floors=None, weights=None):
     """The block LDLᵀ factorisation of the padded `entries` in the plan's order,
-    one `lax.scan` step per supernode, each diagonal block by [`_ldl`][] with the
+    one `lax.scan` step per supernode, each diagonal block by `_ldl` with the
     step's `floors` or `weights` (n, size; see there).
 
     **Returns:** (the entries with the L_ik in place of the off-diagonal blocks;
@@ -299,7 +299,7 @@ def _factor(plan: _Plan, entries, floors=None, weights=None):
     # ~1.5 µs per gather, 15× the step's own work (measured on 2 cores; none when
     # pinned to one). What a step reads other than the carry comes in through the
     # scan's `xs` (a contiguous slice per step), and the carry is read block by
-    # block with dynamic slices ([`_take`][]).
+    # block with dynamic slices (`_take`).
     coupled = jnp.asarray(plan.off < plan.n_entries)[:, :, None, None]  # not padding
 
     def eliminate(E, xs):
@@ -328,7 +328,7 @@ def row_pivots(
     the squared sine of the angle between row j of C and the rows kept before it in
     the pattern's order (0: a combination of them; 1: orthogonal to them). A row's
     own pivot is taken before it is dropped. Linear in the number of blocks, as
-    [`block_solve`][]; C given row by row in local form (`R`, `B`)."""
+    [`block_solve`][redundax.internal.block_solve]; C given row by row in local form (`R`, `B`)."""
     plan = _plan(pattern)
     nc = pattern.n_rows
     if plan.rows.shape[0] == 0:
@@ -454,7 +454,8 @@ class BlockSparse(AbstractRedundancyMethod):
       [`specialise`][redundax.methods.specialise] fixes it before a run).
 
     In `simulate` it assembles only [`LocalTerms`][redundax.equations.LocalTerms] (no dense
-    C or M: O(n) memory); given dense [`Terms`][] it reads C's blocks from them.
+    C or M: O(n) memory); given dense [`Terms`][redundax.equations.Terms] it reads C's blocks from
+    them.
     """
 
     pivot_rtol: float = eqx.field(static=True, default=PIVOT_RTOL)

@@ -21,12 +21,15 @@ class Compliant(AbstractNullSpaceMethod):
     is the λ of least Σ λ_k² / k_k. Every reaction is then determined: the unique
     ones are the rigid values; the non-unique ones depend on the *ratios* of the
     stiffnesses of the pairs that share a redundancy (Wojtyra & Frączek 2013 §3.1;
-    González et al. 2011). Build per-row stiffnesses with [`joint_stiffness`][]
-    (rigid-body rows of spatial bodies get k = ∞). [`Penalty`][] with the same
+    González et al. 2011). Build per-row stiffnesses with
+    [`joint_stiffness`][redundax.methods.joint_stiffness]
+    (rigid-body rows of spatial bodies get k = ∞). [`Penalty`][redundax.methods.Penalty] with the
+    same
     stiffnesses is the finite-stiffness model that tends to this one.
 
     - `stiffness`: per row of C, or one value for every row [N/m, N m/rad].
-    - `schur`, `block`, `pivots`: how q̈ is computed (see [`AbstractNullSpaceMethod`][]).
+    - `schur`, `block`, `pivots`: how q̈ is computed (see
+      [`AbstractNullSpaceMethod`][redundax.methods.AbstractNullSpaceMethod]).
     """
 
     stiffness: Float[ArrayLike, "..."] = 1.0
@@ -52,7 +55,8 @@ def joint_stiffness(
     default: float | tuple[float, float] = 1.0,
     pairs: dict | None = None,
 ) -> Float[Array, " nc"]:
-    """Per-row stiffnesses for [`Compliant`][] and [`Penalty`][].
+    """Per-row stiffnesses for [`Compliant`][redundax.methods.Compliant] and
+    [`Penalty`][redundax.methods.Penalty].
 
     **Arguments:**
 

@@ -18,7 +18,8 @@ from ._base import AbstractRedundancyMethod
 from ._kernels import schur_solve
 
 TIE = 1e-9
-"""[`eliminate`][]'s automatic choice: rows whose weighted self-stress shares (squared)
+"""[`eliminate`][redundax.methods.eliminate]'s automatic choice: rows whose weighted self-stress
+shares (squared)
 are within this fraction of the best tie, and the lowest-numbered is dropped first.
 Rows equal by symmetry differ by round-off (Bricard along its motion: nine joint rows
 within 1e-11 of each other), and which of them won used to change with the machine
@@ -104,9 +105,10 @@ def eliminate(
     rtol: float | None = None,
     along=None,
 ) -> Elimination:
-    """An [`Elimination`][] of `rows` (1-based, as numbered in the paper and in the
+    """An [`Elimination`][redundax.methods.Elimination] of `rows` (1-based, as numbered in the paper
+    and in the
     solvability report), or of rows chosen at (q, t) when `rows` is None. Decided
-    once, outside any trace, with the rank of the mechanism's [`Structure`][] at
+    once, outside any trace, with the rank of the mechanism's [`Structure`][redundax.Structure] at
     (q, t) (`rtol`: its rank tolerance, default `DECISION_RTOL`).
 
     The automatic choice drops the p rows that carry the self-stresses best. With N
@@ -114,14 +116,15 @@ def eliminate(
     valid exactly when N[D] is non-singular; the p rows are the column pivots of
     the pivoted QR of Nᵀ, its columns weighted by each row's share ‖N_k‖ / max ‖N_j‖
     of the self-stresses: at (q, t), or its smallest value over the saved states of
-    `along` (a [`Trajectory`][], e.g. a null-space run of the same mechanism) when
+    `along` (a [`Trajectory`][redundax.Trajectory], e.g. a null-space run of the same mechanism)
+    when
     given. The rows dropped must stay redundant along the whole motion: where a
     dropped row's share vanishes, the kept rows become dependent and the
     integration stiff. At a symmetric configuration the shares tie, and the choice
     at (q, t) alone is arbitrary (Bricard's linkage: every joint row carries the
     same share at the square configuration, and half of them lose it within
     about a second of motion), so pass `along` or choose `rows` yourself there.
-    Rows whose weights tie within [`TIE`][] go by their number (the lowest first),
+    Rows whose weights tie within `TIE` go by their number (the lowest first),
     so the choice does not depend on round-off. Rigid-body rows are never dropped.
 
     **Raises:** `ValueError` if a row is out of range, or if dropping the rows

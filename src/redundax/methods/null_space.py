@@ -9,7 +9,8 @@ from ._kernels import minimum_norm_multipliers
 class NullSpace(AbstractNullSpaceMethod):
     """Null-space formulation for q̈ (Eq. 13), minimum-norm λ (pseudoinverse).
 
-    - `schur`, `block`, `pivots`: how q̈ is computed (see [`AbstractNullSpaceMethod`][]).
+    - `schur`, `block`, `pivots`: how q̈ is computed (see
+      [`AbstractNullSpaceMethod`][redundax.methods.AbstractNullSpaceMethod]).
 
     The minimum Euclidean norm mixes rows of different units (N and N m for a
     weld, for instance), so the non-unique multipliers it returns change when a

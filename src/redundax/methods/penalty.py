@@ -19,7 +19,8 @@ class Penalty(AbstractRedundancyMethod):
     to the rigid one as α → ∞, and λ is unique for finite α but depends on the
     ratios of the α's on non-unique pairs. Pfaffian rows get no ω² term.
     Rows with α = ∞ (the rigid-body rows of spatial bodies in
-    [`joint_stiffness`][]) are kept as exact constraints with their own multipliers,
+    [`joint_stiffness`][redundax.methods.joint_stiffness]) are kept as exact constraints with their
+    own multipliers,
     C_r q̈ = Γ_r − 2ξω(C_r q̇ + b_r) − ω² Φ_r, solved together with the springs; they
     must be independent of one another (rigid-body rows are).
     Its spring-damper terms are its own drift control: any `stabilisation` passed

@@ -83,3 +83,18 @@ from ._output import (
     write_result as write_result,
 )
 from ._problem import DesignProblem as DesignProblem, Evaluation as Evaluation
+
+__all__ = [
+    "load_design",
+    "Design",
+    "Variable",
+    "Term",
+    "Assembly",
+    "DesignProblem",
+    "optimize_design",
+    "DesignResult",
+    "Step",
+    "Evaluation",
+    "write_result",
+    "write_history",
+]

@@ -13,10 +13,10 @@ from typing import Any
 
 import diffrax
 
-from ..drift import Projection
 from .. import decide
 from .._options import PROJECTED_TOL, ProjectInitial, SaveAt
 from .._parameters import Target
+from ..drift import Projection
 from ..io._checks import (
     MAX_SAVED_STATES,
     is_number,
@@ -76,7 +76,7 @@ class Variable:
 
 @dataclasses.dataclass(frozen=True)
 class Term:
-    """One term of the objective: `kind` (one of [`OBJECTIVES`][]) of the reaction
+    """One term of the objective: `kind` (one of `OBJECTIVES`) of the reaction
     of `pair` (or of its `component`), weight `weight`; `order` is the power-mean
     order of a peak."""
 
@@ -107,7 +107,7 @@ class Design:
 
     **Attributes:**
 
-    - `config`: the mechanism's [`Config`][] (its `[simulation]` options, with the
+    - `config`: the mechanism's [`Config`][redundax.io.Config] (its `[simulation]` options, with the
       design file's `t_final`, `n_save`, `rtol`, `atol` where given).
     - `variables`, `objective`, `assembly`: as above.
     - `optimizer`, `learning_rate`, `steps`, `tolerance`, `max_rejections`: the
@@ -327,7 +327,7 @@ def _not_unique(config: Config, terms: Sequence[Term]) -> list[str]:
 def load_design(path: str | Path) -> Design:
     """Read and check a design file (format: configs/README.md, Design optimisation).
 
-    **Returns:** a [`Design`][].
+    **Returns:** a [`Design`][redundax.optimize.Design].
 
     **Raises:** `redundax.io.ConfigError` (a `ValueError`) listing every problem of
     the design file, each naming its table and key (an unknown parameter address
@@ -446,16 +446,15 @@ def load_design(path: str | Path) -> Design:
     if problems:
         raise ConfigError(path, problems)
     simulation = config.simulation
-    changes = {
-        "initial": ProjectInitial(Projection(), max(simulation.initial.tol, PROJECTED_TOL))
-    }
+    changes = {"initial": ProjectInitial(Projection(), max(simulation.initial.tol, PROJECTED_TOL))}
     if "t_final" in sim:
         changes["t_final"] = float(sim["t_final"])
     if "n_save" in sim:
         changes["saveat"] = SaveAt(n=int(sim["n_save"]))
     if {"rtol", "atol"} & set(sim):
         changes["stepsize_controller"] = diffrax.PIDController(
-            rtol=float(sim.get("rtol", simulation.rtol)), atol=float(sim.get("atol", simulation.atol))
+            rtol=float(sim.get("rtol", simulation.rtol)),
+            atol=float(sim.get("atol", simulation.atol)),
         )
     options = dataclasses.replace(simulation, **changes)
     config = dataclasses.replace(config, simulation=options)

@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..drift import Projection
 from .. import analyze_solvability
+from ..drift import Projection
 from ..equations import position_residual, velocity_residual
 from ..io._errors import ConfigError, Problem, Where
 from ._constants import FORMAT, OPTIMIZERS, QUANTITIES
@@ -91,15 +91,16 @@ class Step:
 
 @dataclasses.dataclass
 class DesignResult:
-    """The outcome of [`optimize_design`][].
+    """The outcome of [`optimize_design`][redundax.optimize.optimize_design].
 
     **Attributes:**
 
     - `variables`: the variables' names and units; `initial`, `final`: x₀ and the
       best design found.
-    - `history`: every [`Step`][], accepted or not (the accepted objectives
+    - `history`: every [`Step`][redundax.optimize.Step], accepted or not (the accepted objectives
       decrease monotonically).
-    - `initial_evaluation`, `final_evaluation`: the [`Evaluation`][] of x₀ and of
+    - `initial_evaluation`, `final_evaluation`: the [`Evaluation`][redundax.optimize.Evaluation] of
+      x₀ and of
       the final design (NumPy arrays), both normalised alike: `objective` is
       Σ_k weight_k · term_k / reference_k + penalty (1 + penalty at x₀), `terms`
       and `peaks` are in physical units.
@@ -212,15 +213,16 @@ def optimize_design(
 
     **Arguments:**
 
-    - `design`: from [`load_design`][] (or built directly).
+    - `design`: from [`load_design`][redundax.optimize.load_design] (or built directly).
     - `steps`: the most iterations (default `design.steps`). Each evaluates J and
       ∇J at one design, the first at x₀, so `steps` iterations make at most
       `steps` − 1 optimiser updates (`steps = 1` evaluates x₀ only).
-    - `on_step`: called after every iteration with its [`Step`][] (progress).
-    - `problem`: the [`DesignProblem`][] of `design`, to reuse its compiled
+    - `on_step`: called after every iteration with its [`Step`][redundax.optimize.Step] (progress).
+    - `problem`: the [`DesignProblem`][redundax.optimize.DesignProblem] of `design`, to reuse its
+      compiled
       objective (default: a new one).
 
-    **Returns:** a [`DesignResult`][].
+    **Returns:** a [`DesignResult`][redundax.optimize.DesignResult].
 
     **Raises:** `ValueError` in one line if the initial design cannot be simulated
     (naming the time at which its motion left its constraints, where it did) or

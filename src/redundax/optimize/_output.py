@@ -139,7 +139,8 @@ def write_result(
     the reactions before/after) into the folder `out`, atomically.
 
     `replace`: names of files in `out` that this study wrote itself (the
-    `history.csv` of [`write_history`][] as it went), replaced even without `force`.
+    `history.csv` of [`write_history`][redundax.optimize.write_history] as it went), replaced even
+    without `force`.
 
     **Raises:** `FileExistsError` naming the first existing file unless `force`.
     """

@@ -13,11 +13,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import decide, simulate
-from ..analysis import peak_reaction, reaction_impulse
 from .._options import initial_projection
 from .._parameters import apply_parameters, parameter_targets
 from .._rank_history import singular_values_along
 from .._reaction_quantities import first_moving_body
+from ..analysis import peak_reaction, reaction_impulse
 from ..methods import specialise
 from ._file import Design
 
@@ -57,7 +57,8 @@ class Evaluation(eqx.Module):
 
 
 class DesignProblem:
-    """The objective of a [`Design`][] as a function of the scaled variables z,
+    """The objective of a [`Design`][redundax.optimize.Design] as a function of the scaled variables
+    z,
     with its gradient from one compiled call.
 
     **Arguments:**
@@ -66,7 +67,8 @@ class DesignProblem:
 
     `x(z)` maps scaled variables to physical ones; `variant(x)` gives the
     (model, initial state) of a design; `value_and_grad(z)` returns
-    (J, [`Evaluation`][]) and ∇J; `value(z, reference)` the same without the
+    (J, [`Evaluation`][redundax.optimize.Evaluation]) and ∇J; `value(z, reference)` the same without
+    the
     gradient (the forward simulation only; `reference` holds the terms' values at
     the initial design, ones for physical units).
     """

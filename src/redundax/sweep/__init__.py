@@ -14,7 +14,8 @@ the run's singularity monitor records at every integrator step end
 (`Trajectory.singularities`), not a decomposition of C at the saved states.
 
 **Parameter addresses.** A parameter is one number, named by an address that the
-model itself enumerates ([`parameter_targets`][]; `redundax sweep FILE
+model itself enumerates ([`parameter_targets`][redundax.sweep.parameter_targets];
+`redundax sweep FILE
 --list-parameters`), so a name is looked up, never parsed:
 
 - `bodies.<BODY>.mass` [kg], `bodies.<BODY>.inertia` [kg m², planar]: the body's entry
@@ -32,21 +33,23 @@ model itself enumerates ([`parameter_targets`][]; `redundax sweep FILE
 - `initial.velocity_scale` [1]: q̇⁰ multiplied by the value; `initial.speed` [m/s]: q̇⁰
   scaled so that the first body's centre of mass moves at this speed.
 
-Each is mapped once to a [`Target`][] (a leaf, an index into it and a rule) and
-applied with `eqx.tree_at` ([`apply_parameters`][]), a pure function that
+Each is mapped once to a `Target` (a leaf, an index into it and a rule) and
+applied with `eqx.tree_at` ([`apply_parameters`][redundax.sweep.apply_parameters]), a pure function
+that
 `jax.vmap` batches. A variant whose geometry no longer fits the nominal initial
 configuration is flagged (`consistent = False`) unless the sweep projects the
 initial state onto its constraints first (`initial = "project"`).
 
 **Evaluation.** The variants are evaluated `chunk_size` at a time, inside
-`jax.shard_map` over a 1-D mesh of every device ([`default_mesh`][]:
+`jax.shard_map` over a 1-D mesh of every device ([`default_mesh`][redundax.sweep.default_mesh]:
 `jax.sharding.Mesh` of `jax.devices()` ordered process by process, `NamedSharding`
 with `PartitionSpec("variants")`), each chunk padded to a multiple of one process's
 device count. With `shard_map` every device evaluates its own part of the chunk,
 with no communication between devices (a sharded `jit` would synchronise the
 devices at every step, and leave the partitioning of the linear algebra's custom
 calls to the compiler). On a CPU a device evaluates its variants one after another
-(`jax.lax.map`; [`Evaluator`][]'s `batch` = 1): each variant runs the program that
+(`jax.lax.map`; [`Evaluator`][redundax.sweep.Evaluator]'s `batch` = 1): each variant runs the
+program that
 `redundax.simulate` runs for it alone, so the nominal row is `simulate`'s run to
 the last bit (tested), a variant takes only its own steps, and rows of padding are
 skipped; a vmapped batch gains nothing there that pays for its lockstep (the
@@ -56,7 +59,7 @@ sweep. On a CPU, N devices made with `--xla_force_host_platform_device_count=N`
 need more than N cores: jax 0.10's batched LAPACK kernels (eigh, svd) wait for
 subtasks on the thread pool that runs the devices' programs, and deadlock when all
 of its threads run one (seen on 2 cores with 2 devices from 6 variants per device;
-[`Evaluator`][] warns); one process per core (below) has no such limit.
+[`Evaluator`][redundax.sweep.Evaluator] warns); one process per core (below) has no such limit.
 
 **Storage and resuming.** `OUT/manifest.json` describes the sweep (a fingerprint of
 the model, the table of parameter values, the options and the chunk size);
@@ -75,7 +78,8 @@ tested).
 **Several processes.** One sweep can run in several processes (one per host, or
 several on one machine) with JAX's multi-controller runtime (below). On one machine
 without accelerators, `redundax sweep` uses every core without it: it prepares
-`OUT` ([`plan_sweep`][] with `start`: the manifest), starts `k = min(cores, chunks
+`OUT` ([`plan_sweep`][redundax.sweep.plan_sweep] with `start`: the manifest), starts
+`k = min(cores, chunks
 to compute)` local worker processes (`--processes N` chooses k; 1: the command's
 own process alone), each `redundax sweep ... --worker i/k` with one CPU device and
 one OpenBLAS thread, which computes the missing chunks k' with k' mod k = i
@@ -97,7 +101,8 @@ the XLA flags. A `jax.distributed` run, started by hand (one process per host of
 a cluster): each process calls
 `jax.distributed.initialize(coordinator, num_processes, process_id)` before JAX's
 first computation (`redundax sweep ... --num-processes N --process-id K --coordinator
-HOST:PORT` does), then [`run_sweep`][] with the same arguments and the same `OUT`,
+HOST:PORT` does), then [`run_sweep`][redundax.sweep.run_sweep] with the same arguments and
+the same `OUT`,
 a directory every process sees. The mesh then spans the devices of every process
 (process by process), and each evaluation is one program over that global mesh:
 process p feeds its own chunk into its block of the mesh
@@ -177,3 +182,23 @@ from ._store import (
     read_sweep as read_sweep,
     run_sweep as run_sweep,
 )
+
+__all__ = [
+    "load_sweep",
+    "Sweep",
+    "Parameter",
+    "Grid",
+    "RandomSample",
+    "Rule",
+    "Plan",
+    "plan_sweep",
+    "run_sweep",
+    "read_sweep",
+    "Progress",
+    "Evaluator",
+    "apply_parameters",
+    "parameter_targets",
+    "default_chunk_size",
+    "default_mesh",
+    "sweep_mechanism",
+]

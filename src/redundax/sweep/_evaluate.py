@@ -18,13 +18,13 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Float
 
 from .. import Model, State, analyze_solvability, decide, simulate
-from ..drift import Projection
-from ..motions import SmoothSteps
-from ..equations import marker_positions, position_residual, velocity_residual
 from .._options import CheckInitial, Singularities
 from .._parameters import apply_parameters
 from .._reactions import MEMORY_BUDGET
+from ..drift import Projection
+from ..equations import marker_positions, position_residual, velocity_residual
 from ..methods import path_accurate, specialise
+from ..motions import SmoothSteps
 from ._constants import AXIS, PROJECTION_STEPS
 from ._file import Sweep
 
@@ -78,7 +78,7 @@ def _rank_along(structure, log) -> dict[str, Any]:
 
 
 def default_mesh() -> Mesh:
-    """The 1-D mesh (axis [`AXIS`][]) of every device of every process, process by
+    """The 1-D mesh (axis `AXIS`) of every device of every process, process by
     process: `jax.devices()` of one process, or of a run of several processes that
     called `jax.distributed.initialize`."""
     devices = sorted(jax.devices(), key=lambda d: (d.process_index, d.id))
@@ -89,7 +89,8 @@ def local_devices(mesh: Mesh) -> list[Any]:
     """The devices of `mesh` that belong to this process, in mesh order.
 
     **Raises:** `ValueError` unless `mesh` is 1-D and holds the same number of
-    devices of every process, process by process (the layout of [`default_mesh`][]):
+    devices of every process, process by process (the layout of
+    [`default_mesh`][redundax.sweep.default_mesh]):
     each process then owns one contiguous block of every batch.
     """
     devices = list(mesh.devices.flat)
@@ -112,11 +113,11 @@ def _local_rows(array: jax.Array) -> np.ndarray:
 
 
 class Evaluator:
-    """The compiled evaluation of batches of variants of one [`Sweep`][].
+    """The compiled evaluation of batches of variants of one [`Sweep`][redundax.sweep.Sweep].
 
     Built once per sweep; every call with the same number of variants reuses one
     compilation. `evaluator(values)` returns a dict of NumPy arrays with one row
-    per row of `values` (see [`OUTPUTS`][]).
+    per row of `values` (see `OUTPUTS`).
 
     `batch`: how many variants one device evaluates together under `jax.vmap`.
     1 runs them one after another (`jax.lax.map`): each variant is then the
@@ -387,7 +388,8 @@ def default_chunk_size(
 
 
 def _per_device_chunk(sweep: Sweep, devices: Sequence[Any] | None) -> int:
-    """[`default_chunk_size`][] before it is bounded by the sweep's size."""
+    """[`default_chunk_size`][redundax.sweep.default_chunk_size] before it is bounded by the sweep's
+    size."""
     devices = list(jax.local_devices()) if devices is None else list(devices)
     model = sweep.model
     nq, nc, saved = model.n_coordinates, model.n_constraints, sweep.simulation.n_save

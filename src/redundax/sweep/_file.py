@@ -70,7 +70,7 @@ def _forms(model: Model, known: Sequence[str]) -> str:
 
 def unknown_address(name: str, model: Model, state: State, known: Sequence[str]) -> str:
     """The message for an address `name` that is not one of `known` (those of
-    [`swept_addresses`][]): why, for an initial velocity of a mechanism at rest;
+    `swept_addresses`): why, for an initial velocity of a mechanism at rest;
     else the closest addresses and the forms this mechanism offers."""
     if name in ("initial.speed", "initial.velocity_scale") and name not in known:
         first = model.bodies.names[0] if model.bodies.count else "the first body"
@@ -234,8 +234,8 @@ class Sweep:
     **Attributes:**
 
     - `model`, `state`: the nominal mechanism and its initial state.
-    - `parameters`: the swept [`Parameter`][]s (at least one).
-    - `sample`: [`Grid`][] or [`RandomSample`][].
+    - `parameters`: the swept [`Parameter`][redundax.sweep.Parameter]s (at least one).
+    - `sample`: [`Grid`][redundax.sweep.Grid] or [`RandomSample`][redundax.sweep.RandomSample].
     - `analyze`: evaluate the solvability at each variant's initial configuration.
     - `simulate`: simulate each variant with the options `simulation` (its
       `t_final`, method, solver, tolerances, stabilisation, `n_save`, `max_steps`).
@@ -243,12 +243,13 @@ class Sweep:
       (`rx.drift.Projection(iterations=PROJECTION_STEPS)`) before it is analysed and simulated.
     - `consistency_tolerance`: a variant's initial state is `consistent` when its
       constraint residuals are at most this [m, m/s].
-    - `chunk_size`: variants per chunk (None: [`default_chunk_size`][]).
+    - `chunk_size`: variants per chunk (None:
+      [`default_chunk_size`][redundax.sweep.default_chunk_size]).
     - `name`: shown in reports.
 
     **Raises:** `ValueError` listing every problem (unknown parameter addresses,
     parameters without values, values that are not finite, masses and inertias
-    that are not positive, more than [`MAX_VARIANTS`][] variants or a larger
+    that are not positive, more than `MAX_VARIANTS` variants or a larger
     `chunk_size`, nothing to evaluate).
     """
 
@@ -337,7 +338,7 @@ def _problems(
 
 
 def _size_problems(parameters: Sequence[Parameter], sample: "Grid | RandomSample") -> list[str]:
-    """More variants than [`MAX_VARIANTS`][], refused before anything is allocated."""
+    """More variants than `MAX_VARIANTS`, refused before anything is allocated."""
     n = _variant_count(parameters, sample)
     if n <= MAX_VARIANTS:
         return []
@@ -435,7 +436,8 @@ def sweep_mechanism(path: str | Path) -> Path:
 def load_sweep(path: str | Path) -> Sweep:
     """Read and validate a sweep file (format: configs/README.md, section Sweeps).
 
-    **Returns:** a [`Sweep`][] of the mechanism its `[sweep] mechanism` key names,
+    **Returns:** a [`Sweep`][redundax.sweep.Sweep] of the mechanism its `[sweep] mechanism` key
+    names,
     with that file's `[simulation]` options (`t_final` overridden by the sweep's).
 
     **Raises:** `redundax.io.ConfigError` (a `ValueError`) listing every problem of

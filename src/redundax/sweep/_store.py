@@ -30,7 +30,7 @@ from ._file import Sweep
 # ------------------------------------------------------------------- files, resume
 @dataclasses.dataclass(frozen=True)
 class Progress:
-    """What [`run_sweep`][] reports after each chunk.
+    """What [`run_sweep`][redundax.sweep.run_sweep] reports after each chunk.
 
     - `chunk`: the chunk just finished (0-based), of `chunks`.
     - `done`, `variants`: variants finished (found on disk, or computed by this
@@ -193,7 +193,7 @@ def _another_sweep(out: Path, describe: dict[str, Any], old: dict[str, Any]) -> 
 
 
 def _fingerprinted(sweep: Sweep, table: np.ndarray, size: int) -> dict[str, Any]:
-    """The manifest of a sweep: [`_describe`][] with its fingerprint."""
+    """The manifest of a sweep: `_describe` with its fingerprint."""
     describe = _describe(sweep, table, size)
     describe["fingerprint"] = hashlib.sha256(
         json.dumps(describe, sort_keys=True).encode()
@@ -203,7 +203,8 @@ def _fingerprinted(sweep: Sweep, table: np.ndarray, size: int) -> dict[str, Any]
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """What [`plan_sweep`][] finds: the chunk size `run_sweep` would use, the
+    """What [`plan_sweep`][redundax.sweep.plan_sweep] finds: the chunk size `run_sweep` would use,
+    the
     number of chunks, and how many of them are still to compute."""
 
     chunk_size: int
@@ -221,7 +222,8 @@ def plan_sweep(
     processes: int = 1,
     start: bool = False,
 ) -> Plan:
-    """The work [`run_sweep`][] would do in `out` with these arguments, shared by
+    """The work [`run_sweep`][redundax.sweep.run_sweep] would do in `out` with these arguments,
+    shared by
     `processes` processes of `devices` each (default: this process's): what
     `redundax sweep` divides among its local worker processes.
 
@@ -231,7 +233,7 @@ def plan_sweep(
     (`run_sweep(..., worker=...)`) can run in it; else nothing is written.
 
     **Raises:** as `run_sweep` before it computes: `ValueError` if `out` holds
-    another sweep (unless `force`), the errors of [`check_out`][].
+    another sweep (unless `force`), the errors of `check_out`.
     """
     out = Path(out)
     check_out(out, force)
@@ -330,25 +332,30 @@ def run_sweep(
 
     **Arguments:**
 
-    - `sweep`: the [`Sweep`][].
+    - `sweep`: the [`Sweep`][redundax.sweep.Sweep].
     - `out`: the output directory (created). If it holds an unfinished run of the
       same sweep, only the missing chunks are computed.
     - `chunk_size`: variants per chunk; default `sweep.chunk_size`, else the chunk
-      size of the run being resumed, else [`default_chunk_size`][] (of one
+      size of the run being resumed, else [`default_chunk_size`][redundax.sweep.default_chunk_size]
+      (of one
       process's devices).
     - `force`: discard the results of another sweep found in `out`.
-    - `on_chunk`: called with a [`Progress`][] once per chunk found on disk, then
+    - `on_chunk`: called with a [`Progress`][redundax.sweep.Progress] once per chunk found on disk,
+      then
       after each chunk this process writes. An exception it raises stops the
       sweep; the chunks already written stay. (With several processes, raise it in
       all of them, as Ctrl-C does.)
-    - `mesh`: the 1-D device mesh (axis `"variants"`; default [`default_mesh`][]:
+    - `mesh`: the 1-D device mesh (axis `"variants"`; default
+      [`default_mesh`][redundax.sweep.default_mesh]:
       every device of every process).
-    - `evaluator`: an [`Evaluator`][] of this same `sweep` to reuse (its compiled
+    - `evaluator`: an [`Evaluator`][redundax.sweep.Evaluator] of this same `sweep` to reuse (its
+      compiled
       code and its mesh), e.g. when one process runs a sweep several times.
     - `worker`: `(i, n)`: this process is worker i of n independent processes
       that share the sweep (`redundax sweep`'s local processes): it computes the
       missing chunks k with k mod n = i and writes them, nothing else: `out` must
-      have been prepared ([`plan_sweep`][] with `start`; `force` is refused) and
+      have been prepared ([`plan_sweep`][redundax.sweep.plan_sweep] with `start`; `force` is
+      refused) and
       nothing is combined (run `run_sweep` again once every worker is done).
       Each worker runs the program one process runs, so the files are those of
       one process with the same chunk size.
@@ -360,11 +367,12 @@ def run_sweep(
     them, and process 0 writes the manifest and the combined files. The files are
     those of one process with the same chunk size.
 
-    **Returns:** the combined file `out/sweep.npz` (see [`read_sweep`][]); beside
+    **Returns:** the combined file `out/sweep.npz` (see [`read_sweep`][redundax.sweep.read_sweep]);
+    beside
     it, `summary.json` lists the variants that differ from the nominal model (a
     worker writes neither).
 
-    **Raises:** as [`check_out`][] (an unwritable `out`; someone else's
+    **Raises:** as `check_out` (an unwritable `out`; someone else's
     `sweep.npz`, `summary.json` or chunk files in it, unless `force`);
     `ValueError` if `out` holds another sweep (unless `force`), if
     `evaluator` belongs to another sweep, or if the processes of a run were given
@@ -607,8 +615,9 @@ def _summary(sweep, describe, nominal, data, masks) -> dict[str, Any]:
 def read_sweep(path: str | Path) -> dict[str, Any]:
     """The arrays of a combined sweep file (`OUT/sweep.npz`), with `meta` parsed.
 
-    Per-variant arrays under their [`OUTPUTS`][] names (first axis: variants), the
-    nominal model's under `nominal/<name>`, the masks of [`run_sweep`][]'s summary
+    Per-variant arrays under their `OUTPUTS` names (first axis: variants), the
+    nominal model's under `nominal/<name>`, the masks of [`run_sweep`][redundax.sweep.run_sweep]'s
+    summary
     under `changed/<reason>`, and `values` (variants, parameters),
     `nominal_values`, `parameter_names`, `parameter_units`, `pair_names`,
     `marker_names`.
