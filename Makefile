@@ -6,12 +6,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-smoke setup bench clean
+.PHONY: demo test test-smoke setup docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade --quiet pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test,docs]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -32,8 +32,13 @@ test: $(STAMP)
 test-smoke: $(STAMP)
 	$(BIN)/python tests/run_files.py --smoke
 
+# The documentation site, into site/ (`strict`: a broken reference fails). `make test`
+# builds it too (tests/test_release.py).
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict -d site
+
 bench: $(STAMP)
 	$(BIN)/python experiments/bench_solvability.py
 
 clean:
-	rm -rf $(VENV) .venv-3.* .pytest_cache .pytest_jax_cache
+	rm -rf $(VENV) .venv-3.* .pytest_cache .pytest_jax_cache site

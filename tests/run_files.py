@@ -148,6 +148,8 @@ TOGETHER = (
         "test_data.py",
         "test_api_mistakes.py",
         "test_citation.py",
+        "test_release.py",
+        "test_door.py",
     ),
 )
 """Files run in one process, in this order (the group takes its first file's place)."""

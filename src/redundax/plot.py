@@ -120,7 +120,7 @@ Run = Mapping[str, Any]
 RunLike = Mapping[str, Any] | str | os.PathLike
 
 
-def load(path: str | os.PathLike) -> dict[str, Any]:
+def _load(path: str | os.PathLike) -> dict[str, Any]:
     """[`redundax.io.read_run`][] with the messages of the command line.
 
     **Raises:** `FileNotFoundError` if `path` does not exist; `ValueError` if it is
@@ -136,7 +136,7 @@ def load(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def _as_run(run: RunLike) -> Run:
-    return load(run) if isinstance(run, str | os.PathLike) else run
+    return _load(run) if isinstance(run, str | os.PathLike) else run
 
 
 def _names(names: str | Sequence[str] | None) -> list[str] | None:
@@ -145,7 +145,7 @@ def _names(names: str | Sequence[str] | None) -> list[str] | None:
     return [names] if isinstance(names, str) else list(names)
 
 
-def select_pairs(run: Run, pairs: str | Sequence[str] | None = None) -> list[str]:
+def _select_pairs(run: Run, pairs: str | Sequence[str] | None = None) -> list[str]:
     """The pairs of `run` to draw: all of them (model order) when `pairs` is None.
 
     **Raises:** `ValueError` naming a pair the run does not have, and listing those
@@ -292,7 +292,7 @@ def _first_moving_body(run: Run, pair: str) -> str:
     return bodies[int(loaded[0])] if loaded.size else bodies[0]
 
 
-def run_validity(run: Run) -> np.ndarray:
+def _run_validity(run: Run) -> np.ndarray:
     """Per saved time, whether the run is on its constraints there: the run's
     `valid` flags (all True for a file written before they were stored).
 
@@ -410,7 +410,7 @@ def plot_reactions(
     not one per saved time.
     """
     run = _as_run(run)
-    names = select_pairs(run, pairs)
+    names = _select_pairs(run, pairs)
     columns = 3
     rows = max(1, math.ceil(len(names) / columns))
     fig = _figure(figure, figsize=(4.2 * min(columns, max(1, len(names))), 2.4 * rows + 1.2))
@@ -419,7 +419,7 @@ def plot_reactions(
     if components and not run["components"]:
         return _missing(fig, "this run stores no reaction components (an older file)")
     t = np.asarray(run["t"], dtype=float)
-    valid = run_validity(run)
+    valid = _run_validity(run)
     for ax, pair in zip(_grid(fig, len(names), columns), names, strict=True):
         unique = run["unique"][pair]
         if not unique:
@@ -565,7 +565,7 @@ def plot_solvability(
     **Raises:** `ValueError` for an unknown pair.
     """
     run = _as_run(run)
-    names = select_pairs(run, pairs)
+    names = _select_pairs(run, pairs)
     fig = _figure(figure, figsize=(max(6.0, 0.55 * len(names) + 2.5), 4.8))
     if not run["b_norm"]:
         return _missing(
@@ -573,7 +573,7 @@ def plot_solvability(
             "this run stores no solvability report (written by an older redundax); "
             "run 'redundax analyze CONFIG'",
         )
-    if not run_validity(run)[0]:
+    if not _run_validity(run)[0]:
         return _missing(
             fig,
             f"the run is off its constraints at its first saved state (t = {run['t'][0]:g} s, "
@@ -822,7 +822,7 @@ def save_all(
         raise ValueError(f"unknown figure {unknown[0]!r}; the figures are {', '.join(FIGURES)}")
     chosen = [name for name in FIGURES if name in chosen]
     run = _as_run(run)
-    pairs = select_pairs(run, pairs)
+    pairs = _select_pairs(run, pairs)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"{out}: exists and is not a directory")

@@ -101,17 +101,17 @@ def _folder(out: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     """The handler of `redundax plot`: returns the exit status (0)."""
     # matplotlib is imported by the one command that draws, and only when it runs.
-    from ..plot import load, save_all, select_pairs
+    from ..plot import _load, _select_pairs, save_all
 
     path = Path(args.run)
     if args.out is not None:  # a folder: checked before anything is read or drawn
         check_out("--out", _folder, Path(args.out))
-    data = load(path)
+    data = _load(path)
     pairs = None
     if args.pairs is not None:
         pairs = [name.strip() for entry in args.pairs for name in entry.split(",") if name.strip()]
         try:
-            pairs = select_pairs(data, pairs)
+            pairs = _select_pairs(data, pairs)
         except ValueError as error:
             raise ValueError(f"{path}: --pairs: {error}") from None
     out = Path(args.out) if args.out is not None else path.with_name(f"{path.stem}_plots")

@@ -201,4 +201,5 @@ __all__ = [
     "default_chunk_size",
     "default_mesh",
     "sweep_mechanism",
+    "sweep_problems",
 ]
