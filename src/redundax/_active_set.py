@@ -5,11 +5,9 @@ A method that partitions the constraints (`method.partitions`, e.g.
 [`BlockSparse`][redundax.methods.BlockSparse]) keeps some rows of C active and drops the
 rows its factorisation finds dependent, state by state. `simulate` wraps the ODE
 solver in [`ActiveSetMonitor`][redundax.monitors.ActiveSetMonitor]: after every step the active rows
-are evaluated at
-the step's end state and compared with those after the last accepted step; a
+are evaluated at the step's end state and compared with those after the last accepted step; a
 change is written to a fixed-size [`ActiveSetLog`][redundax.monitors.ActiveSetLog] carried in the
-solver's state
-(Diffrax keeps the state of accepted steps only), so the log is exact to the
+solver's state (Diffrax keeps the state of accepted steps only), so the log is exact to the
 integrator's own steps and costs one more solve per step, whatever the save times.
 """
 
@@ -24,6 +22,8 @@ from jaxtyping import Array, Bool, Float, Int
 
 from ._model import Model
 from ._wrapped_solver import AbstractMonitor
+from .methods import BlockSparse
+from .methods._specialise import block_pivots
 
 CAPACITY = 256
 """Changes of the active set a run records (later ones are counted, not stored)."""
@@ -152,9 +152,6 @@ def active_set_history(model: Model, trajectory, method: Any = None) -> ActiveSe
     ([`rank_history`][redundax.monitors.rank_history]). `method`: the partitioning method
     whose threshold applies to the saved states (default `BlockSparse()`; pass the
     one simulated with). Host-side (the changes are a Python list)."""
-    from .methods import BlockSparse
-    from .methods._base import block_pivots
-
     # The pivot metric `simulate` fixed for the run (from the model's mass).
     method = block_pivots(BlockSparse() if method is None else method, model)
     active = _active_along(

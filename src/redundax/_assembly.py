@@ -8,6 +8,7 @@ scattered into the global arrays by the members' `rows` and `bodies` indices.
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._errors import ModelError
@@ -427,8 +428,6 @@ def check_consistency(model: Model, state, tol: float = CONSISTENCY_TOL) -> None
 def raise_if_inconsistent(model: Model, phi, vel, tol: float = CONSISTENCY_TOL) -> None:
     """The host-side half of [`check_consistency`][redundax.equations.check_consistency], given Φ
     and C q̇ + b."""
-    import numpy as np
-
     phi, vel = np.asarray(phi), np.asarray(vel)
     k = model.bodies.internal_rows
     start = model.n_holonomic - model.n_internal

@@ -4,8 +4,7 @@
   geometric maps).
 - [`PlanarBodies`][redundax.internal.PlanarBodies]: planar bodies in absolute coordinates [x, y, φ].
 - [`SpatialBodies`][redundax.internal.SpatialBodies]: spatial bodies in natural coordinates (Kraus,
-  Winckler &
-  Bock 2001), with the natural-coordinate maps they use.
+  Winckler & Bock 2001), with the natural-coordinate maps they use.
 
 Natural coordinates. A body's dynamic variables are p = [r, u, v, w] ∈ R¹²: the
 global position r of the body-frame origin and the body frame's unit axes u, v, w

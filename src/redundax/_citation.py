@@ -28,9 +28,7 @@ _PAPERS = {
   author = {Wojtyra, Marek and Fr{\\k{a}}czek, Janusz},
   title = {Solvability of reactions in rigid multibody systems with redundant
            nonholonomic constraints},
-  journal = {Multibody System Dynamics},
-  volume = {30},
-  pages = {153--171},
+  journal = {Multibody System Dynamics}, volume = {30}, pages = {153--171},
   year = {2013}
 }""",
     ),
@@ -41,11 +39,8 @@ _PAPERS = {
 @article{kraus2001natural,
   author = {Kraus, C. and Winckler, M. and Bock, H. G.},
   title = {Modeling mechanical {DAE} using natural coordinates},
-  journal = {Mathematical and Computer Modelling of Dynamical Systems},
-  volume = {7},
-  number = {2},
-  pages = {145--158},
-  year = {2001}
+  journal = {Mathematical and Computer Modelling of Dynamical Systems}, volume = {7}, number = {2},
+  pages = {145--158}, year = {2001}
 }""",
     ),
     "pekal": (
@@ -67,11 +62,8 @@ _PAPERS = {
   author = {Featherstone, Roy},
   title = {A divide-and-conquer articulated-body algorithm for parallel
            {O}(log(n)) calculation of rigid-body dynamics. {P}art 1: basic algorithm},
-  journal = {The International Journal of Robotics Research},
-  volume = {18},
-  number = {9},
-  pages = {867--875},
-  year = {1999}
+  journal = {The International Journal of Robotics Research}, volume = {18}, number = {9},
+  pages = {867--875}, year = {1999}
 }""",
     ),
     "gonzalez2011": (
@@ -80,8 +72,7 @@ _PAPERS = {
 @inproceedings{gonzalez2011techniques,
   author = {Gonz{\\'a}lez, Francisco and K{\\"o}vecses, J{\\'o}zsef and Teichmann,
             Marek and Courchesne, P.},
-  title = {Techniques for the simulation of redundantly constrained multibody
-           systems},
+  title = {Techniques for the simulation of redundantly constrained multibody systems},
   booktitle = {ECCOMAS Thematic Conference on Multibody Dynamics},
   year = {2011}
 }""",
@@ -91,10 +82,8 @@ _PAPERS = {
         """\
 @book{hairer2006geometric,
   author = {Hairer, Ernst and Lubich, Christian and Wanner, Gerhard},
-  title = {Geometric Numerical Integration},
-  edition = {Second},
-  publisher = {Springer},
-  address = {Berlin},
+  title = {Geometric Numerical Integration}, edition = {Second},
+  publisher = {Springer}, address = {Berlin},
   year = {2006}
 }""",
     ),
@@ -103,13 +92,9 @@ _PAPERS = {
         """\
 @article{baumgarte1972stabilization,
   author = {Baumgarte, J.},
-  title = {Stabilization of constraints and integrals of motion in dynamical
-           systems},
-  journal = {Computer Methods in Applied Mechanics and Engineering},
-  volume = {1},
-  number = {1},
-  pages = {1--16},
-  year = {1972}
+  title = {Stabilization of constraints and integrals of motion in dynamical systems},
+  journal = {Computer Methods in Applied Mechanics and Engineering}, volume = {1}, number = {1},
+  pages = {1--16}, year = {1972}
 }""",
     ),
 }

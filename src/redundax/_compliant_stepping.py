@@ -166,8 +166,7 @@ class GonzalezStepper(eqx.Module):
     """González et al.'s compliant semi-implicit Euler scheme (2011, Eq. 1) as the
     `solver` of [`redundax.simulate`][]: fixed steps of `h` [s], the constraints
     as stiff springs of [`Compliance`][redundax.Compliance] `compliance` (default: rigid),
-    optionally
-    followed by a projection of positions and velocities onto the constraints
+    optionally followed by a projection of positions and velocities onto the constraints
     (Eqs. 2–3). Returns a [`GonzalezTrajectory`][redundax.GonzalezTrajectory].
 
     - `h`: step size [s]; the run's length must be a whole number of steps.

@@ -263,8 +263,7 @@ def pair_reaction(
       A component can be unique when its pair's reaction is not.
     - `method`: None (the default) asks for a *unique* reaction: it is computed by
       [`NullSpace`][redundax.methods.NullSpace] and the call raises if a rigid model does not
-      determine it.
-      Naming a method returns that method's values, with `unique` telling whether
+      determine it. Naming a method returns that method's values, with `unique` telling whether
       they are determined.
     - `drift_control`: the drift-control term of the simulation the state comes
       from (e.g. `rx.drift.Baumgarte()`), so that q̈ matches; None at an exact state.
@@ -318,8 +317,7 @@ def pair_reaction(
 
 def _refuse_if_left(trajectory: Trajectory, what: str, pair: str) -> None:
     """Raise [`ConstraintsLeftError`][redundax.ConstraintsLeftError] when the trajectory's `valid`
-    flags are
-    concrete and some saved time is off the constraints (None: not judged; traced:
+    flags are concrete and some saved time is off the constraints (None: not judged; traced:
     the run's own `valid` and `result` say it)."""
     flags = getattr(trajectory, "valid", None)
     known = None if flags is None else host_values(flags)
@@ -364,8 +362,7 @@ def pair_reaction_history(
     structure: Structure | None = None,
 ) -> PairReaction:
     """[`pair_reaction`][redundax.analysis.pair_reaction] at every saved state of `trajectory` (one
-    compilation,
-    differentiable through the simulation that made `trajectory`).
+    compilation, differentiable through the simulation that made `trajectory`).
 
     The rank and the verdict come from `structure`, by default the one the
     trajectory was simulated with (`trajectory.structure`); Γ comes from
@@ -467,11 +464,9 @@ def peak_reaction(
     `magnitude`, `unique`).
 
     **Raises:** as [`pair_reaction`][redundax.analysis.pair_reaction] when `method` is None and the
-    reaction is
-    not unique at some saved state; `ValueError` if `order` < 2;
+    reaction is not unique at some saved state; `ValueError` if `order` < 2;
     [`ConstraintsLeftError`][redundax.ConstraintsLeftError] (a `RuntimeError`) naming the first
-    saved time off
-    the constraints when `trajectory.valid` is concrete and False somewhere.
+    saved time off the constraints when `trajectory.valid` is concrete and False somewhere.
     """
     if not order >= 2.0:
         raise ValueError(f"peak_reaction: order must be ≥ 2 (got {order})")
@@ -519,17 +514,14 @@ def reaction_impulse(
     **Arguments:** as [`pair_reaction_history`][redundax.analysis.pair_reaction_history].
 
     **Returns:** a [`ReactionImpulse`][redundax.analysis.ReactionImpulse] (`value`: the magnitude of
-    the impulse
-    of the force on the pair's first moving body, or of the `component`, as
+    the impulse of the force on the pair's first moving body, or of the `component`, as
     [`peak_reaction`][redundax.analysis.peak_reaction] measures its peak; `wrench` (nb, ws),
-    `components` (k,),
-    `unique`).
+    `components` (k,), `unique`).
 
     **Raises:** as [`pair_reaction`][redundax.analysis.pair_reaction] when `method` is None and the
     reaction is
     not unique at some saved state; [`ConstraintsLeftError`][redundax.ConstraintsLeftError] (a
-    `RuntimeError`)
-    naming the first saved time off the constraints when `trajectory.valid` is
+    `RuntimeError`) naming the first saved time off the constraints when `trajectory.valid` is
     concrete and False somewhere.
     """
     history = _history(

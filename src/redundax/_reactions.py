@@ -199,8 +199,7 @@ def _reactions(model, q, qd, t, structure, method, drift_control) -> Reactions:
 
 def reactions_of(model: Model, q, terms, qdd, lam, unique, row_unique, method: str) -> Reactions:
     """The [`Reactions`][redundax.Reactions] of multipliers `lam` and accelerations `qdd` solved at
-    q
-    with `terms` ([`redundax.equations.dynamics_terms`][]: C, M, F), whatever solved them:
+    q with `terms` ([`redundax.equations.dynamics_terms`][]: C, M, F), whatever solved them:
     the pairs' wrenches −C_Xᵀ λ_X at the centres of mass, their moments about the
     joint points, and the total reaction F − M q̈, with the verdicts given."""
     rows = tuple(p.rows for p in model.pairs)
@@ -228,8 +227,7 @@ def reactions_of(model: Model, q, terms, qdd, lam, unique, row_unique, method: s
 
 MEMORY_BUDGET = 2**30
 """Working memory [bytes] [`reaction_history`][redundax.reaction_history] may use at once (1 GiB):
-the saved
-states are solved in chunks of at most this much (`jax.lax.map` with a batch size),
+the saved states are solved in chunks of at most this much (`jax.lax.map` with a batch size),
 so a long run of a large mechanism takes more time, not more memory."""
 
 
@@ -243,8 +241,7 @@ def state_bytes(model: Model) -> int:
 
 def chunk_size(model: Model, n_states: int, memory_budget: int | None = None) -> int:
     """How many states [`reaction_history`][redundax.reaction_history] solves at once within
-    `memory_budget`
-    bytes (default `MEMORY_BUDGET`).
+    `memory_budget` bytes (default `MEMORY_BUDGET`).
 
     **Raises:** `MemoryError` naming the budget when one state does not fit."""
     budget = MEMORY_BUDGET if memory_budget is None else int(memory_budget)

@@ -23,7 +23,8 @@ from ._structure import Structure
 from ._validation import host_values
 from .joint_coordinates._dynamics import JointStructure
 from .joint_coordinates._model import JointModel
-from .joint_coordinates._simulate import DEFAULT_DRIFT_CONTROL, simulate_joint
+from .joint_coordinates._run import simulate_joint
+from .joint_coordinates._simulate import DEFAULT_DRIFT_CONTROL
 from .methods import AbstractRedundancyMethod, NullSpace
 
 RTOL, ATOL = 1e-8, 1e-10

@@ -512,8 +512,7 @@ def constraints_left_error(
     hint: str = " (throw=False returns the trajectory with Trajectory.valid)",
 ) -> ConstraintsLeftError:
     """The [`ConstraintsLeftError`][redundax.ConstraintsLeftError] of a (concrete) trajectory that
-    left its
-    constraints: the time, the violation, the tolerance, and the last saved time
+    left its constraints: the time, the violation, the tolerance, and the last saved time
     on them; `what` starts the message, `hint` ends it."""
     valid = np.asarray(trajectory.valid)
     ts = np.asarray(trajectory.ts)

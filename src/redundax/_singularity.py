@@ -5,11 +5,9 @@ independent elsewhere become dependent: σ_r, the r-th singular value of C (r th
 regular rank), falls to zero and rises again. Saved states rarely land on such a
 pose (IFToMM A02's parallelograms are flat for an instant, twice a second), so
 `simulate` wraps the ODE solver in [`SingularityMonitor`][redundax.monitors.SingularityMonitor]:
-after every step it
-takes the singular values of C at the step's end and writes to a fixed-size
+after every step it takes the singular values of C at the step's end and writes to a fixed-size
 [`SingularityLog`][redundax.monitors.SingularityLog] carried in the solver's state (Diffrax keeps
-the state of
-accepted steps only):
+the state of accepted steps only):
 
 - the smallest σ_r/σ_1 over the step ends, and where;
 - every **passage**: a local minimum of σ_r/σ_1 over three consecutive step ends
@@ -60,6 +58,8 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._assembly import constraint_matrix, constraint_rows
+from ._drift_control import Projection
+from ._step_projection import StepProjection
 from ._wrapped_solver import AbstractMonitor
 from .methods.block import PIVOT_RTOL, row_pivots
 
@@ -270,8 +270,7 @@ class SingularityMonitor(AbstractMonitor):
     """A Diffrax solver that steps like `solver` and records, after every step, how
     far C is from losing rank (σ_r/σ_1 or the pivot sines: `log.measure`) in a
     [`SingularityLog`][redundax.monitors.SingularityLog] (the second half of its solver state).
-    `log`: the log to
-    continue (a run integrated save interval by save interval continues one
+    `log`: the log to continue (a run integrated save interval by save interval continues one
     log)."""
 
     solver: diffrax.AbstractSolver
@@ -338,9 +337,6 @@ class SingularityReport:
 
 
 def _action(drift_control, method) -> tuple[str, bool]:
-    from ._drift_control import Projection
-    from ._step_projection import StepProjection
-
     if isinstance(drift_control, StepProjection):
         what, kept = "projection onto the manifold after every integrator step", True
     elif getattr(method, "partitions", False):

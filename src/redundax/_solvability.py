@@ -377,8 +377,7 @@ def analyze_solvability(
     - `utol`: relative threshold for B_X = 0 (see `UNIQUENESS_RTOL`).
 
     **Returns:** a [`SolvabilityReport`][redundax.SolvabilityReport]. Works under `jax.jit` and
-    `jax.vmap`
-    (batch over `q`); the verdicts are discrete and carry no gradient.
+    `jax.vmap` (batch over `q`); the verdicts are discrete and carry no gradient.
 
     !!! example
         ```python

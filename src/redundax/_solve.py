@@ -11,7 +11,7 @@ from ._structure import Structure, decide
 from ._types import Scalar
 from ._validation import check_vector
 from .methods import AbstractRedundancyMethod, NullSpace
-from .methods._base import checked
+from .methods._specialise import checked
 
 
 def solve_terms(

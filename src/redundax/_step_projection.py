@@ -37,6 +37,8 @@ from ._drift_control import AbstractDriftControl, Baumgarte
 from ._equations import LocalTerms, local_terms
 from ._types import Scalar
 from ._wrapped_solver import AbstractDelegatingSolver
+from .methods import AbstractNullSpaceMethod, BlockSparse, Elimination
+from .methods._kernels import null_space_acceleration, schur_acceleration, schur_solve
 
 
 def _rows(terms, m: int):
@@ -132,8 +134,6 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
     def prepare(self, method, structure) -> "StepProjection":
         if self.path is not None:
             return self
-        from .methods import AbstractNullSpaceMethod, BlockSparse, Elimination
-
         if isinstance(method, BlockSparse) or getattr(method, "block", False):
             return dataclasses.replace(self, path="block", pivots=method.pivots)
         # Static facts only: the method's own fixed path, else the structure's.
@@ -151,16 +151,8 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
 
         Only what the correction needs is assembled: C and Φ, or C and b (not Γ
         nor the forces of [`redundax.equations.dynamics_terms`][])."""
-        from .methods._kernels import (
-            null_space_acceleration,
-            schur_acceleration,
-            schur_solve,
-        )
-
         m, nc = model.n_holonomic, model.n_constraints
         if self.path == "block":
-            from .methods import BlockSparse
-
             terms = local_terms(model, q, qd, t)
             if holonomic:
                 terms, target = _rows(terms, m), jnp.concatenate([terms.phi, jnp.zeros(nc - m)])

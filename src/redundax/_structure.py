@@ -21,8 +21,7 @@ redundax takes them **once**, in [`decide`][redundax.decide], and carries them a
   about that much, and such rows must still count as dependent. `decide` uses it.
 - `2 · eps · max(m + h, n)` (round-off, lineax's `resolve_rcond`) for the analysis
   of a configuration known exactly ([`analyze_solvability`][redundax.analyze_solvability]'s
-  default), where a
-  defect of 1e-13 m is a real defect and must be seen.
+  default), where a defect of 1e-13 m is a real defect and must be seen.
 - `UNIQUENESS_RTOL` = 1e-8 for B_X = 0 relative to ‖C_X‖ (both uses).
 
 **The one verdict path.** `pair_verdicts` computes B_X = C_Xᵀ N_X and the
@@ -122,8 +121,7 @@ def pair_verdicts(
 ) -> Verdicts:
     """The QR test for every group of rows of C (row g of the 0/1 matrix `S`, see
     [`membership`][redundax.analysis.membership]): B_X = C_Xᵀ N_X with N an orthonormal basis of the
-    left null
-    space of C (zero columns allowed); f_X is unique iff B_X = 0, λ_X iff N_X = 0.
+    left null space of C (zero columns allowed); f_X is unique iff B_X = 0, λ_X iff N_X = 0.
     ‖B_X‖_F does not depend on the basis. `segments` (static, from
     `disjoint_groups`) takes the cheap path when the groups share no row.
 
@@ -727,8 +725,7 @@ def decide(
 
     Whether (q, t) is regular is recorded, not enforced:
     [`Structure.raise_if_singular`][redundax.Structure.raise_if_singular] raises; `simulate` calls
-    it for the methods
-    that rely on the rank.
+    it for the methods that rely on the rank.
 
     !!! example
         ```python

@@ -32,8 +32,7 @@ integrating a motion that no longer exists until `max_steps`), and on every save
 state afterwards ([`Trajectory.valid`][redundax.Trajectory]). A run that stopped
 there ends with `diffrax.RESULTS.event_occurred` (redundax runs no other event);
 `simulate(throw=True)` raises [`ConstraintsLeftError`][redundax.ConstraintsLeftError] naming the
-time and the
-violation.
+time and the violation.
 
 **A motion that cannot go on.** A driver that pushes a mechanism onto the edge of
 its workspace (a crank driven into a four-bar's dead point, an actuator driven

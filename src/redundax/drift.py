@@ -1,7 +1,6 @@
 """Drift control: how a run keeps its state on the constraint manifold.
 [`StepProjection`][redundax.drift.StepProjection] (the default) projects after every integrator
-step;
-[`Projection`][redundax.drift.Projection] at every saved time;
+step; [`Projection`][redundax.drift.Projection] at every saved time;
 [`Baumgarte`][redundax.drift.Baumgarte] adds
 feedback terms to the acceleration equations; [`NoDriftControl`][redundax.drift.NoDriftControl] does
 nothing.

@@ -3,8 +3,19 @@
 import math
 
 from ._force_specs import SpringDamper
-from ._motion import AbstractMotion, SmoothSteps
-from ._spec import Body, KnifeEdge, Marker, Mechanism, Revolute, Translational, TranslationalDriver
+from ._motion import AbstractMotion, Polynomial, SmoothSteps, shifted
+from ._spatial_spec import Prismatic3D, Revolute3D, RevoluteDriver3D, SpatialBody, Spherical
+from ._spec import (
+    Body,
+    KnifeEdge,
+    Load,
+    Marker,
+    Mechanism,
+    Revolute,
+    RevoluteDriver,
+    Translational,
+    TranslationalDriver,
+)
 
 __all__ = [
     "mobile_robot",
@@ -279,8 +290,6 @@ def slider_crank(
     the crank at the constant `speed` [rad/s] from `crank_angle`. Uniform slender
     links (J = m l²/12); the slider's inertia is m · 1e-4 m².
     """
-    from ._motion import Polynomial
-    from ._spec import RevoluteDriver
 
     mc, mr, ms = masses
     A = (crank * math.cos(crank_angle), crank * math.sin(crank_angle))
@@ -370,12 +379,10 @@ def bricard(
     k − 1 to joint point k, and six spatial revolute joints `J0`…`J5` (J0: ground –
     rod 1, Jk: rod k – rod k + 1, J5: rod 5 – ground) at the points and about the
     axes of [`BRICARD_JOINTS`][redundax.models.BRICARD_JOINTS] scaled by `length`. Gravity `g` along
-    −y, released
-    at rest from the square configuration. Marker `P3`: the far end of rod 2,
+    −y, released at rest from the square configuration. Marker `P3`: the far end of rod 2,
     initially (1, −1, 0) `length`. Grübler–Kutzbach: 6·5 − 5·6 = 0; the real
     mobility is 1 and the degree of redundancy 1.
     """
-    from ._spatial_spec import Revolute3D, SpatialBody
 
     points = [tuple(length * c for c in p) for p, _ in BRICARD_JOINTS]
     transverse = mass * (length**2 + side**2) / 12.0
@@ -430,9 +437,6 @@ def spatial_twin(mech: Mechanism) -> Mechanism:
     **Raises:** `ValueError` naming a pair that has no spatial twin here (knife
     edges, welds, translational drivers).
     """
-    from ._motion import shifted
-    from ._spatial_spec import Prismatic3D, Revolute3D, RevoluteDriver3D, SpatialBody
-    from ._spec import RevoluteDriver
 
     pose = {b.name: (tuple(map(float, b.position)), float(b.angle)) for b in mech.bodies}
     pose["ground"] = ((0.0, 0.0), 0.0)
@@ -484,7 +488,6 @@ def spherical_chain(n: int = 8, length: float = 1.0, mass: float = 1.0, g: float
     so that it swings in space. A tree: no loop and no redundancy (the block
     solver has no fill-in); the scaling benchmark's open chain. Marker `tip`: the
     free end of the last rod."""
-    from ._spatial_spec import SpatialBody, Spherical
 
     _count("spherical_chain", "n", n, 1)
     bodies, pairs = [], []
@@ -549,7 +552,6 @@ def six_bar(
     tan(tilt) = 8, between the folded and the straight legs, both singular) instead
     of falling. Marker `P`: the platform's centre.
     """
-    from ._spatial_spec import Revolute3D, SpatialBody
 
     h, e = depth, offset
     s = math.sqrt(link**2 - (h / 2) ** 2)
@@ -626,8 +628,7 @@ Test Set `andrews.f`)."""
 def andrews_angles(phi) -> tuple[float, ...]:
     """The seven angles (β, Θ, γ, Φ, δ, Ω, ε) of Hairer & Wanner from the absolute
     angles φ₁…φ₇ of the bodies of [`andrews`][redundax.models.andrews] (indexable, 7 numbers or
-    arrays):
-    β = φ₁, Θ = φ₂ − φ₁, γ = φ₃, Φ = φ₄ − φ₅, δ = φ₅, Ω = φ₆ − φ₇, ε = φ₇. Absolute
+    arrays): β = φ₁, Θ = φ₂ − φ₁, γ = φ₃, Φ = φ₄ − φ₅, δ = φ₅, Ω = φ₆ − φ₇, ε = φ₇. Absolute
     angles are integrated continuously, so no multiple of 2π is lost."""
     return (
         phi[0],
@@ -652,8 +653,7 @@ def andrews(angles=ANDREWS_ANGLES) -> Mechanism:
     O, frame x from O to P), φ₂ = β + Θ (rod, x from E to P), φ₃ = γ (about B),
     φ₄ = Φ + δ, φ₅ = δ (about A, x from A to G), φ₆ = Ω + ε (x from H to E),
     φ₇ = ε (about A); [`andrews_angles`][redundax.models.andrews_angles] maps them back. Pairs `O`
-    (1–ground),
-    `P` (1–2), `E3`, `E4`, `E6` (2–3, 2–4, 2–6: the point E they share), `B`
+    (1–ground), `P` (1–2), `E3`, `E4`, `E6` (2–3, 2–4, 2–6: the point E they share), `B`
     (3–ground), `A5`, `A7` (5, 7–ground), `G` (4–5), `H` (6–7).
 
     With e(a) = (cos a, sin a), n(a) = (−sin a, cos a): P = rr e(β),
@@ -671,7 +671,6 @@ def andrews(angles=ANDREWS_ANGLES) -> Mechanism:
     - `angles`: the initial (β, Θ, γ, Φ, δ, Ω, ε) [rad], at rest (default: the
       test set's consistent values, [`ANDREWS_ANGLES`][redundax.models.ANDREWS_ANGLES]).
     """
-    from ._spec import Load
 
     k = ANDREWS_DATA
     beta, theta, gamma, phi, delta, omega, epsilon = (float(a) for a in angles)

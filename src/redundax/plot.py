@@ -6,28 +6,22 @@ A run is the `.npz` file that `redundax simulate CONFIG --out run.npz` (or
 `matplotlib.figure.Figure`:
 
 - [`plot_trajectories`][redundax.plot.plot_trajectories] (`trajectories`): the tracked points in the
-  plane,
-  x–y; for spatial runs x–y and x–z, or the projections asked for;
+  plane, x–y; for spatial runs x–y and x–z, or the projections asked for;
 - [`plot_reactions`][redundax.plot.plot_reactions] (`reactions`): per pair, the magnitude of the
-  force on its
-  first moving body over time, or its reaction components where the whole pair is
+  force on its first moving body over time, or its reaction components where the whole pair is
   not unique but some of its components are (a spatial model of a planar
   mechanism: the in-plane components); unique lines solid, the ones that are not
   unique dashed on grey, and every line dotted grey where the run is off its
   constraints;
 - [`plot_violation_energy`][redundax.plot.plot_violation_energy] (`violation`): position and
-  velocity constraint
-  violation (log axis), and the energy change E(t) − E(0);
+  velocity constraint violation (log axis), and the energy change E(t) − E(0);
 - [`plot_solvability`][redundax.plot.plot_solvability] (`solvability`): ‖B_X‖ per pair (log axis),
-  coloured
-  unique / not unique, with rank C, p and the mobility in the title;
+  coloured unique / not unique, with rank C, p and the mobility in the title;
 - [`plot_rank`][redundax.plot.plot_rank] (`rank`): the rank of C along the run, with the number of
-  rows
-  and the nominal rank.
+  rows and the nominal rank.
 
 and, of a mechanism rather than a run, [`plot_block_pattern`][redundax.plot.plot_block_pattern]: the
-block
-structure of C M⁻¹ Cᵀ that the block-sparse solver factorises.
+block structure of C M⁻¹ Cᵀ that the block-sparse solver factorises.
 
 (In brackets: the figure's file name in [`save_all`][redundax.plot.save_all] and `redundax plot`.)
 
@@ -43,8 +37,7 @@ opens, no backend is chosen, nothing global changes, and they work on a machine
 without a display. A notebook shows the returned figure as a cell's value; to
 draw into a pyplot window, pass `figure=plt.figure()` and call `plt.show()`
 yourself. [`save_all`][redundax.plot.save_all] writes every figure atomically (a temporary file in
-the
-same folder, then a rename) and never overwrites a file unless `force=True`.
+the same folder, then a rename) and never overwrites a file unless `force=True`.
 
 !!! example
     ```python
@@ -72,7 +65,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 
 from ._figure_files import FIGURES as FIGURES, FORMATS as FORMATS
 from .io._atomic import atomic_write
@@ -747,8 +740,6 @@ def plot_block_pattern(pattern, *, figure: Figure | None = None) -> Figure:
     through a common body (`"coupled"`), fill-in created by the factorisation
     (`"fill"`, along closed loops off the ground); the lower triangle, as factorised.
     """
-    from matplotlib.patches import Patch, Rectangle
-
     fig = _figure(figure, figsize=(6.4, 6.0))
     ax = fig.add_subplot()
     n = pattern.n_blocks
@@ -805,8 +796,7 @@ def save_all(
     - `format`: `"png"`, `"pdf"` or `"svg"`.
     - `only`: the figures to write (names of `FIGURES`; default all).
     - `pairs`, `components`: as in [`plot_reactions`][redundax.plot.plot_reactions] (`pairs` also
-      selects the
-      bars of [`plot_solvability`][redundax.plot.plot_solvability]).
+      selects the bars of [`plot_solvability`][redundax.plot.plot_solvability]).
 
     **Returns:** the paths written, in the order of `FIGURES`.
 

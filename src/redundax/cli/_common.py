@@ -172,3 +172,13 @@ def report(error: Exception) -> None:
     print(f"redundax: error: {lines[0]}", file=sys.stderr)
     for line in lines[1:]:
         print(line, file=sys.stderr)
+
+
+def draw_bar(progress: float, done: bool = False) -> None:
+    """One progress bar on stderr, redrawn in place (the line ends in a carriage
+    return until the last one, which ends the line)."""
+    width = 30
+    filled = int(round(width * min(max(progress, 0.0), 1.0)))
+    bar = "#" * filled + "-" * (width - filled)
+    line = f"redundax: [{bar}] {100 * progress:5.1f} % of t_final"
+    print(line, end="\n" if done else "\r", file=sys.stderr, flush=True)

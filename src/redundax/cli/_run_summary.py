@@ -7,6 +7,8 @@ import diffrax
 import numpy as np
 
 from .. import ModelError
+from .._drift_control import Baumgarte, NoDriftControl, Projection
+from .._step_projection import StepProjection
 from ..equations import marker_positions
 from ..io.config import Config, SimulationOptions
 
@@ -104,9 +106,6 @@ def validity_keys(trajectory, error) -> dict[str, Any]:
 def describe_drift_control(drift_control) -> str:
     """The drift control a run used, in words, with its gains (for the summary's
     `drift_control` key and its text)."""
-    from .._drift_control import Baumgarte, NoDriftControl, Projection
-    from .._step_projection import StepProjection
-
     def gains(b) -> str:
         if b is None:
             return "no Baumgarte terms"

@@ -50,7 +50,14 @@ from ..joint_coordinates import (
 from ..joint_coordinates._reactions import METHOD
 from ..joint_coordinates._run_validity import constraints_left_error
 from ..joint_coordinates._uniqueness import STEPS
-from ._common import EXIT_FAILURE, Status, progress as _progress, report as _report, warn as _warn
+from ._common import (
+    EXIT_FAILURE,
+    Status,
+    draw_bar,
+    progress as _progress,
+    report as _report,
+    warn as _warn,
+)
 from ._run_summary import (
     describe_drift_control,
     integration_failure,
@@ -169,9 +176,7 @@ class _Progress(Progress):
     def report(self, t: float, t1: float, steps: int) -> None:
         self.status.text = f"t = {t:.4g} s of {t1:g} s, {steps} steps"
         if self.bar:
-            from .simulate import _draw_bar  # noqa: PLC0415 - that module imports this one
-
-            _draw_bar(t / t1, done=t >= t1)
+            draw_bar(t / t1, done=t >= t1)
 
 
 def _valid_part(trajectory: JointTrajectory) -> JointTrajectory:

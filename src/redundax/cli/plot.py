@@ -101,7 +101,7 @@ def _folder(out: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     """The handler of `redundax plot`: returns the exit status (0)."""
     # matplotlib is imported by the one command that draws, and only when it runs.
-    from ..plot import _load, _select_pairs, save_all
+    from ..plot import _load, _select_pairs, save_all  # noqa: PLC0415 - matplotlib, on use
 
     path = Path(args.run)
     if args.out is not None:  # a folder: checked before anything is read or drawn

@@ -37,6 +37,7 @@ from ._common import (
     Status,
     check_out as _check_out,
     config_argument,
+    draw_bar,
     heartbeat as _heartbeat,
     positive_float,
     progress as _progress,
@@ -115,16 +116,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _draw_bar(progress: float, done: bool = False) -> None:
-    """One progress bar on stderr, redrawn in place (the line ends in a carriage
-    return until the last one, which ends the line)."""
-    width = 30
-    filled = int(round(width * min(max(progress, 0.0), 1.0)))
-    bar = "#" * filled + "-" * (width - filled)
-    line = f"redundax: [{bar}] {100 * progress:5.1f} % of t_final"
-    print(line, end="\n" if done else "\r", file=sys.stderr, flush=True)
-
-
 class _Progress(Progress):
     """The progress of `redundax simulate`: the run in segments (`simulate(progress=
     ...)`), each compiled stage through the store of exported programs; after each
@@ -138,7 +129,7 @@ class _Progress(Progress):
     def report(self, t: float, t1: float, steps: int) -> None:
         self.status.text = f"t = {t:.4g} s of {t1:g} s, {steps} steps"
         if self.bar:
-            _draw_bar(t / t1, done=t >= t1)
+            draw_bar(t / t1, done=t >= t1)
 
     def call(self, fn, /, *args):
         return cached_call(self.cache, fn, *args)

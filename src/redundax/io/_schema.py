@@ -2,8 +2,7 @@
 keys it accepts.
 
 [`TYPES`][redundax.io.TYPES] is the one table from the type strings of a file (pair and motion
-types,
-solvers, redundancy methods, stabilisation, the initial-state policy) to objects.
+types, solvers, redundancy methods, stabilisation, the initial-state policy) to objects.
 `SCHEMAS` gives the entries of a planar (`dim = 2`) or spatial (`dim = 3`)
 mechanism. `parse_table` checks one table against a `Kind` and parses its
 values with the checks of `_checks`.

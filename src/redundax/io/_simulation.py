@@ -132,8 +132,7 @@ def parse_simulation(raw: dict[str, Any], problems: list[str]) -> dict[str, Any]
     """Check the `[simulation]` table and map its choices to objects.
 
     Returns the keyword arguments of [`SimulationOptions`][redundax.io.SimulationOptions], or None
-    after
-    recording problems. Keys that belong to a choice other than the one made
+    after recording problems. Keys that belong to a choice other than the one made
     (`stiffness` with `method = "null-space"`) are reported as such, not as unknown
     keys. An `"elimination"` is returned as [`EliminatedRows`][redundax.io.EliminatedRows]: it needs
     the model.

@@ -12,8 +12,7 @@ inertia tensor, the spatial pair types, vectors of 3 numbers).
 
 Everything is validated before anything is built, and *every* problem found is
 reported in one [`ConfigError`][redundax.io.ConfigError] naming the file, the entry
-(`pairs[3] ("D")`,
-entries counted from 0) and the key.
+(`pairs[3] ("D")`, entries counted from 0) and the key.
 
 This module is the loader. The layers below it: `_errors` (`ConfigError` and the
 place of a problem), `_checks` (value checks, shared with the sweep and design
@@ -68,8 +67,7 @@ class Config:
     - `state`: the initial [`redundax.State`][] (t = 0) from the bodies' poses and
       velocities; it satisfies the constraints to `consistency_tolerance`.
     - `simulation`: the [`SimulationOptions`][redundax.io.SimulationOptions] of the `[simulation]`
-      table
-      (defaults when absent); `simulation.raw` is the table as written.
+      table (defaults when absent); `simulation.raw` is the table as written.
     - `tracked`: names of the tracked points (`[[markers]]`), in file order.
     - `consistency_tolerance`: the tolerance the initial state was checked with
       (with `[simulation] initial = "project"` the state is not checked here but
@@ -346,12 +344,10 @@ def load_config(path: str | os.PathLike) -> Config:
       [`SimulationOptions`][redundax.io.SimulationOptions].
 
     **Returns:** a [`Config`][redundax.io.Config] with the mechanism, its `Model`, its initial
-    `State`
-    and its [`SimulationOptions`][redundax.io.SimulationOptions].
+    `State` and its [`SimulationOptions`][redundax.io.SimulationOptions].
 
     **Raises:** [`ConfigError`][redundax.io.ConfigError] (a `ValueError`) listing every problem: a
-    missing
-    file, a TOML syntax error (with its line), unknown or missing keys, values of
+    missing file, a TOML syntax error (with its line), unknown or missing keys, values of
     the wrong type or length, non-positive masses or inertias, unknown pair or
     motion types, unknown or duplicate names; for spatial files (`[mechanism]
     dim = 3`) also improper rotation matrices, unrealisable inertia tensors,

@@ -521,8 +521,7 @@ def write_run(
     **Returns:** the path written.
 
     **Raises:** as [`check_output`][redundax.io.check_output]: `ValueError` for an unknown
-    extension,
-    `FileExistsError` if the file exists and `force` is False; `ValueError` if the
+    extension, `FileExistsError` if the file exists and `force` is False; `ValueError` if the
     reactions do not belong to the model or to the trajectory, or a joint run
     comes without its report.
 

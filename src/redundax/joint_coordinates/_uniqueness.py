@@ -181,8 +181,7 @@ def joint_uniqueness(
     - `utol`: the self-stress test's tolerance (as the absolute-coordinate test's).
 
     **Returns:** a [`JointUniquenessReport`][redundax.joint_coordinates.JointUniquenessReport]; its
-    `stable_unique` /
-    `stable_row_unique` (what a run claims) also read `rx.decide` of the absolute
+    `stable_unique` / `stable_row_unique` (what a run claims) also read `rx.decide` of the absolute
     model at the same configuration (with `utol`).
     """
     model, plan, active, rows = jm.model, structure.plan, structure.active, structure.rows

@@ -11,10 +11,6 @@ mechanism's [`Structure`][redundax.Structure].
 from ._base import (
     AbstractNullSpaceMethod as AbstractNullSpaceMethod,
     AbstractRedundancyMethod as AbstractRedundancyMethod,
-    path_accurate as path_accurate,
-    schur_bias as schur_bias,
-    specialise as specialise,
-    uses_block_solver as uses_block_solver,
 )
 from ._kernels import (
     SCHUR_INVERSE_MAX_ROWS as SCHUR_INVERSE_MAX_ROWS,
@@ -26,6 +22,12 @@ from ._kernels import (
     schur_solve as schur_solve,
     spd_solve as spd_solve,
     weighted_multipliers as weighted_multipliers,
+)
+from ._specialise import (
+    path_accurate as path_accurate,
+    schur_bias as schur_bias,
+    specialise as specialise,
+    uses_block_solver as uses_block_solver,
 )
 from .augmented_lagrangian import AugmentedLagrangian as AugmentedLagrangian
 from .block import (

@@ -24,8 +24,7 @@ class Compliant(AbstractNullSpaceMethod):
     González et al. 2011). Build per-row stiffnesses with
     [`joint_stiffness`][redundax.methods.joint_stiffness]
     (rigid-body rows of spatial bodies get k = ∞). [`Penalty`][redundax.methods.Penalty] with the
-    same
-    stiffnesses is the finite-stiffness model that tends to this one.
+    same stiffnesses is the finite-stiffness model that tends to this one.
 
     - `stiffness`: per row of C, or one value for every row [N/m, N m/rad].
     - `schur`, `block`, `pivots`: how q̈ is computed (see

@@ -19,8 +19,7 @@ from ._kernels import schur_solve
 
 TIE = 1e-9
 """[`eliminate`][redundax.methods.eliminate]'s automatic choice: rows whose weighted self-stress
-shares (squared)
-are within this fraction of the best tie, and the lowest-numbered is dropped first.
+shares (squared) are within this fraction of the best tie, and the lowest-numbered is dropped first.
 Rows equal by symmetry differ by round-off (Bricard along its motion: nine joint rows
 within 1e-11 of each other), and which of them won used to change with the machine
 and the compiled program, and the run's cost with it (Bricard's 10 s at rtol 5e-6
@@ -106,8 +105,7 @@ def eliminate(
     along=None,
 ) -> Elimination:
     """An [`Elimination`][redundax.methods.Elimination] of `rows` (1-based, as numbered in the paper
-    and in the
-    solvability report), or of rows chosen at (q, t) when `rows` is None. Decided
+    and in the solvability report), or of rows chosen at (q, t) when `rows` is None. Decided
     once, outside any trace, with the rank of the mechanism's [`Structure`][redundax.Structure] at
     (q, t) (`rtol`: its rank tolerance, default `DECISION_RTOL`).
 
@@ -117,8 +115,7 @@ def eliminate(
     the pivoted QR of Nᵀ, its columns weighted by each row's share ‖N_k‖ / max ‖N_j‖
     of the self-stresses: at (q, t), or its smallest value over the saved states of
     `along` (a [`Trajectory`][redundax.Trajectory], e.g. a null-space run of the same mechanism)
-    when
-    given. The rows dropped must stay redundant along the whole motion: where a
+    when given. The rows dropped must stay redundant along the whole motion: where a
     dropped row's share vanishes, the kept rows become dependent and the
     integration stiff. At a symmetric configuration the shares tie, and the choice
     at (q, t) alone is arbitrary (Bricard's linkage: every joint row carries the

@@ -100,8 +100,7 @@ class DesignResult:
     - `history`: every [`Step`][redundax.optimize.Step], accepted or not (the accepted objectives
       decrease monotonically).
     - `initial_evaluation`, `final_evaluation`: the [`Evaluation`][redundax.optimize.Evaluation] of
-      x₀ and of
-      the final design (NumPy arrays), both normalised alike: `objective` is
+      x₀ and of the final design (NumPy arrays), both normalised alike: `objective` is
       Σ_k weight_k · term_k / reference_k + penalty (1 + penalty at x₀), `terms`
       and `peaks` are in physical units.
     - `references`: each term's value at x₀ [N, N m, N s], its normaliser.
@@ -219,8 +218,7 @@ def optimize_design(
       `steps` − 1 optimiser updates (`steps = 1` evaluates x₀ only).
     - `on_step`: called after every iteration with its [`Step`][redundax.optimize.Step] (progress).
     - `problem`: the [`DesignProblem`][redundax.optimize.DesignProblem] of `design`, to reuse its
-      compiled
-      objective (default: a new one).
+      compiled objective (default: a new one).
 
     **Returns:** a [`DesignResult`][redundax.optimize.DesignResult].
 

@@ -20,10 +20,10 @@ from ._optimizer import DesignResult, Step
 
 # ------------------------------------------------------------------------- output
 def _figure(result: DesignResult):
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - matplotlib only for the figures
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - matplotlib only for the figures
 
     accepted = result.accepted
     n_terms = len(result.labels)
@@ -162,7 +162,7 @@ def write_result(
     fig = _figure(result)
     with atomic_write(paths[2], force, text=False) as file:
         fig.savefig(file, format="png", dpi=120)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - matplotlib only for the figures
 
     plt.close(fig)
     return paths

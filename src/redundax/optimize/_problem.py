@@ -58,8 +58,7 @@ class Evaluation(eqx.Module):
 
 class DesignProblem:
     """The objective of a [`Design`][redundax.optimize.Design] as a function of the scaled variables
-    z,
-    with its gradient from one compiled call.
+    z, with its gradient from one compiled call.
 
     **Arguments:**
 
@@ -68,8 +67,7 @@ class DesignProblem:
     `x(z)` maps scaled variables to physical ones; `variant(x)` gives the
     (model, initial state) of a design; `value_and_grad(z)` returns
     (J, [`Evaluation`][redundax.optimize.Evaluation]) and ∇J; `value(z, reference)` the same without
-    the
-    gradient (the forward simulation only; `reference` holds the terms' values at
+    the gradient (the forward simulation only; `reference` holds the terms' values at
     the initial design, ones for physical units).
     """
 

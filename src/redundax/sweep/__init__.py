@@ -35,8 +35,7 @@ model itself enumerates ([`parameter_targets`][redundax.sweep.parameter_targets]
 
 Each is mapped once to a `Target` (a leaf, an index into it and a rule) and
 applied with `eqx.tree_at` ([`apply_parameters`][redundax.sweep.apply_parameters]), a pure function
-that
-`jax.vmap` batches. A variant whose geometry no longer fits the nominal initial
+that `jax.vmap` batches. A variant whose geometry no longer fits the nominal initial
 configuration is flagged (`consistent = False`) unless the sweep projects the
 initial state onto its constraints first (`initial = "project"`).
 
@@ -49,8 +48,7 @@ with no communication between devices (a sharded `jit` would synchronise the
 devices at every step, and leave the partitioning of the linear algebra's custom
 calls to the compiler). On a CPU a device evaluates its variants one after another
 (`jax.lax.map`; [`Evaluator`][redundax.sweep.Evaluator]'s `batch` = 1): each variant runs the
-program that
-`redundax.simulate` runs for it alone, so the nominal row is `simulate`'s run to
+program that `redundax.simulate` runs for it alone, so the nominal row is `simulate`'s run to
 the last bit (tested), a variant takes only its own steps, and rows of padding are
 skipped; a vmapped batch gains nothing there that pays for its lockstep (the
 robot's 1 s run: 29 against 45 ms a variant; measured, `Evaluator`). On
@@ -102,8 +100,7 @@ a cluster): each process calls
 `jax.distributed.initialize(coordinator, num_processes, process_id)` before JAX's
 first computation (`redundax sweep ... --num-processes N --process-id K --coordinator
 HOST:PORT` does), then [`run_sweep`][redundax.sweep.run_sweep] with the same arguments and
-the same `OUT`,
-a directory every process sees. The mesh then spans the devices of every process
+the same `OUT`, a directory every process sees. The mesh then spans the devices of every process
 (process by process), and each evaluation is one program over that global mesh:
 process p feeds its own chunk into its block of the mesh
 (`jax.make_array_from_process_local_data`) and reads its results back from its

@@ -437,8 +437,7 @@ def load_sweep(path: str | Path) -> Sweep:
     """Read and validate a sweep file (format: configs/README.md, section Sweeps).
 
     **Returns:** a [`Sweep`][redundax.sweep.Sweep] of the mechanism its `[sweep] mechanism` key
-    names,
-    with that file's `[simulation]` options (`t_final` overridden by the sweep's).
+    names, with that file's `[simulation]` options (`t_final` overridden by the sweep's).
 
     **Raises:** `redundax.io.ConfigError` (a `ValueError`) listing every problem of
     the sweep file, each naming its entry and key (an unknown parameter address

@@ -223,8 +223,7 @@ def plan_sweep(
     start: bool = False,
 ) -> Plan:
     """The work [`run_sweep`][redundax.sweep.run_sweep] would do in `out` with these arguments,
-    shared by
-    `processes` processes of `devices` each (default: this process's): what
+    shared by `processes` processes of `devices` each (default: this process's): what
     `redundax sweep` divides among its local worker processes.
 
     Nothing is computed. With `start`, `out` is prepared as `run_sweep` prepares
@@ -337,26 +336,22 @@ def run_sweep(
       same sweep, only the missing chunks are computed.
     - `chunk_size`: variants per chunk; default `sweep.chunk_size`, else the chunk
       size of the run being resumed, else [`default_chunk_size`][redundax.sweep.default_chunk_size]
-      (of one
-      process's devices).
+      (of one process's devices).
     - `force`: discard the results of another sweep found in `out`.
     - `on_chunk`: called with a [`Progress`][redundax.sweep.Progress] once per chunk found on disk,
-      then
-      after each chunk this process writes. An exception it raises stops the
+      then after each chunk this process writes. An exception it raises stops the
       sweep; the chunks already written stay. (With several processes, raise it in
       all of them, as Ctrl-C does.)
     - `mesh`: the 1-D device mesh (axis `"variants"`; default
       [`default_mesh`][redundax.sweep.default_mesh]:
       every device of every process).
     - `evaluator`: an [`Evaluator`][redundax.sweep.Evaluator] of this same `sweep` to reuse (its
-      compiled
-      code and its mesh), e.g. when one process runs a sweep several times.
+      compiled code and its mesh), e.g. when one process runs a sweep several times.
     - `worker`: `(i, n)`: this process is worker i of n independent processes
       that share the sweep (`redundax sweep`'s local processes): it computes the
       missing chunks k with k mod n = i and writes them, nothing else: `out` must
       have been prepared ([`plan_sweep`][redundax.sweep.plan_sweep] with `start`; `force` is
-      refused) and
-      nothing is combined (run `run_sweep` again once every worker is done).
+      refused) and nothing is combined (run `run_sweep` again once every worker is done).
       Each worker runs the program one process runs, so the files are those of
       one process with the same chunk size.
 
@@ -368,8 +363,7 @@ def run_sweep(
     those of one process with the same chunk size.
 
     **Returns:** the combined file `out/sweep.npz` (see [`read_sweep`][redundax.sweep.read_sweep]);
-    beside
-    it, `summary.json` lists the variants that differ from the nominal model (a
+    beside it, `summary.json` lists the variants that differ from the nominal model (a
     worker writes neither).
 
     **Raises:** as `check_out` (an unwritable `out`; someone else's
@@ -617,8 +611,7 @@ def read_sweep(path: str | Path) -> dict[str, Any]:
 
     Per-variant arrays under their `OUTPUTS` names (first axis: variants), the
     nominal model's under `nominal/<name>`, the masks of [`run_sweep`][redundax.sweep.run_sweep]'s
-    summary
-    under `changed/<reason>`, and `values` (variants, parameters),
+    summary under `changed/<reason>`, and `values` (variants, parameters),
     `nominal_values`, `parameter_names`, `parameter_units`, `pair_names`,
     `marker_names`.
     """
