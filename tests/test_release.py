@@ -138,3 +138,68 @@ def test_the_wheel_is_pure_python_and_runs_outside_the_repository(tmp_path):
     )  # fmt: skip
     assert cli.returncode == 0, cli.stderr
     assert '"redundancy": 0' in cli.stdout
+
+
+def test_the_private_names_used_from_other_libraries_are_where_they_were():
+    """The only private names redundax takes from other libraries (pinned in
+    pyproject.toml): Diffrax's `WrapTerm`, which `diffeqsolve` wraps a term in (a run
+    in segments hands its solver the same term), and Equinox's checkpointed
+    `while_loop` (the saving loop). A new release that moves them fails here."""
+    import inspect
+
+    import diffrax
+    import equinox.internal as eqxi
+    import jax.numpy as jnp
+    from diffrax._term import WrapTerm
+
+    wrapped = WrapTerm(diffrax.ODETerm(lambda t, y, args: -y), jnp.asarray(1))
+    assert isinstance(wrapped, diffrax.AbstractTerm)
+    assert float(wrapped.vf(0.0, jnp.asarray(2.0), None)) == -2.0
+    assert "kind" in inspect.signature(eqxi.while_loop).parameters
+    out = eqxi.while_loop(lambda c: c < 3, lambda c: c + 1, 0, max_steps=8, kind="checkpointed")
+    assert int(out) == 3
+
+
+def test_no_import_cycles_in_the_package():
+    """The modules of redundax import each other without a cycle (module-level and
+    deferred imports alike)."""
+    import ast
+
+    root = ROOT / "src" / "redundax"
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        package = parts[-1] == "__init__"
+        modules[".".join(parts[:-1] if package else parts)] = (path, package)
+    edges = {m: set() for m in modules}
+    for name, (path, package) in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = name.split(".") if package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif (node.module or "").startswith("redundax"):
+                target = node.module
+            else:
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                edges[name].add(sub if sub in modules else target)
+    # Depth-first search for a back edge.
+    state, cycles = {}, []
+
+    def visit(node, path):
+        state[node] = 1
+        for nxt in sorted(edges[node] & set(modules)):
+            if state.get(nxt) == 1:
+                cycles.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for node in sorted(modules):
+        if node not in state:
+            visit(node, [node])
+    assert not cycles, cycles
