@@ -5,6 +5,7 @@ and loops; eager ≡ jit, vmap ≡ loop, and gradients against central differenc
 
 import dataclasses
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -161,7 +162,11 @@ def test_block_solver_simulates_like_the_null_space_method():
     model, state = mech.build(), mech.initial_state()
     # No record of how near C is to losing rank (an SVD or a second elimination
     # after every step): not what is compared, and it was most of both programs.
-    kw = dict(rtol=1e-10, atol=1e-12, n_save=3, monitor_singularities=False)
+    kw = dict(
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12),
+        saveat=rx.SaveAt(n=3),
+        monitor=None,
+    )
     block = rx.simulate(model, state, T_SMOOTH, method=rx.methods.BlockSparse(), **kw)
     dense = rx.simulate(model, state, T_SMOOTH, **kw)
     np.testing.assert_allclose(block.q, dense.q, rtol=0, atol=1e-8)
@@ -177,9 +182,8 @@ def test_gradient_through_a_block_solve_wrt_geometry():
     (target,) = resolve_parameters(model, state, ["pairs.D.point_j.x"])
     structure = rx.decide(model, state.q, state.t)
     kw = dict(
-        rtol=1e-10,
-        atol=1e-12,
-        n_save=2,
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12),
+        saveat=rx.SaveAt(n=2),
         method=rx.methods.BlockSparse(),
         structure=structure,
         drift_control=rx.drift.Baumgarte(),
@@ -187,12 +191,14 @@ def test_gradient_through_a_block_solve_wrt_geometry():
         # the block elimination it adds after every step, and its derivative, took
         # two thirds of this program's tracing and compilation; the final angle and
         # its gradient are the same to the last digit without it.
-        monitor_singularities=False,
+        monitor=None,
     )
 
     def final_angle(x):
         variant, start = apply_parameters(model, state, (target,), x)
-        traj = rx.simulate(variant, start, 1.0, initial_projection=rx.drift.Projection(), **kw)
+        traj = rx.simulate(
+            variant, start, 1.0, initial=rx.ProjectInitial(rx.drift.Projection()), **kw
+        )
         u = traj.q[-1, 3:5]  # the crank's body x axis, in the plane
         return jnp.arctan2(u[1], u[0])
 
@@ -282,12 +288,11 @@ def test_partitioning_keeps_the_branch_of_a_chain_of_spatial_loops():
         10.0,
         method=rx.methods.BlockSparse(),
         drift_control=rx.drift.Projection(),
-        rtol=1e-7,
-        atol=1e-9,
-        n_save=101,
+        stepsize_controller=diffrax.PIDController(rtol=1e-7, atol=1e-9),
+        saveat=rx.SaveAt(n=101),
         # The active set's log is kept whatever this says; the record of how near
         # C is to losing rank (a second elimination after every step) is not read.
-        monitor_singularities=False,
+        monitor=None,
     )
     Q = np.asarray(traj.q).reshape(traj.ts.shape[0], -1, 12)
     angle = np.unwrap(np.arctan2(Q[:, : n + 1, 4], Q[:, : n + 1, 3]), axis=0)

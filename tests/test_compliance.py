@@ -31,7 +31,7 @@ def robot_state():
     """The mobile robot 1 s into its manoeuvre, projected onto the constraints."""
     mech = rx.models.mobile_robot()
     model, state = mech.build(), mech.initial_state()
-    traj = rx.simulate(model, state, 1.0, n_save=2)
+    traj = rx.simulate(model, state, 1.0, saveat=rx.SaveAt(n=2))
     q, qd = eqx.filter_jit(rx.drift.Projection(iterations=6))(model, traj.q[-1], traj.qd[-1], 1.0)
     assert float(jnp.max(jnp.abs(rx.equations.position_residual(model, q, 1.0)))) < 1e-13
     return model, q, qd, 1.0

@@ -31,12 +31,12 @@ FD_STEP = 1e-5
 # makes computed reactions noisy (~1e-9 relative at rtol = 1e-10, which a step of
 # FD_STEP turns into ~1e-4 errors in a derivative of a peak reaction). At these
 # tolerances (Dopri8) the measured errors stay below 3e-6.
-TIGHT_FD = dict(rtol=1e-12, atol=1e-14)
+TIGHT_FD = dict(stepsize_controller=diffrax.PIDController(rtol=1e-12, atol=1e-14))
 # What is differentiated here is the solve and the functionals, not the drift
 # control (the gradient through the default projection after every step is tested
 # in test_step_projection): Baumgarte's terms, and no singularity log, keep the
 # compiled reverse pass small.
-THROUGH_THE_SOLVE = dict(TIGHT_FD, drift_control=rx.drift.Baumgarte(), monitor_singularities=False)
+THROUGH_THE_SOLVE = dict(TIGHT_FD, drift_control=rx.drift.Baumgarte(), monitor=None)
 # A 2-s manoeuvre, saved every 50 ms.
 MANOEUVRE = 2.0
 N_SAVE = 41
@@ -216,7 +216,7 @@ def test_trajectory_functionals_mobile_robot(robot):
     wheel W5, the impulse of its (unique) lateral force and the smooth peak of that
     force, w.r.t. the hitch length (joint A's point on the trolley, with the trolley
     moved so that the initial state stays consistent), the trolley's mass and the
-    position of W5 along the trolley. (The gradient through `initial_projection` is
+    position of W5 along the trolley. (The gradient through `rx.ProjectInitial` is
     tested on the block solver in test_block, the design problem's in test_optimize.)"""
     model, _ = robot
     mech = models.mobile_robot()
@@ -237,7 +237,7 @@ def test_trajectory_functionals_mobile_robot(robot):
         )
         q0 = s0.q.at[trolley_x].add(hitch[0, 0] - theta[0])
         traj = rx.simulate(
-            m, rx.State(s0.t, q0, s0.qd), MANOEUVRE, n_save=N_SAVE, **THROUGH_THE_SOLVE
+            m, rx.State(s0.t, q0, s0.qd), MANOEUVRE, saveat=rx.SaveAt(n=N_SAVE), **THROUGH_THE_SOLVE
         )
         peak = peak_reaction(m, traj, pair="W5")
         return jnp.stack(

@@ -569,7 +569,7 @@ def check_drive(family: str, seed: int) -> list[str]:
     the end of travel is flagged (throw=False: `valid` False somewhere and the
     event result; throw=True: `ConstraintsLeftError` with its attributes)."""
     g, model, state, _ = case(family, seed)
-    traj = rx.simulate(model, state, T_RUN, n_save=8, throw=False)
+    traj = rx.simulate(model, state, T_RUN, saveat=rx.SaveAt(n=8), throw=False)
     valid = np.asarray(traj.valid)
     out = []
     if g.drive == "feasible":
@@ -617,7 +617,7 @@ def check_drive_raises(family: str, seed: int) -> list[str]:
     """Property d with throw=True: raises for an infeasible drive, not otherwise."""
     g, model, state, _ = case(family, seed)
     try:
-        rx.simulate(model, state, T_RUN, n_save=8)
+        rx.simulate(model, state, T_RUN, saveat=rx.SaveAt(n=8))
     except rx.ConstraintsLeftError as error:
         if g.drive == "feasible":
             return [f"a feasible drive raised {error}"]

@@ -12,6 +12,7 @@ import os
 import re
 from pathlib import Path
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -48,7 +49,13 @@ def _driven_four_bar(motion) -> rx.Mechanism:
 
 def _crank_angles(mech: rx.Mechanism, t1: float, n_save: int):
     model, state0 = mech.build(), mech.initial_state()
-    traj = rx.simulate(model, state0, t1, n_save=n_save, rtol=1e-10, atol=1e-12)
+    traj = rx.simulate(
+        model,
+        state0,
+        t1,
+        saveat=rx.SaveAt(n=n_save),
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12),
+    )
     pin = jax.vmap(lambda q: rx.equations.marker_positions(model, q))(traj.q)[:, 0]
     return np.asarray(traj.ts), np.arctan2(np.asarray(pin[:, 1]), np.asarray(pin[:, 0]))
 
@@ -320,7 +327,13 @@ def hanging():
     with the constant force (0, m g), so ∫ F dt = (0, m g T)."""
     mech = models.pendulum(mass=2.0, angle=math.pi / 2)
     model, state0 = mech.build(), mech.initial_state()
-    traj = rx.simulate(model, state0, 1.5, n_save=16, rtol=1e-10, atol=1e-12)
+    traj = rx.simulate(
+        model,
+        state0,
+        1.5,
+        saveat=rx.SaveAt(n=16),
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12),
+    )
     return model, traj
 
 

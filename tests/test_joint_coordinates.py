@@ -10,6 +10,7 @@ unique)."""
 
 import json
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -164,7 +165,13 @@ def test_bricard_in_joint_coordinates_moves_as_in_absolute_coordinates():
     mech = models.bricard()
     model, state = mech.build(), mech.initial_state()
     jm = rx.joint_coordinates.joint_model(model, state.q)
-    traj = rx.simulate_joint(jm, rx.joint_coordinates.to_joint_state(jm, state), 10.0, n_save=101, rtol=1e-9)
+    traj = rx.simulate(
+        jm,
+        rx.joint_coordinates.to_joint_state(jm, state),
+        10.0,
+        saveat=rx.SaveAt(n=101),
+        stepsize_controller=diffrax.PIDController(rtol=1e-9, atol=1e-10),
+    )
     _, rows = read_reference("bricard_P3_absolute.csv")
     np.testing.assert_allclose(traj.ts, rows[:, 0], atol=1e-12)
     p3 = jax.jit(jax.vmap(lambda x: rx.equations.marker_positions(model, x)[0]))(traj.x)

@@ -14,6 +14,7 @@ import io
 import json
 from pathlib import Path
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -167,7 +168,13 @@ def test_rotation_vectors_are_recharted_and_the_top_keeps_its_invariants():
         np.testing.assert_allclose(x2, x_long, rtol=0, atol=1e-13)
         np.testing.assert_allclose(xd2, xd_long, rtol=0, atol=1e-12)
 
-    traj = rx.simulate_joint(jm, js, 1.0, n_save=201, rtol=1e-10, atol=1e-12)
+    traj = rx.simulate(
+        jm,
+        js,
+        1.0,
+        saveat=rx.SaveAt(n=201),
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12),
+    )
     theta = np.linalg.norm(np.asarray(traj.q)[:, np.asarray(slots)], axis=1)
     # Saved states are interpolated inside a step, before its end re-charts them.
     assert theta.max() < 2.0 * np.pi - 1.0
@@ -362,7 +369,12 @@ def test_joint_runs_refuse_what_they_do_not_offer(tmp_path: Path):
         mech = models.four_bar()
         model, state = mech.build(), mech.initial_state()
         jm = rx.joint_coordinates.joint_model(model, state.q)
-        rx.simulate_joint(jm, rx.joint_coordinates.to_joint_state(jm, state), 0.1, drift_control=rx.drift.Projection())
+        rx.simulate(
+            jm,
+            rx.joint_coordinates.to_joint_state(jm, state),
+            0.1,
+            drift_control=rx.drift.Projection(),
+        )
 
 
 def test_simulate_joint_under_vmap_and_grad():
@@ -380,8 +392,13 @@ def test_simulate_joint_under_vmap_and_grad():
 
     def final(jm, q, qd):
         state = rx.State(jnp.asarray(0.0), q, qd)
-        traj = rx.simulate_joint(
-            jm, state, 0.3, structure=structure, n_save=2, drift_control=rx.drift.Baumgarte()
+        traj = rx.simulate(
+            jm,
+            state,
+            0.3,
+            structure=structure,
+            saveat=rx.SaveAt(n=2),
+            drift_control=rx.drift.Baumgarte(),
         )
         return traj.x[-1]
 
@@ -419,7 +436,7 @@ def test_write_run_of_a_joint_run_stores_the_verdicts_a_run_claims(tmp_path: Pat
     jstate = rx.joint_coordinates.to_joint_state(jm, state)
     structure = rx.joint_coordinates.decide_joint(jm, jstate)
     report = rx.joint_coordinates.joint_uniqueness(jm, structure, jstate)
-    trajectory = rx.simulate_joint(jm, jstate, 0.1, structure=structure, n_save=2)
+    trajectory = rx.simulate(jm, jstate, 0.1, structure=structure, saveat=rx.SaveAt(n=2))
     history = rx.joint_coordinates.joint_reaction_history(jm, trajectory, report)
     out = write_run(tmp_path / "run.npz", model, trajectory, history, joint_report=report)
     run = read_run(out)

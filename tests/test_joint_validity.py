@@ -172,8 +172,8 @@ def test_drivers_past_the_workspace_fail_at_its_edge():
     model, jm, jstate, structure = _joint(three_rrr(+STEP))
     t_edge = _edge_time(STEP)
     assert 0.6 < t_edge < 0.65  # between two saved times
-    kw = dict(structure=structure, n_save=N_SAVE)
-    traj = rx.simulate_joint(jm, jstate, T_FINAL, throw=False, **kw)
+    kw = dict(structure=structure, saveat=rx.SaveAt(n=N_SAVE))
+    traj = rx.simulate(jm, jstate, T_FINAL, throw=False, **kw)
     assert traj.result == diffrax.RESULTS.dt_min_reached
     assert bool(traj.left_constraints)
     assert abs(float(traj.left_at) - t_edge) < TOL_EDGE_TIME
@@ -182,7 +182,7 @@ def test_drivers_past_the_workspace_fail_at_its_edge():
     np.testing.assert_array_equal(np.asarray(traj.valid), np.asarray(traj.ts) < t_edge)
     assert float(traj.left_violation) <= float(traj.tolerances.step)  # still on them
     with pytest.raises(rx.ConstraintsLeftError) as caught:
-        rx.simulate_joint(jm, jstate, T_FINAL, **kw)
+        rx.simulate(jm, jstate, T_FINAL, **kw)
     error = caught.value
     assert abs(error.t - t_edge) < TOL_EDGE_TIME and error.valid_until == pytest.approx(0.6)
     assert error.violation == float(traj.left_violation)
@@ -190,7 +190,7 @@ def test_drivers_past_the_workspace_fail_at_its_edge():
     assert "at a singular configuration" in str(error)
 
     model, jm, jstate, structure = _joint(three_rrr(-STEP))
-    traj = rx.simulate_joint(jm, jstate, T_FINAL, structure=structure, n_save=N_SAVE)
+    traj = rx.simulate(jm, jstate, T_FINAL, structure=structure, saveat=rx.SaveAt(n=N_SAVE))
     assert bool(np.all(traj.valid)) and not bool(traj.left_constraints)
     assert float(traj.left_at) == np.inf and float(traj.end.t) == T_FINAL
     platform = 3 * model.bodies.names.index("platform") + 2
@@ -266,7 +266,7 @@ def test_a_feasible_joint_run_stays_valid():
     at its ends only, as `test_write_run_of_a_joint_run_stores_the_verdicts_a_run_claims`
     runs it: one compiled program; the step ends are judged inside the integration.)"""
     model, jm, jstate, structure = _joint(models.mobile_robot())
-    traj = rx.simulate_joint(jm, jstate, 10.0, structure=structure, n_save=2)
+    traj = rx.simulate(jm, jstate, 10.0, structure=structure, saveat=rx.SaveAt(n=2))
     assert traj.result == diffrax.RESULTS.successful
     assert bool(np.all(traj.valid)) and not bool(traj.left_constraints)
     assert float(traj.left_at) == np.inf and float(traj.end.t) == 10.0

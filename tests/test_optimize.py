@@ -35,7 +35,10 @@ TOL_FD = 1e-5
 
 def _short(design, t_final, n_save, **changes):
     options = dataclasses.replace(
-        design.simulation, t_final=t_final, n_save=n_save, rtol=1e-10, atol=1e-12
+        design.simulation,
+        t_final=t_final,
+        saveat=rx.SaveAt(n=n_save),
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12),
     )
     return dataclasses.replace(
         design, config=dataclasses.replace(design.config, simulation=options), **changes

@@ -48,9 +48,9 @@ class Recorder(rx.Progress):
 @pytest.fixture(scope="module")
 def runs(pendulum):
     model, state = pendulum
-    whole = rx.simulate(model, state, T1, n_save=41)
+    whole = rx.simulate(model, state, T1, saveat=rx.SaveAt(n=41))
     recorder = Recorder()
-    parts = rx.simulate(model, state, T1, n_save=41, progress=recorder)
+    parts = rx.simulate(model, state, T1, saveat=rx.SaveAt(n=41), progress=recorder)
     return whole, parts, recorder
 
 
@@ -73,16 +73,16 @@ def test_segments_make_the_steps_of_the_run_in_one_piece(runs):
 
 
 def test_joint_coordinate_segments_make_the_run_in_one_piece():
-    """`simulate_joint(progress=...)` saves as the run in one piece does (the same
-    solver-side saving, `redundax._saving`): the four-bar's 1 s in joint
-    coordinates, segments of 5 steps, equal to the last bit."""
+    """`simulate(progress=...)` of a joint-coordinate model saves as the run in one
+    piece does (the same solver-side saving, `redundax._saving`): the four-bar's 1 s
+    in joint coordinates, segments of 5 steps, equal to the last bit."""
     mech = models.four_bar()
     model, state = mech.build(), mech.initial_state()
     jm = rx.joint_coordinates.joint_model(model, state.q)
     start = rx.joint_coordinates.to_joint_state(jm, state)
-    whole = rx.simulate_joint(jm, start, 1.0, n_save=21)
+    whole = rx.simulate(jm, start, 1.0, saveat=rx.SaveAt(n=21))
     recorder = Recorder()
-    parts = rx.simulate_joint(jm, start, 1.0, n_save=21, progress=recorder)
+    parts = rx.simulate(jm, start, 1.0, saveat=rx.SaveAt(n=21), progress=recorder)
     assert int(whole.num_steps) > 3 * Recorder.steps and len(recorder.reports) > 3
     assert int(parts.num_steps) == int(whole.num_steps)
     np.testing.assert_array_equal(np.asarray(parts.q), np.asarray(whole.q))

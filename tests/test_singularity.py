@@ -125,10 +125,12 @@ def test_baumgarte_alone_through_a_flat_pose_warns(parallelogram):
     every step) is silent and logs the same passages."""
     model, s = parallelogram
     with pytest.warns(rx.SingularPassageWarning, match=r"2 singular configuration\(s\)"):
-        risky = rx.simulate(model, s, 2.0, n_save=21, drift_control=rx.drift.Baumgarte())
+        risky = rx.simulate(
+            model, s, 2.0, saveat=rx.SaveAt(n=21), drift_control=rx.drift.Baumgarte()
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("error", rx.SingularPassageWarning)
-        kept = rx.simulate(model, s, 2.0, n_save=201)
+        kept = rx.simulate(model, s, 2.0, saveat=rx.SaveAt(n=201))
     flat = a02_flat_instants(1, 2.0)  # the exact 1-DOF motion's flat poses
     for traj, branch_kept in ((risky, False), (kept, True)):
         report = rx.singularity_report(traj)
@@ -144,7 +146,7 @@ def test_baumgarte_alone_through_a_flat_pose_warns(parallelogram):
     np.testing.assert_allclose([t for t, _, _ in instants], flat, rtol=0, atol=1e-3)
     assert all(rank < model.n_constraints and gap < 1e-6 for _, gap, rank in instants)
     # Off: no log, no report.
-    quiet = rx.simulate(model, s, 0.1, n_save=2, monitor_singularities=False)
+    quiet = rx.simulate(model, s, 0.1, saveat=rx.SaveAt(n=2), monitor=None)
     assert quiet.singularities is None and rx.singularity_report(quiet) is None
 
 
@@ -186,7 +188,9 @@ def test_pivot_sines_equal_least_squares_angles(spatial_parallelograms):
     model, s, structure = spatial_parallelograms
     bricard = models.bricard().build()
     b0 = models.bricard().initial_state()
-    exact = rx.simulate(model, s, 0.7, structure=structure, n_save=2, monitor_singularities=False)
+    exact = rx.simulate(
+        model, s, 0.7, structure=structure, saveat=rx.SaveAt(n=2), monitor=None
+    )
     cases = [
         (model, s.q, s.t, structure),
         (model, exact.q[-1], 0.7, structure),  # 17 ms before the flat pose
@@ -237,18 +241,18 @@ def test_the_block_solver_monitors_its_pivots(spatial_parallelograms):
     model, s, structure = spatial_parallelograms
     flat = a02_flat_instants(3, 3.0)
     reports = {}
-    for monitor in (True, "singular_values"):
+    for measure in (None, "singular_values"):
         traj = rx.simulate(
             model,
             s,
             3.0,
             structure=structure,
-            n_save=31,
+            saveat=rx.SaveAt(n=31),
             method=rx.methods.BlockSparse(),
-            monitor_singularities=monitor,
+            monitor=rx.Singularities(measure),
         )
-        reports[monitor] = rx.singularity_report(traj, rx.methods.BlockSparse())
-    pivots, dense = reports[True], reports["singular_values"]
+        reports[measure] = rx.singularity_report(traj, rx.methods.BlockSparse())
+    pivots, dense = reports[None], reports["singular_values"]
     assert pivots.measure == "pivots" and dense.measure == "singular_values"
     for report in (pivots, dense):
         np.testing.assert_allclose([p.t for p in report.passages], flat, rtol=0, atol=1e-2)
@@ -263,7 +267,7 @@ def test_the_block_solver_monitors_its_pivots(spatial_parallelograms):
     for a, b, rank in pivots.rank_changes:  # where a step end lands that close
         assert np.min(np.abs(flat - 0.5 * (a + b))) < 1e-2 and 80 <= rank <= 83
     assert dense.rank_changes == ()  # none at the structure's 1e-8
-    nominal = rx.simulate(model, s, 0.05, structure=structure, n_save=2)
+    nominal = rx.simulate(model, s, 0.05, structure=structure, saveat=rx.SaveAt(n=2))
     assert rx.singularity_report(nominal).measure == "singular_values"
-    with pytest.raises(ValueError, match="monitor_singularities"):
-        rx.simulate(model, s, 0.05, structure=structure, monitor_singularities="svd")
+    with pytest.raises(ValueError, match="Singularities field 'measure'"):
+        rx.simulate(model, s, 0.05, structure=structure, monitor=rx.Singularities("svd"))

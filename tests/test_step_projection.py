@@ -41,9 +41,8 @@ def test_a01_pendulum_meets_high_precision_over_2000_s():
         s,
         2000.0,
         drift_control=rx.drift.StepProjection(),
-        ts=jnp.asarray(ref[:, 0]),
-        rtol=1e-8,
-        atol=1e-10,
+        saveat=rx.SaveAt(ts=jnp.asarray(ref[:, 0])),
+        stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10),
         max_steps=200_000,
     )
     error = np.linalg.norm(_p1(model, projected) - ref[:, 1:3], axis=1)
@@ -70,7 +69,7 @@ def bricard():
             stepsize_controller=diffrax.PIDController(
                 rtol=jnp.asarray(rtol), atol=jnp.asarray(rtol / 100)
             ),
-            n_save=51,
+            saveat=rx.SaveAt(n=51),
         )
 
     return model, structure, run, run(rx.drift.Baumgarte(), 1e-10)
@@ -152,7 +151,9 @@ def test_dense_and_block_paths_give_the_same_motion_with_pfaffian_rows():
     the block-sparse path: the same motion."""
     mech = models.mobile_robot()
     model, s = mech.build(), mech.initial_state()
-    kw = dict(rtol=1e-9, atol=1e-11, n_save=11)
+    kw = dict(
+        stepsize_controller=diffrax.PIDController(rtol=1e-9, atol=1e-11), saveat=rx.SaveAt(n=11)
+    )
     dense = rx.simulate(model, s, 10.0, drift_control=rx.drift.StepProjection(), **kw)
     block = rx.simulate(
         model, s, 10.0, method=rx.methods.BlockSparse(), drift_control=rx.drift.StepProjection(), **kw
@@ -190,7 +191,12 @@ def test_jit_vmap_and_grad_through_a_projected_run():
     def final_x(g):
         variant, start = apply_parameters(model, state, (target,), g)
         traj = rx.simulate(
-            variant, start, 1.0, drift_control=rx.drift.StepProjection(), rtol=1e-10, atol=1e-12, n_save=2
+            variant,
+            start,
+            1.0,
+            drift_control=rx.drift.StepProjection(),
+            stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12),
+            saveat=rx.SaveAt(n=2),
         )
         return rx.equations.marker_positions(variant, traj.q[-1])[0, 0]
 

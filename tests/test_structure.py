@@ -4,6 +4,7 @@ against NumPy oracles, and the same numbers eagerly and under `jax.jit`."""
 
 import json
 
+import diffrax
 import jax
 import numpy as np
 import pytest
@@ -40,7 +41,14 @@ def robot_run(robot):
     structure decided at q⁰ passed in."""
     model, state = robot
     structure = rx.decide(model, state.q, state.t)
-    traj = rx.simulate(model, state, 1.5, structure=structure, n_save=4, rtol=1e-10, atol=1e-12)
+    traj = rx.simulate(
+        model,
+        state,
+        1.5,
+        structure=structure,
+        saveat=rx.SaveAt(n=4),
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12),
+    )
     return structure, traj
 
 
@@ -155,7 +163,14 @@ def test_drift_within_tolerance_changes_no_decision(robot):
     structure = rx.decide(model, q, state.t)
     assert int(structure.rank) == 20
     for method in (rx.methods.WeightedMinimumNorm(), rx.methods.Compliant(1.0)):
-        traj = rx.simulate(model, drifted, 0.2, method=method, n_save=3, consistency_tol=1e-8)
+        traj = rx.simulate(
+            model,
+            drifted,
+            0.2,
+            method=method,
+            saveat=rx.SaveAt(n=3),
+            initial=rx.CheckInitial(tol=1e-8),
+        )
         assert int(traj.structure.rank) == 20
         r = rx.reaction_history(model, traj, method=method)
         assert np.all(np.isfinite(r.multipliers)) and np.max(np.abs(r.multipliers)) < 1e3
@@ -179,7 +194,11 @@ def test_eager_and_jitted_simulate_agree_for_every_method(mechanism, request):
     model, state = request.getfixturevalue(mechanism)
     # Baumgarte's terms: the structure is what differs between the two paths (the
     # default projection after every step is run eagerly and jitted elsewhere).
-    options = dict(n_save=5, rtol=1e-8, atol=1e-10, drift_control=rx.drift.Baumgarte())
+    options = dict(
+        saveat=rx.SaveAt(n=5),
+        stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10),
+        drift_control=rx.drift.Baumgarte(),
+    )
     t1 = 0.3
     # The methods whose accelerations read the structure, between the two
     # mechanisms (each one compiles twice): the planar robot with its Pfaffian rows,

@@ -16,6 +16,7 @@ import textwrap
 import warnings
 from pathlib import Path
 
+import diffrax
 import equinox as eqx
 import jax
 import numpy as np
@@ -155,7 +156,9 @@ def test_batched_simulations_equal_single_ones(robot):
         mech = models.mobile_robot(models.mobile_robot_steering(amplitude), speed=speed)
         mech = _with_body(mech, "platform", mass=mass)
         m, s = mech.build(), mech.initial_state()
-        trajectory = rx.simulate(m, s, 1.0, rtol=1e-8, atol=1e-10)
+        trajectory = rx.simulate(
+            m, s, 1.0, stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10)
+        )
         markers = np.asarray(rx.equations.marker_positions(m, trajectory.q[-1]))
         np.testing.assert_allclose(batched["final_markers"][k], markers, atol=TOL_SWEEP_SIMULATION)
         violation = max(
@@ -553,7 +556,7 @@ def test_a_variant_the_nominal_path_does_not_suit_is_flagged(tmp_path):
         (sw.Parameter("bodies.coupler1.inertia", values=inertias),),
         analyze=False,
         simulate=True,
-        simulation=SimulationOptions(t_final=0.05, n_save=3),
+        simulation=SimulationOptions(t_final=0.05, saveat=rx.SaveAt(n=3)),
     )
     out = sw.Evaluator(sweep)(np.concatenate([sweep.nominal()[None, :], sweep.table()]))
     np.testing.assert_array_equal(out["path_accurate"], [True, True, False])
@@ -600,7 +603,7 @@ def test_an_elimination_whose_rows_do_not_span_a_variant_is_flagged(robot):
         (sw.Parameter("pairs.W4.normal.x", values=(0.0, 0.05)),),
         analyze=True,
         simulate=True,
-        simulation=SimulationOptions(t_final=0.2, n_save=3, method=method),
+        simulation=SimulationOptions(t_final=0.2, saveat=rx.SaveAt(n=3), method=method),
     )
     out = sw.Evaluator(sweep)(sweep.table())
     np.testing.assert_array_equal(out["rank"], [20, 21])
@@ -649,7 +652,7 @@ def test_the_default_chunk_on_a_cpu_fits_the_memory_budget():
             sample=sw.RandomSample(4, seed=1),
             analyze=False,
             simulate=True,
-            simulation=SimulationOptions(t_final=1.0, n_save=401),
+            simulation=SimulationOptions(t_final=1.0, saveat=rx.SaveAt(n=401)),
         )
         assert default_chunk_size(sweep, cpu) == expected
         sweeps[n] = sweep

@@ -118,7 +118,7 @@ def test_the_spatial_twin_out_of_its_workspace_is_a_failure():
     mech = three_rrr(+0.15, spatial=True)
     model, state = mech.build(), mech.initial_state()
     assert int(rx.decide(model, state.q).redundancy) == 6
-    traj = rx.simulate(model, state, 1.0, throw=False, n_save=11)
+    traj = rx.simulate(model, state, 1.0, throw=False, saveat=rx.SaveAt(n=11))
     assert bool(traj.left_constraints)
     assert float(traj.left_at) == pytest.approx(t_planar, abs=0.01)
 
@@ -266,7 +266,7 @@ def test_a_projection_weighted_by_a_singular_mass_is_refused_by_body():
     mech = _flat(models.spatial_twin(models.four_bar()), "coupler")
     model, state = mech.build(), mech.initial_state()
     for field, keywords in (
-        ("initial_projection", {"initial_projection": rx.drift.Projection()}),
+        ("initial", {"initial": rx.ProjectInitial(rx.drift.Projection())}),
         ("drift_control", {"drift_control": rx.drift.Projection()}),
     ):
         with pytest.raises(rx.ModelError, match=rf"field '{field}'.*\n  - body 'coupler'"):

@@ -4,6 +4,7 @@ stepper (the solver decides), and returns an [`AbstractTrajectory`][redundax.Abs
 
 import diffrax
 import equinox as eqx
+from jaxtyping import ArrayLike
 
 from ._compliant_stepping import GonzalezStepper, GonzalezTrajectory, simulate_gonzalez
 from ._drift_control import AbstractDriftControl
@@ -186,7 +187,7 @@ def _check_types(initial, saveat, monitor, progress) -> None:
             raise TypeError(f"simulate field {name!r}: expected {example}, got {value!r}")
 
 
-def _tolerances(controller) -> tuple[float, float]:
+def _tolerances(controller) -> tuple[ArrayLike, ArrayLike]:
     """The (rtol, atol) a run's defaults are chosen by: the controller's where it
     has them (a `PIDController`, possibly clipped), else the default's."""
     while isinstance(controller, diffrax.ClipStepSizeController):

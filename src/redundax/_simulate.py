@@ -79,7 +79,7 @@ def raise_if_not_projected(model: Model, phi, vel, tol: float) -> None:
             + "\nno configuration near it satisfies them: can the mechanism be assembled "
             "with these dimensions? Check the lengths and joint points",
             problems,
-            "initial_projection",
+            "initial",
         ) from None
 
 
@@ -350,8 +350,8 @@ def simulate_absolute(
     method: AbstractRedundancyMethod,
     solver: diffrax.AbstractSolver | None,
     stepsize_controller: diffrax.AbstractStepSizeController | None,
-    rtol: float,
-    atol: float,
+    rtol: ArrayLike,
+    atol: ArrayLike,
     drift_control: AbstractDriftControl | None,
     initial_projection: Projection | None,
     consistency_tol: float,
@@ -376,7 +376,7 @@ def simulate_absolute(
             f"rx.drift.Projection(), rx.drift.NoDriftControl()), got {drift_control!r}"
         )
     if isinstance(initial_projection, Projection):
-        initial_projection.check_mass(model, "simulate field 'initial_projection'")
+        initial_projection.check_mass(model, "simulate field 'initial'")
     if isinstance(drift_control, Projection):
         drift_control.check_mass(model, "simulate field 'drift_control'")
     q0, qd0, correction, phi, vel = _initial_state(model, state0, initial_projection)

@@ -5,6 +5,7 @@ import json
 
 from .. import Model, ModelError, SolvabilityReport, State, analyze_solvability
 from .._closure import ClosureReport, closure_report
+from .._options import initial_projection
 from .._solvability import joint_frames
 from ..io.config import MUJOCO_SUFFIXES, load_config
 from ..joint_coordinates import (
@@ -107,7 +108,7 @@ def _heading(config, correction: list[float]) -> str:
     """The first line of the table: the mechanism and the configuration analysed."""
     kind = "spatial" if config.dim == 3 else "planar"
     where = "initial configuration at t = 0 s"
-    if config.simulation.initial_projection is not None:
+    if initial_projection(config.simulation.initial) is not None:
         dq, dqd = correction
         where += (
             ', projected onto the constraints ([simulation] initial = "project"; '
