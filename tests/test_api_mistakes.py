@@ -7,6 +7,7 @@ loader's mistakes are in `test_user_mistakes.py`."""
 
 import warnings
 
+import diffrax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -30,7 +31,7 @@ def robot():
 @pytest.fixture(scope="module")
 def robot_run(robot):
     model, state = robot
-    return rx.simulate(model, state, 0.5, n_save=3)
+    return rx.simulate(model, state, 0.5, saveat=rx.SaveAt(n=3))
 
 
 # ----------------------------------------------------------------- reaction histories
@@ -78,7 +79,7 @@ def test_a_mechanism_without_pairs_has_an_empty_reaction_history():
     closed-form free fall y = −g t²/2."""
     mech = rx.Mechanism([rx.Body("b", 2.0, 0.1, (0.0, 0.0))], [], gravity=(0.0, -9.81))
     model, state = mech.build(), mech.initial_state()
-    run = rx.simulate(model, state, 0.5, n_save=3)
+    run = rx.simulate(model, state, 0.5, saveat=rx.SaveAt(n=3))
     np.testing.assert_allclose(run.q[:, 1], -0.5 * 9.81 * np.asarray(run.ts) ** 2, atol=1e-12)
     history = rx.reaction_history(model, run)
     assert history.wrench.shape == (3, 0, 1, 3) and history.unique.shape == (3, 0)
@@ -96,14 +97,16 @@ def test_a_history_of_another_mechanism_is_refused(four_bar, robot_run):
 @pytest.mark.parametrize(
     ("keywords", "message"),
     [
-        ({"ts": np.array([0.5, 1.0])}, r"ts\[0\] = 0.5 differs from the initial state's time"),
-        ({"ts": np.array([0.0, 0.2])}, r"ts\[-1\] = 0.2 differs from t1 = 1.0"),
-        ({"ts": np.array([0.0, 0.6, 0.4, 1.0])}, "without turning back"),
-        ({"ts": np.array([0.0, np.nan, 1.0])}, "NaN"),
-        ({"n_save": 1}, "n_save: expected an integer of at least 2"),
+        (
+            {"saveat": rx.SaveAt(ts=[0.5, 1.0])},
+            r"ts\[0\] = 0.5 differs from the initial state's time",
+        ),
+        ({"saveat": rx.SaveAt(ts=[0.0, 0.2])}, r"ts\[-1\] = 0.2 differs from t1 = 1.0"),
+        ({"saveat": rx.SaveAt(ts=[0.0, 0.6, 0.4, 1.0])}, "without turning back"),
+        ({"saveat": rx.SaveAt(ts=[0.0, np.nan, 1.0])}, "NaN"),
         ({"max_steps": 0}, "max_steps: expected a positive integer"),
-        ({"rtol": -1e-8}, "rtol, atol"),
-        ({"rtol": 0.0, "atol": 0.0}, "not both zero"),
+        ({"stepsize_controller": diffrax.PIDController(rtol=-1e-8, atol=1e-10)}, "rtol, atol"),
+        ({"stepsize_controller": diffrax.PIDController(rtol=0.0, atol=0.0)}, "not both zero"),
     ],
 )
 def test_simulate_refuses_times_and_tolerances_that_would_mislead(four_bar, keywords, message):
@@ -132,7 +135,9 @@ def test_simulate_checks_what_it_is_given_as_a_method(four_bar):
     with pytest.raises(rx.ModelError, match=problem):
         rx._simulate._check_arguments(model, state, 1.0, 3, None, 10, 1e-8, 1e-10, "nullspace")
     with pytest.raises(rx.ModelError, match=problem):
-        rx._simulate._check_arguments(model, state, 1.0, 3, None, 10, 1e-8, 1e-10, rx.methods.NullSpace)
+        rx._simulate._check_arguments(
+            model, state, 1.0, 3, None, 10, 1e-8, 1e-10, rx.methods.NullSpace
+        )
 
 
 # ------------------------------------------------------- a structure of another mechanism

@@ -35,7 +35,9 @@ def test_the_papers_follow_what_a_run_used(capsys):
         "hairer2006geometric",
         "baumgarte1972stabilization",
     ]
-    assert _keys(rx.citation(rx.drift.StepProjection(baumgarte=None)))[2:] == ["hairer2006geometric"]
+    assert _keys(rx.citation(rx.drift.StepProjection(baumgarte=None)))[2:] == [
+        "hairer2006geometric"
+    ]
     assert _keys(rx.citation(rx.drift.Baumgarte()))[2:] == ["baumgarte1972stabilization"]
     # Joint coordinates: Pękal et al. and Featherstone's DCA; a spatial model in
     # natural coordinates: Kraus et al.; each paper once.
@@ -48,7 +50,7 @@ def test_the_papers_follow_what_a_run_used(capsys):
     # A trajectory says what drift control it ran with (the default: the projection
     # after every step with Baumgarte's terms between).
     pendulum = models.pendulum()
-    run = rx.simulate(pendulum.build(), pendulum.initial_state(), 0.05, n_save=2)
+    run = rx.simulate(pendulum.build(), pendulum.initial_state(), 0.05, saveat=rx.SaveAt(n=2))
     assert _keys(rx.citation(run))[2:] == ["hairer2006geometric", "baumgarte1972stabilization"]
     text = rx.citation(joint, twin, rx.drift.StepProjection())
     assert _balanced(text) and len(_keys(text)) == 7

@@ -306,6 +306,6 @@ def test_elimination_rows_are_chosen_at_the_projected_state(tmp_path):
     config = load_config(path)
     method = config.simulation.method
     state = config.state
-    q, _ = config.simulation.initial_projection(config.model, state.q, state.qd, state.t)
+    q, _ = config.simulation.initial.projection(config.model, state.q, state.qd, state.t)
     assert len(method.eliminated) == 2
     assert method.eliminated == rx.methods.eliminate(config.model, q, state.t).eliminated

@@ -8,6 +8,7 @@ differences computed here."""
 
 import math
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -15,8 +16,7 @@ import numpy as np
 import pytest
 
 import redundax as rx
-from redundax import models
-from redundax._compliant_stepping import Compliance, GonzalezTrajectory, simulate_gonzalez
+from redundax import Compliance, GonzalezStepper, GonzalezTrajectory, models
 from redundax.methods import minimum_norm_multipliers
 
 # Observed order of convergence of a first-order scheme (log₂ of error ratios).
@@ -63,6 +63,14 @@ ENERGY_GROWTH = 1.05
 ENERGY_MEAN_DRIFT = 1.5e-3
 
 
+def gonzalez(model, state, t1, save_every=1, **stepper) -> GonzalezTrajectory:
+    """`rx.simulate` with `GonzalezStepper(**stepper)` from t0 = 0 to `t1`, saving every
+    `save_every` steps (`SaveAt(n=steps // save_every + 1)`)."""
+    steps = round(t1 / stepper.get("h", 1e-2))
+    saveat = rx.SaveAt() if save_every == 1 else rx.SaveAt(n=steps // save_every + 1)
+    return rx.simulate(model, state, t1, solver=GonzalezStepper(**stepper), saveat=saveat)
+
+
 def pendulum(**kw):
     """A01 pendulum with a bob inertia of 0.01 kg m² (the default 1e-12 kg m²
     point mass makes A M⁻¹ Aᵀ ill conditioned, cond ≈ 1e12, which shows as
@@ -75,7 +83,13 @@ def pendulum(**kw):
 def pendulum_reference():
     """The rigid A01 motion by Diffrax (Dopri8, rtol = atol = 1e-12), every 0.1 s."""
     model, s0 = pendulum()
-    return rx.simulate(model, s0, 1.0, rtol=1e-12, atol=1e-12, n_save=11)
+    return rx.simulate(
+        model,
+        s0,
+        1.0,
+        stepsize_controller=diffrax.PIDController(rtol=1e-12, atol=1e-12),
+        saveat=rx.SaveAt(n=11),
+    )
 
 
 def uniform(model, c=COMPLIANCE):
@@ -164,7 +178,7 @@ def test_first_order_convergence_to_the_rigid_pendulum(pendulum_reference):
     ref = pendulum_reference
     errors = []
     for h in (1e-3, 5e-4):
-        traj = simulate_gonzalez(
+        traj = gonzalez(
             model,
             s0,
             1.0,
@@ -189,9 +203,7 @@ def test_rheonomic_constraint_is_tracked_through_phi_t():
     mech = models.slider_crank(crank=r, rod=l, crank_angle=theta0, speed=w)
     model, s0 = mech.build(), mech.initial_state()
     h = 1e-3
-    traj = simulate_gonzalez(
-        model, s0, 1.0, h=h, compliance=Compliance(TINY_COMPLIANCE), save_every=100
-    )
+    traj = gonzalez(model, s0, 1.0, h=h, compliance=Compliance(TINY_COMPLIANCE), save_every=100)
     theta = theta0 + w * np.asarray(traj.ts)
     x_b = r * np.cos(theta) + np.sqrt(l**2 - (r * np.sin(theta)) ** 2)
     slider = model.body_index("slider") * 3
@@ -215,7 +227,7 @@ def test_step_is_the_block_system_of_eq1(parallelogram):
     state = rx.State(0.0, s0.q + 1e-6 * jnp.arange(12.0), s0.qd + 0.1)
     h = 1e-3
     # Saved after every step: the configuration of the other parallelogram runs.
-    traj = simulate_gonzalez(model, state, 1.0, h=h, compliance=comp)
+    traj = gonzalez(model, state, 1.0, h=h, compliance=comp)
     q1, v1, lam, cond = _block_step(
         model, state, np.asarray(comp.compliance), np.asarray(comp.damping_time), h
     )
@@ -228,7 +240,7 @@ def test_step_is_the_block_system_of_eq1(parallelogram):
 def test_redundant_parallelogram_with_compliance(parallelogram, parallelogram_reference):
     model, s0 = parallelogram
     ref = parallelogram_reference
-    traj = simulate_gonzalez(model, s0, 1.0, h=1e-3, compliance=uniform(model))
+    traj = gonzalez(model, s0, 1.0, h=1e-3, compliance=uniform(model))
     assert np.all(np.isfinite(traj.q)) and np.all(np.isfinite(traj.multipliers))
     np.testing.assert_allclose(traj.ts[::100], ref[0], rtol=0, atol=1e-12)
     assert float(np.max(np.abs(traj.q[::100] - ref[1]))) < FIRST_ORDER_CONSTANT * 1e-3
@@ -249,7 +261,7 @@ def test_redundant_parallelogram_with_compliance(parallelogram, parallelogram_re
     softer = Compliance.from_pairs(
         model, {"O3": 10 * COMPLIANCE, "A3": 10 * COMPLIANCE}, default_compliance=COMPLIANCE
     )
-    other = simulate_gonzalez(model, s0, 1.0, h=1e-3, compliance=softer)
+    other = gonzalez(model, s0, 1.0, h=1e-3, compliance=softer)
     assert float(np.max(np.abs(other.q - traj.q))) < 1e-5
     assert float(np.max(np.abs(other.multipliers - traj.multipliers))) > 1.0
 
@@ -262,12 +274,12 @@ def test_zero_compliance_on_redundant_rows_is_refused(parallelogram):
     of the singular matrix yields NaN and the run raises."""
     model, s0 = parallelogram
     with pytest.raises(ValueError, match="zero compliance.*linearly dependent"):
-        simulate_gonzalez(model, s0, 0.1, h=1e-3)
+        gonzalez(model, s0, 0.1, h=1e-3)
     # Zero compliance on one crank's rows only is fine: the others absorb the redundancy.
     one_rigid = Compliance.from_pairs(model, {"O1": 0.0, "A1": 0.0}, default_compliance=COMPLIANCE)
-    traj = simulate_gonzalez(model, s0, 1.0, h=1e-3, compliance=one_rigid)
+    traj = gonzalez(model, s0, 1.0, h=1e-3, compliance=one_rigid)
     assert np.all(np.isfinite(traj.multipliers))
-    traced = jax.jit(lambda s: simulate_gonzalez(model, s, 0.01, h=1e-3).q)
+    traced = jax.jit(lambda s: gonzalez(model, s, 0.01, h=1e-3).q)
     with pytest.raises(Exception, match="non-finite state"):
         traced(s0).block_until_ready()
 
@@ -280,7 +292,7 @@ def test_static_sag_of_a_compliant_pendulum():
     # ω = 1/√(c m) = 100 rad/s; τ = 0.02 s is critical damping of the spring, and
     # 1 s is 100 time constants 1/ω.
     comp = Compliance.from_pairs(model, c, damping_time=0.02)
-    traj = simulate_gonzalez(model, s0, 1.0, h=1e-3, compliance=comp, save_every=100)
+    traj = gonzalez(model, s0, 1.0, h=1e-3, compliance=comp, save_every=100)
     phi = rx.equations.position_residual(model, traj.q[-1])
     np.testing.assert_allclose(phi, [0.0, -c * g], rtol=TOL_STATIC, atol=TOL_STATIC * c * g)
     np.testing.assert_allclose(
@@ -296,11 +308,13 @@ def test_bricard_moves_with_compliant_joints_and_locks_when_rigid():
     mech = models.bricard()
     model, s0 = mech.build(), mech.initial_state()
     with pytest.raises(ValueError, match="linearly dependent"):
-        simulate_gonzalez(model, s0, 1.0)
-    traj = simulate_gonzalez(
+        gonzalez(model, s0, 1.0)
+    traj = gonzalez(
         model, s0, 3.0, h=1e-2, compliance=Compliance.from_pairs(model, COMPLIANCE), save_every=10
     )
-    x = np.asarray(jax.jit(jax.vmap(lambda q: rx.equations.marker_positions(model, q)[0, 0]))(traj.q))
+    x = np.asarray(
+        jax.jit(jax.vmap(lambda q: rx.equations.marker_positions(model, q)[0, 0]))(traj.q)
+    )
     assert np.all(np.isfinite(traj.multipliers))
     np.testing.assert_allclose(x[0], 1.0, atol=1e-12)
     assert x.min() < -1.0 + BRICARD_TURN and x.max() < 1.0 + BRICARD_TURN
@@ -314,7 +328,7 @@ def projected_pendulum(h):
     """The A01 pendulum projected after every step, saved after every step, 10 s."""
     model, s0 = pendulum()
     comp = uniform(model, TINY_COMPLIANCE)
-    traj = simulate_gonzalez(
+    traj = gonzalez(
         model, s0, 10.0, h=h, compliance=comp, projection=True, projection_tol=PROJECTION_TOL
     )
     return model, traj
@@ -335,7 +349,7 @@ def test_projection_keeps_the_constraints_at_round_off(
     else:
         model, s0 = parallelogram
         ref_ts, ref_q = parallelogram_reference
-        traj = simulate_gonzalez(
+        traj = gonzalez(
             model,
             s0,
             1.0,
@@ -359,7 +373,7 @@ def test_symplectic_euler_energy_has_no_secular_drift():
     error oscillates with an O(h) amplitude that does not grow."""
     model, s0 = pendulum()
     h = 1e-3
-    traj = simulate_gonzalez(model, s0, 100.0, h=h, save_every=100)
+    traj = gonzalez(model, s0, 100.0, h=h, save_every=100)
     error = np.asarray(traj.energy)  # E(0) = 0: at rest at the pivot's height
     assert abs(error[0]) < 1e-12
     first, *_, last = np.array_split(error, 10)
@@ -393,7 +407,7 @@ def test_vmap_equals_loop():
     def run(s, c):
         # The configuration of the convergence test: compiled once for both.
         comp = Compliance(jnp.full(model.n_constraints, c))
-        return simulate_gonzalez(model, s, 1.0, h=1e-3, compliance=comp, save_every=100)
+        return gonzalez(model, s, 1.0, h=1e-3, compliance=comp, save_every=100)
 
     batched = jax.vmap(run)(states, cs)
     assert isinstance(batched, GonzalezTrajectory) and batched.q.shape == (2, 11, 3)
@@ -411,7 +425,7 @@ def test_grad_wrt_pendulum_length_matches_finite_differences(projection):
     def final_x(length):
         m = eqx.tree_at(lambda m: m.holonomic[0].s_i, model, jnp.stack([length, 0.0])[None])
         s = rx.State(0.0, jnp.stack([-length, 0.0, 0.0]), jnp.zeros(3))
-        traj = simulate_gonzalez(
+        traj = gonzalez(
             m,
             s,
             0.5,
@@ -436,19 +450,19 @@ def test_grad_wrt_pendulum_length_matches_finite_differences(projection):
 
 def test_invalid_inputs_are_refused_naming_the_field():
     model, s0 = pendulum()
-    with pytest.raises(ValueError, match="field 'h'"):
-        simulate_gonzalez(model, s0, 1.0, h=0.0)
+    with pytest.raises(ValueError, match="GonzalezStepper field 'h'"):
+        GonzalezStepper(h=0.0)
     with pytest.raises(ValueError, match="field 't1'"):
-        simulate_gonzalez(model, s0, -1.0)
+        gonzalez(model, s0, -1.0)
     with pytest.raises(ValueError, match="field 't1'.*whole number"):
-        simulate_gonzalez(model, s0, 1.0, h=0.3)
-    with pytest.raises(ValueError, match="field 'save_every'"):
-        simulate_gonzalez(model, s0, 1.0, h=0.1, save_every=3)
+        gonzalez(model, s0, 1.0, h=0.3)
+    with pytest.raises(ValueError, match="field 'saveat'.*divide"):
+        rx.simulate(model, s0, 1.0, solver=GonzalezStepper(h=0.1), saveat=rx.SaveAt(n=4))
     with pytest.raises(ValueError, match="field 'compliance'"):
         Compliance(-1e-9)
     with pytest.raises(ValueError, match="field 'damping_time'"):
         Compliance(1e-9, damping_time=np.array([0.0, -1.0]))
     with pytest.raises(ValueError, match=r"compliance\.compliance.*m \+ h = 2"):
-        simulate_gonzalez(model, s0, 1.0, compliance=Compliance(np.full(3, 1e-9)))
+        gonzalez(model, s0, 1.0, compliance=Compliance(np.full(3, 1e-9)))
     with pytest.raises(ValueError, match="unknown pair.*'X'"):
         Compliance.from_pairs(model, {"X": 1e-9})

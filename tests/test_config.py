@@ -438,8 +438,10 @@ def test_simulation_defaults(tmp_path):
     assert isinstance(options.method, rx.methods.NullSpace)
     # A projection after every step, with mild Baumgarte terms between (the drift
     # control of rx.simulate's default, rx.drift.default_drift_control).
-    assert options.stabilisation == rx.drift.Baumgarte(alpha=1.0, beta=1.0)
-    assert options.projection == rx.drift.StepProjection() and options.initial_projection is None
+    assert options.drift_control == rx.drift.StepProjection()
+    assert options.drift_control.baumgarte == rx.drift.Baumgarte(alpha=1.0, beta=1.0)
+    assert options.initial == rx.CheckInitial(tol=1e-8)
+    assert options.saveat == rx.SaveAt(n=201)
     assert options.drift_control == rx.drift.default_drift_control(options.method)
     assert dict(options.choices) == {
         "solver": "dopri8",
@@ -486,9 +488,9 @@ def test_documented_defaults_are_the_code_defaults(tmp_path):
         assert float(keys[key]) == getattr(options, key), key
     for key in ("solver", "method", "stabilisation", "initial"):
         assert keys[key].strip('"') == options.choices[key], key
-    assert float(keys["baumgarte_alpha"]) == options.stabilisation.alpha
-    assert float(keys["baumgarte_beta"]) == options.stabilisation.beta
-    assert keys["projection"] == '"steps"' and options.projection == rx.drift.StepProjection()
+    assert float(keys["baumgarte_alpha"]) == options.drift_control.baumgarte.alpha
+    assert float(keys["baumgarte_beta"]) == options.drift_control.baumgarte.beta
+    assert keys["projection"] == '"steps"' and options.drift_control == rx.drift.StepProjection()
     assert set(methods) == set(TYPES["method"])
     # Scalar keys are attributes of the method object; `compliant`'s keys build its
     # weights (their defaults are tested with `joint_stiffness` in test_compliance).
@@ -526,9 +528,10 @@ initial = "project"
     assert isinstance(options.t_final, float) and options.max_steps == 500
     assert isinstance(options.solver, diffrax.Kvaerno5)
     assert options.method == rx.methods.Penalty(stiffness=1e7, omega=5.0, xi=0.5)
-    assert options.stabilisation is None
-    assert isinstance(options.projection, rx.drift.Projection)
-    assert isinstance(options.initial_projection, rx.drift.Projection)
+    # Projection at the saved states, no Baumgarte terms between them.
+    assert options.drift_control == rx.drift.Projection(baumgarte=None)
+    assert options.initial == rx.ProjectInitial(rx.drift.Projection(), tol=1e-6)
+    assert isinstance(options.stepsize_controller, diffrax.PIDController)
     assert options.choices["method"] == "penalty" and options.choices["initial"] == "project"
     assert options.raw["stiffness"] == 1e7
 
@@ -570,14 +573,17 @@ def test_a_projection_that_is_not_understood_is_named(tmp_path):
         ('method = "weighted-minimum-norm"', rx.methods.WeightedMinimumNorm()),
         ('method = "block"\npivot_rtol = 1e-8', rx.methods.BlockSparse(pivot_rtol=1e-8)),
         ('method = "block"\npivots = "coordinates"', rx.methods.BlockSparse(pivots="coordinates")),
-        ('method = "augmented-lagrangian"\npenalty = 1e5', rx.methods.AugmentedLagrangian(penalty=1e5)),
+        (
+            'method = "augmented-lagrangian"\npenalty = 1e5',
+            rx.methods.AugmentedLagrangian(penalty=1e5),
+        ),
         ('stabilisation = "baumgarte"\nbaumgarte_alpha = 2\nbaumgarte_beta = 3', None),
     ],
 )
 def test_simulation_method_and_stabilisation_keys(tmp_path, table, method):
     options = load_config(_write(tmp_path, _with_simulation(FOUR_BAR_TEXT, table))).simulation
     if method is None:
-        assert options.stabilisation == rx.drift.Baumgarte(alpha=2.0, beta=3.0)
+        assert options.drift_control.baumgarte == rx.drift.Baumgarte(alpha=2.0, beta=3.0)
     else:
         assert options.method == method
 
@@ -710,7 +716,8 @@ def test_initial_project_accepts_an_inconsistent_state(tmp_path):
     err = _error(tmp_path, moved)
     assert 'initial = "project"' in str(err)  # the hint names the way out
     config = load_config(_write(tmp_path, _with_simulation(moved, 'initial = "project"')))
-    assert isinstance(config.simulation.initial_projection, rx.drift.Projection)
+    assert isinstance(config.simulation.initial, rx.ProjectInitial)
+    assert isinstance(config.simulation.initial.projection, rx.drift.Projection)
 
 
 def test_compliant_method_from_a_file(tmp_path):

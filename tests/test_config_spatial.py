@@ -185,7 +185,12 @@ def test_bricard_simulate_json_tracks_p3_as_a_direct_run(bricard_run):
     model, state = mechanism.build(), mechanism.initial_state()
     # The options of configs/bricard.toml and of the command line (throw=False).
     trajectory = rx.simulate(
-        model, state, 1.0, solver=diffrax.Dopri8(), rtol=1e-10, atol=1e-12, throw=False
+        model,
+        state,
+        1.0,
+        solver=diffrax.Dopri8(),
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12),
+        throw=False,
     )
     p3 = rx.equations.marker_positions(model, trajectory.q[-1])[0]
     np.testing.assert_allclose(summary["tracked"]["P3"], p3, rtol=0.0, atol=TOL_SAME_RUN)
@@ -414,8 +419,12 @@ def _every_type_in_python() -> rx.Mechanism:
                 normal=(0.0, 1.0, 0.0),
             ),
             rx.joints.Weld3D("W", "welded", "ground", point=(3.0, 0.0, 0.0)),
-            rx.joints.Prismatic3D("P", "slider", "ground", point=(4.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0)),
-            rx.joints.Cylindrical("C", "sleeve", "ground", point=(5.0, 0.0, 0.0), axis=(0.0, 1.0, 1.0)),
+            rx.joints.Prismatic3D(
+                "P", "slider", "ground", point=(4.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0)
+            ),
+            rx.joints.Cylindrical(
+                "C", "sleeve", "ground", point=(5.0, 0.0, 0.0), axis=(0.0, 1.0, 1.0)
+            ),
             rx.joints.RevoluteDriver3D(
                 "turn",
                 "hinged",
@@ -466,7 +475,9 @@ def test_every_spatial_pair_type_loads_as_its_python_spec(tmp_path):
     ]
     assert config.rheonomic == ("turn",)  # a constant motion does no work
     np.testing.assert_allclose(
-        rx.equations.marker_positions(config.model, config.state.q), [[1.0, 0.5, 0.0]], atol=TOL_SAME_MODEL
+        rx.equations.marker_positions(config.model, config.state.q),
+        [[1.0, 0.5, 0.0]],
+        atol=TOL_SAME_MODEL,
     )
 
 

@@ -26,7 +26,8 @@ from helpers import (
 )
 from redundax import models
 
-TIGHT = dict(rtol=1e-10, atol=1e-12)
+TIGHT_TOL = dict(rtol=1e-10, atol=1e-12)
+TIGHT = dict(stepsize_controller=diffrax.PIDController(**TIGHT_TOL))
 VARIANTS = {"{6,21}": (6, 21), "{18,21}": (18, 21), "{19,21}": (19, 21)}
 UNIQUE = ["A", "D", "E", "F", "G", "H", "drive", "W5"]
 NOT_UNIQUE = ["B", "C", "W1", "W2", "W3", "W4"]
@@ -69,8 +70,8 @@ def robot_runs(robot):
             10.0,
             method=method,
             drift_control=rx.drift.Baumgarte(),
-            n_save=201,
-            **_at(model, **TIGHT, t1=10.0),
+            saveat=rx.SaveAt(n=201),
+            **_at(model, **TIGHT_TOL, t1=10.0),
         )
         reac = jax.vmap(
             lambda q, qd, t, method=method: rx.reactions(
@@ -156,7 +157,9 @@ def test_manoeuvre_turns_right_then_left(robot_runs):
 
 def test_projection_keeps_violation_at_round_off(robot):
     model, s = robot
-    traj = rx.simulate(model, s, 10.0, drift_control=rx.drift.Projection(), n_save=201, **TIGHT)
+    traj = rx.simulate(
+        model, s, 10.0, drift_control=rx.drift.Projection(), saveat=rx.SaveAt(n=201), **TIGHT
+    )
     assert float(traj.position_violation.max()) < TOL_PROJECTED_VIOLATION
     assert float(traj.velocity_violation.max()) < TOL_PROJECTED_VIOLATION
 
@@ -164,12 +167,22 @@ def test_projection_keeps_violation_at_round_off(robot):
 def test_baumgarte_alone_bounds_violation(robot):
     model, s = robot
     traj = rx.simulate(
-        model, s, 10.0, n_save=201, drift_control=rx.drift.Baumgarte(), **_at(model, 1e-8, 1e-10, 10.0)
+        model,
+        s,
+        10.0,
+        saveat=rx.SaveAt(n=201),
+        drift_control=rx.drift.Baumgarte(),
+        **_at(model, 1e-8, 1e-10, 10.0),
     )
     assert float(traj.position_violation.max()) < TOL_BAUMGARTE_VIOLATION
     assert float(traj.velocity_violation.max()) < 10 * TOL_BAUMGARTE_VIOLATION
     free = rx.simulate(
-        model, s, 10.0, rtol=1e-8, atol=1e-10, n_save=201, drift_control=rx.drift.NoDriftControl()
+        model,
+        s,
+        10.0,
+        stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10),
+        saveat=rx.SaveAt(n=201),
+        drift_control=rx.drift.NoDriftControl(),
     )
     # Without drift control the violation is larger: the bound is Baumgarte's doing.
     assert float(free.position_violation.max()) > float(traj.position_violation.max())
@@ -182,19 +195,15 @@ def test_baumgarte_alone_bounds_violation(robot):
     assert float(np.max(np.abs(baumgarte.qdd - plain.qdd))) > 1e-9
 
 
-def test_former_drift_keywords_map_onto_drift_control_objects(robot):
+def test_drift_control_of_maps_a_configurations_keys_onto_objects(robot):
+    """A configuration's `stabilisation` and `projection` keys become one drift
+    control object (`rx.drift.drift_control_of`); `simulate` takes only objects."""
     model, s = robot
-    kw = dict(rtol=1e-8, atol=1e-10, n_save=6)
-    new = rx.simulate(model, s, 0.5, drift_control=rx.drift.Projection(baumgarte=None), **kw)
-    assert new.drift_control == rx.drift.Projection(baumgarte=None)
-    with pytest.warns(DeprecationWarning, match="drift_control"):
-        old = rx.simulate(model, s, 0.5, stabilisation=None, projection=rx.drift.Projection(), **kw)
-    np.testing.assert_array_equal(old.q, new.q)
     assert rx.drift.drift_control_of(rx.drift.Baumgarte(), None) == rx.drift.Baumgarte()
     assert rx.drift.drift_control_of(None, None) == rx.drift.NoDriftControl()
-    assert rx.drift.drift_control_of(rx.drift.Baumgarte(1.0, 2.0), rx.drift.Projection()) == rx.drift.Projection(
-        baumgarte=rx.drift.Baumgarte(1.0, 2.0)
-    )
+    assert rx.drift.drift_control_of(
+        rx.drift.Baumgarte(1.0, 2.0), rx.drift.Projection()
+    ) == rx.drift.Projection(baumgarte=rx.drift.Baumgarte(1.0, 2.0))
     with pytest.raises(TypeError, match="'drift_control'"):
         rx.simulate(model, s, 0.5, drift_control="baumgarte")
 
@@ -205,7 +214,13 @@ def test_redundant_parallelogram_conserves_energy():
     mech = models.parallelogram(3, crank_angle=-math.pi / 2 + 1.0)
     model, s = mech.build(), mech.initial_state()
     assert int(rx.analyze_solvability(model, s.q).redundancy) == 1
-    traj = rx.simulate(model, s, 10.0, rtol=1e-11, atol=1e-13, n_save=201)
+    traj = rx.simulate(
+        model,
+        s,
+        10.0,
+        stepsize_controller=diffrax.PIDController(rtol=1e-11, atol=1e-13),
+        saveat=rx.SaveAt(n=201),
+    )
     kinetic = jax.vmap(lambda qd: rx.equations.kinetic_energy(model, qd))(traj.qd)
     drift = float(np.max(np.abs(traj.energy - traj.energy[0])))
     assert float(kinetic.max()) > 1.0  # it really swings
@@ -230,7 +245,7 @@ def test_pendulum_against_a01_and_closed_form_reactions():
     columns, ref = read_reference("A01_simple_pendulum_P1.csv")  # IFToMM A01, tests/data/
     assert columns == ["t", "x_P1", "y_P1"] and ref.shape == (4001, 3)
     ref = ref[ref[:, 0] <= 20.0]
-    traj = rx.simulate(model, s, 20.0, ts=jnp.asarray(ref[:, 0]), **TIGHT)
+    traj = rx.simulate(model, s, 20.0, saveat=rx.SaveAt(ts=jnp.asarray(ref[:, 0])), **TIGHT)
     pos = np.asarray(jax.vmap(lambda q: rx.equations.marker_positions(model, q)[0])(traj.q))
     assert float(np.max(np.linalg.norm(pos - ref[:, 1:3], axis=1))) < TOL_A01_POSITION
     reac = jax.vmap(lambda q, qd, t: rx.reactions(model, q, qd, t))(traj.q, traj.qd, traj.ts)
@@ -249,7 +264,7 @@ def test_slider_crank_closed_form_reactions():
     mech = models.slider_crank(r, l, (1e-9, 1e-9, ms), th0, w)
     model, s = mech.build(), mech.initial_state()
     assert int(rx.analyze_solvability(model, s.q).dof) == 0
-    traj = rx.simulate(model, s, 1.0, n_save=41, **TIGHT)
+    traj = rx.simulate(model, s, 1.0, saveat=rx.SaveAt(n=41), **TIGHT)
 
     def x_b(theta):
         return r * jnp.cos(theta) + jnp.sqrt(l**2 - (r * jnp.sin(theta)) ** 2)
@@ -277,9 +292,9 @@ def test_implicit_solver_matches_explicit():
     model, s = mech.build(), mech.initial_state()
     # 0.4 s at rtol 1e-8: Kvaerno5 takes 993 steps (2,116 over 1 s; 5,252 at 1e-10);
     # the two agree to 1.5e-9.
-    tol = dict(rtol=1e-8, atol=1e-10)
-    explicit = rx.simulate(model, s, 0.4, n_save=5, **tol)
-    implicit = rx.simulate(model, s, 0.4, n_save=5, solver=diffrax.Kvaerno5(), **tol)
+    tol = dict(stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10))
+    explicit = rx.simulate(model, s, 0.4, saveat=rx.SaveAt(n=5), **tol)
+    implicit = rx.simulate(model, s, 0.4, saveat=rx.SaveAt(n=5), solver=diffrax.Kvaerno5(), **tol)
     np.testing.assert_allclose(implicit.q, explicit.q, atol=1e-7)
 
 
@@ -291,7 +306,9 @@ def test_inconsistent_initial_state_refused_or_projected():
         rx.simulate(model, bad, 0.1)
     # The span and saves of test_implicit_solver_matches_explicit's explicit run: the
     # projection is done before the integration, which is then that run's program.
-    traj = rx.simulate(model, bad, 0.4, initial_projection=rx.drift.Projection(), n_save=5)
+    traj = rx.simulate(
+        model, bad, 0.4, initial=rx.ProjectInitial(rx.drift.Projection()), saveat=rx.SaveAt(n=5)
+    )
     assert 0.005 < float(traj.initial_correction[0]) < 0.02
     assert float(traj.position_violation.max()) < 1e-9
     # The ground pivot D 3 m from O: the links (0.4 + 1.2 + 0.8 m) cannot close the
@@ -299,7 +316,9 @@ def test_inconsistent_initial_state_refused_or_projected():
     pairs = [dataclasses.replace(p, point_j=(3.0, 0.0)) if p.name == "D" else p for p in mech.pairs]
     apart = dataclasses.replace(mech, pairs=pairs).build()
     with pytest.raises(ValueError, match=r"could not be projected(.|\n)*pair 'D'"):
-        rx.simulate(apart, s, 0.1, initial_projection=rx.drift.Projection(), n_save=3)
+        rx.simulate(
+            apart, s, 0.1, initial=rx.ProjectInitial(rx.drift.Projection()), saveat=rx.SaveAt(n=3)
+        )
 
 
 def test_eliminating_a_row_that_is_not_redundant_is_refused(robot):
@@ -336,7 +355,9 @@ def test_every_method_same_accelerations_and_unique_reactions(robot_runs, robot)
             assert _rel(r.wrench[k_unique], ref.wrench[k_unique]) < TOL_SAME_REACTION
         errors = [
             _rel(
-                rx.reactions(model, q, qd, t, method=rx.methods.Penalty(stiffness=a)).wrench[k_unique],
+                rx.reactions(model, q, qd, t, method=rx.methods.Penalty(stiffness=a)).wrench[
+                    k_unique
+                ],
                 ref.wrench[k_unique],
             )
             for a in (1e4, 1e6, 1e8)

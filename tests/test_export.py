@@ -30,7 +30,7 @@ def _targets(fn, *args) -> set[str]:
     """The custom-call targets of `fn` exported for CUDA."""
     exported = export.export(jax.jit(fn), platforms=["cuda"])(*args)
     text = exported.mlir_module()
-    return set(re.findall(r'custom_call @([\w.]+)', text)) | set(
+    return set(re.findall(r"custom_call @([\w.]+)", text)) | set(
         re.findall(r'call_target_name = "([^"]+)"', text)
     )
 
@@ -62,7 +62,7 @@ def test_simulate_exports_for_cuda(bricard, method):
     def run(q0):
         s = rx.State(state.t, q0, state.qd)
         return rx.simulate(
-            model, s, 0.5, structure=structure, method=method, n_save=11, throw=False
+            model, s, 0.5, structure=structure, method=method, saveat=rx.SaveAt(n=11), throw=False
         ).q
 
     targets = _ready(run, state.q)
@@ -79,7 +79,7 @@ def test_simulate_under_vmap_and_grad_exports_for_cuda(bricard):
 
     def final(mass):  # rod 1's mass, as a sweep varies it
         m, s = apply_parameters(model, state, (target,), jnp.stack([mass]))
-        traj = rx.simulate(m, s, 0.3, structure=structure, n_save=4, throw=False)
+        traj = rx.simulate(m, s, 0.3, structure=structure, saveat=rx.SaveAt(n=4), throw=False)
         return traj.q[-1, 0]
 
     # One program for both (each alone costs as much to trace).
@@ -92,7 +92,7 @@ def test_a_projection_at_saved_times_exports_for_cuda(bricard):
     def run(q0):
         s = rx.State(state.t, q0, state.qd)
         return rx.simulate(
-            model, s, 0.2, structure=structure, drift_control=rx.drift.Projection(), n_save=3,
+            model, s, 0.2, structure=structure, drift_control=rx.drift.Projection(), saveat=rx.SaveAt(n=3),
             throw=False,
         ).q  # fmt: skip
 
@@ -108,7 +108,7 @@ def test_joint_coordinates_export_for_cuda():
 
     def run(q0):
         s = rx.State(js.t, q0, js.qd)
-        return rx.simulate_joint(jm, s, 0.2, structure=structure, n_save=3, throw=False).q
+        return rx.simulate(jm, s, 0.2, structure=structure, saveat=rx.SaveAt(n=3), throw=False).q
 
     _ready(run, js.q)
 

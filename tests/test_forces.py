@@ -10,6 +10,7 @@ differences; the spatial elements are checked at single states (one compiled
 import math
 from pathlib import Path
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -33,7 +34,7 @@ from redundax.io import TYPES, ConfigError, load_config
 from redundax.sweep import apply_parameters, parameter_targets
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-TIGHT = dict(rtol=1e-10, atol=1e-12)
+TIGHT = dict(stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12))
 
 # The oscillators, four free planar bodies that do not interact: `mass` (m, on a
 # spring to the ground point (0, 0), along x), `wheel` (a torsion spring to the
@@ -69,8 +70,12 @@ def _oscillators() -> rx.Mechanism:
         pairs=[],
         forces=[
             rx.forces.SpringDamper("mass", "ground", stiffness=K, free_length=L0),
-            rx.forces.RotationalSpringDamper("wheel", "ground", stiffness=K_WHEEL, free_angle=-THETA0),
-            rx.forces.TimeDependentLoad("rotor", torque=TAU0, profile=rx.motions.Polynomial([0.0, 1.0])),
+            rx.forces.RotationalSpringDamper(
+                "wheel", "ground", stiffness=K_WHEEL, free_angle=-THETA0
+            ),
+            rx.forces.TimeDependentLoad(
+                "rotor", torque=TAU0, profile=rx.motions.Polynomial([0.0, 1.0])
+            ),
             rx.forces.CustomForce(
                 ("twin",),
                 _twin_law,
@@ -112,7 +117,7 @@ def oscillators():
 @pytest.fixture(scope="module")
 def undamped(oscillators):
     model, state = oscillators
-    return rx.simulate(model, state, T1, n_save=N_SAVE, **TIGHT)
+    return rx.simulate(model, state, T1, saveat=rx.SaveAt(n=N_SAVE), **TIGHT)
 
 
 @jax.jit
@@ -165,7 +170,7 @@ def test_user_force_law_equals_the_built_in_spring(oscillators, undamped):
 
 def test_damped_decay(oscillators):
     model, state = oscillators
-    traj = rx.simulate(_with(model, damping=ZETA), state, T1, n_save=N_SAVE, **TIGHT)
+    traj = rx.simulate(_with(model, damping=ZETA), state, T1, saveat=rx.SaveAt(n=N_SAVE), **TIGHT)
     t = np.asarray(traj.ts)
     q = np.asarray(traj.q).reshape(len(t), 4, 3)
     x = _damped_oscillation(t, A, math.sqrt(K / M), ZETA)
@@ -186,7 +191,11 @@ def test_energy_of_undamped_springs_is_conserved(oscillators):
     # No torque on the rotor; the twin (whose user law stores no potential) at rest at l₀.
     q0 = state.q.at[9].set(L0)
     traj = rx.simulate(
-        _with(model, torque=0.0), rx.State(0.0, q0, state.qd), T1, n_save=N_SAVE, **TIGHT
+        _with(model, torque=0.0),
+        rx.State(0.0, q0, state.qd),
+        T1,
+        saveat=rx.SaveAt(n=N_SAVE),
+        **TIGHT,
     )
     energy = np.asarray(traj.energy)
     expected = 0.5 * K * A**2 + 0.5 * K_WHEEL * THETA0**2  # all potential at t = 0
@@ -201,7 +210,9 @@ def test_grad_and_vmap_over_stiffness(oscillators):
     t = k_save * T1 / (N_SAVE - 1)
 
     def x_at(k):
-        traj = rx.simulate(_with(model, stiffness=k), state, T1, n_save=N_SAVE, **TIGHT)
+        traj = rx.simulate(
+            _with(model, stiffness=k), state, T1, saveat=rx.SaveAt(n=N_SAVE), **TIGHT
+        )
         return traj.q[k_save, 0]
 
     # One compiled program for both: the gradient of every member of a batch.
@@ -226,7 +237,10 @@ def test_jit_equals_eager_and_zero_length_is_finite():
     model = mech.build()
     q, qd = jnp.array([0.3, 0.4, 0.5]), jnp.array([-0.2, 0.7, 1.1])
     with jax.disable_jit():
-        eager = rx.equations.generalized_forces(model, q, qd, 0.7), rx.equations.potential_energy(model, q)
+        eager = (
+            rx.equations.generalized_forces(model, q, qd, 0.7),
+            rx.equations.potential_energy(model, q),
+        )
     jitted = _evaluate(model, q, qd, 0.7)
     np.testing.assert_allclose(jitted[0], eager[0], rtol=TOL_EXACT, atol=TOL_EXACT)
     np.testing.assert_allclose(jitted[1], eager[1], rtol=TOL_EXACT)
@@ -246,7 +260,9 @@ def _at_zero_length(model, q, qd):
         return rx.equations.generalized_forces(model, x[0], x[1], 0.7)
 
     def energy(k):
-        return rx.equations.potential_energy(eqx.tree_at(lambda m: m.forces[0].stiffness, model, k), q)
+        return rx.equations.potential_energy(
+            eqx.tree_at(lambda m: m.forces[0].stiffness, model, k), q
+        )
 
     dF = jax.jacfwd(force)(jnp.stack([q, qd]))
     return (
@@ -296,7 +312,9 @@ def _spatial() -> rx.Mechanism:
                 free_length=L0_BALL,
                 point_j=(0.0, -2.0, 0.0),
             ),
-            rx.forces.TimeDependentLoad("ball", force=F_LOAD, profile=rx.motions.Polynomial([0.0, 2.0])),
+            rx.forces.TimeDependentLoad(
+                "ball", force=F_LOAD, profile=rx.motions.Polynomial([0.0, 2.0])
+            ),
             rx.forces.CustomForce(("ball",), wrench, params=[0.0, 0.4, 0.0, 0.0, 0.0, 0.05]),
         ],
     )
@@ -393,7 +411,7 @@ def test_andrews_squeezer_against_the_test_set():
         np.testing.assert_array_equal(a, b)
     assert config.nonconservative == ()  # the spring and the torque are conservative
 
-    traj = rx.simulate(config.model, config.state, 0.03, n_save=2, **TIGHT)
+    traj = rx.simulate(config.model, config.state, 0.03, saveat=rx.SaveAt(n=2), **TIGHT)
     phi = np.asarray(traj.q[-1]).reshape(7, 3)[:, 2]
     angles = np.array(models.andrews_angles(phi))
     np.testing.assert_allclose(angles, reference, atol=TOL_ANDREWS_ANGLE)

@@ -7,6 +7,7 @@ import builtins
 import json
 from pathlib import Path
 
+import diffrax
 import jax
 import numpy as np
 import pytest
@@ -94,7 +95,10 @@ def test_elements_that_cannot_be_mapped_are_named(tmp_path):
     </mujoco>"""
     path = tmp_path / "bad.xml"
     path.write_text(text)
-    with pytest.raises(rx.ModelError) as error, pytest.warns(rx.io.UnmappedElementWarning) as ignored:
+    with (
+        pytest.raises(rx.ModelError) as error,
+        pytest.warns(rx.io.UnmappedElementWarning) as ignored,
+    ):
         rx.io.from_mjcf(path)
     assert sorted(str(w.message).split(":")[0] for w in ignored) == [
         "actuators are not modelled",
@@ -290,7 +294,13 @@ def test_hinge_springs_and_a_servo_move_as_in_mujoco(tmp_path):
     assert [type(f).__name__ for f in mech.forces] == ["RotationalSpringDamper"] * 2
     model, state = mech.build(), mech.initial_state()
     ts = np.linspace(0.0, 1.0, 11)
-    traj = rx.simulate(model, state, 1.0, ts=ts, rtol=1e-10, atol=1e-12)
+    traj = rx.simulate(
+        model,
+        state,
+        1.0,
+        saveat=rx.SaveAt(ts=ts),
+        stepsize_controller=diffrax.PIDController(rtol=1e-10, atol=1e-12),
+    )
     tips = np.asarray(jax.vmap(lambda q: rx.equations.marker_positions(model, q))(traj.q))[:, 0]
 
     mj_model = mujoco.MjModel.from_xml_path(str(path))

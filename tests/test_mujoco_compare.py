@@ -7,6 +7,7 @@ tolerances, with the forces, and writes the figures."""
 import dataclasses
 from pathlib import Path
 
+import diffrax
 import jax
 import numpy as np
 import pytest
@@ -54,7 +55,12 @@ LOOSE = {"rtol": 1e-7, "atol": 1e-9}
 
 def _simulate(model: rx.Model, state: rx.State, tolerances: dict) -> rx.Trajectory:
     return rx.simulate(
-        model, state, T_FINAL, n_save=N_SAVE, monitor_singularities=False, **tolerances
+        model,
+        state,
+        T_FINAL,
+        saveat=rx.SaveAt(n=N_SAVE),
+        monitor=None,
+        stepsize_controller=diffrax.PIDController(**tolerances),
     )
 
 

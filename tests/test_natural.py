@@ -3,6 +3,7 @@
 import contextlib
 import dataclasses
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -493,7 +494,9 @@ def test_methods_that_need_the_inverse_mass_refuse_laminae_by_name(method):
     assert not np.any(np.asarray(structure.mass_definite))
     for call in (
         lambda: rx.simulate(model, state, 0.1, method=method, structure=structure),
-        lambda: rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure, method=method),
+        lambda: rx.equations.solve_dynamics(
+            model, state.q, state.qd, structure=structure, method=method
+        ),
     ):
         with pytest.raises(rx.ModelError) as caught:
             call()
@@ -527,7 +530,7 @@ def test_the_default_method_takes_laminae_to_the_qr_path_and_their_limit():
         ref, _ = rx.equations.solve_dynamics(plate, state.q, state.qd, structure=decided)
         error = float(np.max(np.abs(np.asarray(qdd - ref)))) / scale
         assert (error < 1e-6) == close, (thinness, error)
-    trajectory = rx.simulate(model, state, 0.5, n_save=6)
+    trajectory = rx.simulate(model, state, 0.5, saveat=rx.SaveAt(n=6))
     assert np.all(np.isfinite(np.asarray(trajectory.q)))
     assert float(np.max(trajectory.position_violation)) < 1e-6
 
@@ -610,7 +613,9 @@ def test_block_solver_chooses_its_rows_on_c_ct_for_slender_and_flat_bodies(label
 
     def solve(method):
         return np.asarray(
-            rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure, method=method)[0]
+            rx.equations.solve_dynamics(
+                model, state.q, state.qd, structure=structure, method=method
+            )[0]
         )
 
     reference = solve(rx.methods.AugmentedLagrangian())
@@ -636,7 +641,9 @@ def test_block_solver_keeps_the_pivots_of_the_schur_complement_where_m_is_well_c
     for mech in (rx.models.bricard(), rx.models.six_bar()):
         model, state = mech.build(), mech.initial_state()
         structure = rx.decide(model, state.q, state.t)
-        assert np.linalg.cond(np.asarray(rx.equations.mass_matrix(model))) < MASS_PIVOTS_MAX_CONDITION
+        assert (
+            np.linalg.cond(np.asarray(rx.equations.mass_matrix(model))) < MASS_PIVOTS_MAX_CONDITION
+        )
         assert specialise(rx.methods.BlockSparse(), structure, model).pivots == "mass"
 
 
@@ -648,7 +655,13 @@ def test_a_run_of_slender_rods_by_the_block_solver_follows_the_default():
     mech = rx.models.bricard(side=0.003)
     model, state = mech.build(), mech.initial_state()
     run = lambda method: rx.simulate(  # noqa: E731
-        model, state, 0.3, method=method, n_save=2, rtol=1e-9, atol=1e-11, throw=False
+        model,
+        state,
+        0.3,
+        method=method,
+        saveat=rx.SaveAt(n=2),
+        stepsize_controller=diffrax.PIDController(rtol=1e-9, atol=1e-11),
+        throw=False,
     )
     reference = np.asarray(run(rx.methods.NullSpace()).q[-1])
     assert float(np.max(np.abs(np.asarray(run(rx.methods.BlockSparse()).q[-1]) - reference))) < 1e-7
@@ -668,9 +681,11 @@ def test_a_forced_schur_path_is_warned_about_where_the_structure_predicts_a_bias
     assert 1e-6 < float(structure.schur_gap) < 3e-6
     forced = rx.methods.NullSpace(schur=True)
     with pytest.warns(rx.AccuracyWarning, match=r"ŝ = 1\.7e-06.*\(δ/ŝ\)⁷ = 0\.02"):
-        qdd, _ = rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure, method=forced)
+        qdd, _ = rx.equations.solve_dynamics(
+            model, state.q, state.qd, structure=structure, method=forced
+        )
     with pytest.warns(rx.AccuracyWarning, match="rx.methods.NullSpace\\(\\) takes the pivoted QR"):
-        rx.simulate(model, state, 0.01, method=forced, structure=structure, n_save=2)
+        rx.simulate(model, state, 0.01, method=forced, structure=structure, saveat=rx.SaveAt(n=2))
     solve = lambda method: np.asarray(  # noqa: E731
         rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure, method=method)[0]
     )
@@ -682,7 +697,9 @@ def test_a_forced_schur_path_is_warned_about_where_the_structure_predicts_a_bias
     mech = rx.models.six_bar()
     model, state = mech.build(), mech.initial_state()
     structure = rx.decide(model, state.q, state.t)
-    qdd, _ = rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure, method=forced)
+    qdd, _ = rx.equations.solve_dynamics(
+        model, state.q, state.qd, structure=structure, method=forced
+    )
     default, _ = rx.equations.solve_dynamics(model, state.q, state.qd, structure=structure)
     scale = float(np.max(np.abs(np.asarray(default))))
     assert float(np.max(np.abs(np.asarray(qdd - default)))) < 1e-5 * scale

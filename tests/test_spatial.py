@@ -57,7 +57,9 @@ BRICARD_RTOL = 1e-8
 # Rank of a C built here, by NumPy's SVD (σ ≤ RANK_RTOL σ_max counts as zero).
 RANK_RTOL = 1e-9
 
-TIGHT = dict(rtol=np.float64(1e-10), atol=np.float64(1e-12))
+TIGHT = dict(
+    stepsize_controller=diffrax.PIDController(rtol=np.float64(1e-10), atol=np.float64(1e-12))
+)
 # NumPy scalars are floats to the type checks but arrays to `filter_jit`, so the runs
 # at different tolerances below share one compilation.
 TOLERANCES = (1e-6, 1e-8, 1e-10, 1e-11)
@@ -98,10 +100,11 @@ def bricard_runs(bricard):
             model,
             s,
             10.0,
-            rtol=np.float64(tol),
-            atol=np.float64(tol * 1e-2),
+            stepsize_controller=diffrax.PIDController(
+                rtol=np.float64(tol), atol=np.float64(tol * 1e-2)
+            ),
             solver=diffrax.Dopri8(),
-            n_save=N_SAVE,
+            saveat=rx.SaveAt(n=N_SAVE),
         )
         for tol in TOLERANCES
     }
@@ -148,8 +151,8 @@ def twins():
     m2, s2 = planar.build(), planar.initial_state()
     m3, s3 = spatial.build(), spatial.initial_state()
     rx.equations.check_consistency(m3, s3)
-    t2 = rx.simulate(m2, s2, 3.0, n_save=31, **TIGHT)
-    t3 = rx.simulate(m3, s3, 3.0, n_save=31, **TIGHT)
+    t2 = rx.simulate(m2, s2, 3.0, saveat=rx.SaveAt(n=31), **TIGHT)
+    t3 = rx.simulate(m3, s3, 3.0, saveat=rx.SaveAt(n=31), **TIGHT)
     return m2, t2, rx.reaction_history(m2, t2), m3, t3, rx.reaction_history(m3, t3)
 
 
@@ -355,7 +358,9 @@ def test_four_bar_non_unique_components_depend_on_the_choice():
     )
     model, s = mech.build(), mech.initial_state()
     react = eqx.filter_jit(
-        lambda w: rx.reactions(model, s.q, s.qd, s.t, method=rx.methods.WeightedMinimumNorm(weights=w))
+        lambda w: rx.reactions(
+            model, s.q, s.qd, s.t, method=rx.methods.WeightedMinimumNorm(weights=w)
+        )
     )
     nc = model.n_constraints
     a, b = react(jnp.ones(nc)), react(jnp.asarray(np.random.default_rng(1).uniform(0.1, 10.0, nc)))
@@ -488,7 +493,13 @@ def bricard_methods(bricard, bricard_runs):
     }
     runs = {
         name: rx.simulate(
-            model, s, float(ts[-1]), method=method, ts=ts, solver=diffrax.Dopri8(), **TIGHT
+            model,
+            s,
+            float(ts[-1]),
+            method=method,
+            saveat=rx.SaveAt(ts=ts),
+            solver=diffrax.Dopri8(),
+            **TIGHT,
         )
         for name, method in methods.items()
     }
@@ -597,7 +608,9 @@ def test_vmap_equals_loop(pendulum3d, twins):
     Cs = jax.vmap(lambda q: rx.equations.constraint_matrix(model, q))(qs)
     batch = jax.vmap(lambda q, qd: _reactions_jit(model, q, qd, s.t))(qs, qds)
     for k in range(qs.shape[0]):
-        assert np.allclose(Cs[k], rx.equations.constraint_matrix(model, qs[k]), rtol=0.0, atol=TOL_EXACT)
+        assert np.allclose(
+            Cs[k], rx.equations.constraint_matrix(model, qs[k]), rtol=0.0, atol=TOL_EXACT
+        )
         one = _reactions_jit(model, qs[k], qds[k], s.t)
         for field in ("multipliers", "wrench", "qdd"):
             a, b = getattr(one, field), getattr(batch, field)[k]
@@ -700,7 +713,11 @@ def _rod(name="rod", **kw):
         ),
         (
             [_rod(), _rod("arm")],
-            [rx.joints.Universal("U", "rod", "arm", point=(0, 0, 0), axis=(1, 0, 0), normal=(1, 1, 0))],
+            [
+                rx.joints.Universal(
+                    "U", "rod", "arm", point=(0, 0, 0), axis=(1, 0, 0), normal=(1, 1, 0)
+                )
+            ],
             r"pair 'U': the pins 'axis' and 'normal' of a universal joint must be perpendicular",
         ),
         (
