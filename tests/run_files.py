@@ -156,7 +156,7 @@ TOGETHER = (
 
 
 SMOKE = (
-    ("test_readme.py",),
+    ("test_readme.py", "test_release.py", "test_door.py"),
     (
         "test_dynamics.py::test_methods_give_the_same_motion",
         "test_paths.py::test_eager_jit_vmap_run_the_same_numerics",
@@ -167,11 +167,14 @@ SMOKE = (
     ),
 )
 """`--smoke`: what CI runs on the newest Python beside the whole suite on the default
-one (`.ci/run`; issue 40): every README block; the robot's 10 s run by the
-null-space method and by three eliminations, against each other; eager ≡ `jit` ≡
-`vmap` on each solver path (Schur, QR, block solver); a joint-coordinate run under
-`vmap` and `grad`; González's stepper against the rigid pendulum; one sweep
-against single runs; one gradient against central differences. Two processes."""
+one (`.ci/run`; issue 40): the README's example; the release checks (the API surface,
+the site under `strict`, the wheel in a fresh environment); Bricard through the one
+door (absolute, joint-coordinate and González runs) and eager ≡ `jit` ≡ `vmap` of the
+joint and González paths; the robot's 10 s run by the null-space method and by three
+eliminations, against each other; eager ≡ `jit` ≡ `vmap` on each absolute solver path
+(Schur, QR, block solver); a joint-coordinate run under `vmap` and `grad`; González's
+stepper against the rigid pendulum; one sweep against single runs; one gradient
+against central differences. Two processes."""
 
 
 def _order(files: list[Path]) -> list[tuple[Path, ...]]:

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import assert_similar_steps
 
 import redundax as rx
 from redundax import models
@@ -45,7 +46,7 @@ def test_bricard_through_the_door_gives_the_former_doors_results(bricard):
     model, s0 = bricard
     absolute = rx.simulate(model, s0, 1.0)
     assert isinstance(absolute, rx.Trajectory)
-    assert int(absolute.num_steps) == ABSOLUTE_STEPS
+    assert_similar_steps(absolute.num_steps, ABSOLUTE_STEPS, "absolute")
     assert isinstance(absolute.drift_control, rx.drift.StepProjection)
     np.testing.assert_allclose(absolute.q[-1, :6], ABSOLUTE_Q, rtol=0, atol=1e-9)
     np.testing.assert_allclose(absolute.energy[-1], ABSOLUTE_ENERGY, rtol=1e-10)
@@ -53,7 +54,7 @@ def test_bricard_through_the_door_gives_the_former_doors_results(bricard):
     jm = rx.joint_coordinates.joint_model(model, s0.q)
     joint = rx.simulate(jm, rx.joint_coordinates.to_joint_state(jm, s0), 1.0)
     assert isinstance(joint, rx.JointTrajectory)
-    assert int(joint.num_steps) == JOINT_STEPS
+    assert_similar_steps(joint.num_steps, JOINT_STEPS, "joint")
     assert joint.projected  # the default drift control: a projection after every step
     np.testing.assert_allclose(joint.x[-1, :6], JOINT_X, rtol=0, atol=1e-9)
     # The two formulations agree on the motion to the integration's accuracy.
@@ -110,8 +111,8 @@ def test_joint_runs_eager_jit_vmap_alike(four_bar):
     batched = jax.vmap(run)(batch)
     for other in (jitted.q[-1], batched.q[0, -1], batched.q[1, -1]):
         np.testing.assert_allclose(other, eager.q[-1], rtol=0, atol=1e-10)
-    assert int(jitted.num_steps) == int(eager.num_steps)
-    assert int(batched.num_steps[0]) == int(eager.num_steps)
+    assert_similar_steps(jitted.num_steps, eager.num_steps, "jit")
+    assert_similar_steps(batched.num_steps[0], eager.num_steps, "vmap")
 
 
 def test_gonzalez_runs_eager_jit_vmap_alike(four_bar):
@@ -139,7 +140,7 @@ def test_a_pid_controller_of_your_own_steps_as_the_default(four_bar):
         model, s0, 0.5, saveat=rx.SaveAt(n=3),
         stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10),
     )  # fmt: skip
-    np.testing.assert_array_equal(same.q, default.q)
+    np.testing.assert_array_equal(same.q, default.q)  # one program: to the last bit
     assert int(same.num_steps) == int(default.num_steps)
     loose = rx.simulate(
         model, s0, 0.5, saveat=rx.SaveAt(n=3),

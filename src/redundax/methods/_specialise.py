@@ -189,7 +189,7 @@ def warn_if_schur_biased(method: AbstractRedundancyMethod, structure: Structure)
     warnings.warn(
         f"{type(method).__name__}(schur=True): {why} (slender or flat bodies in natural "
         "coordinates, or a nearly singular configuration). Leave schur=None: "
-        f"rx.{type(method).__name__}() takes the pivoted QR here",
+        f"rx.methods.{type(method).__name__}() takes the pivoted QR here",
         AccuracyWarning,
         stacklevel=3,
     )
