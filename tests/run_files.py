@@ -95,6 +95,7 @@ LONGEST_FIRST = (
     "test_generated.py",
     "test_solvability.py",  # with seven other short files
     "test_notebooks.py",  # 150 s
+    "test_docs.py",  # every python block of the site's pages: 80-120 s
     "test_plot.py",  # with the force elements' and user mistakes' files
     "test_config_spatial.py",  # with the MJCF files
     "test_dynamics.py",  # 91 s
