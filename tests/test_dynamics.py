@@ -199,6 +199,14 @@ def test_drift_control_of_maps_a_configurations_keys_onto_objects(robot):
     """A configuration's `stabilisation` and `projection` keys become one drift
     control object (`rx.drift.drift_control_of`); `simulate` takes only objects."""
     model, s = robot
+    kw = dict(
+        stepsize_controller=diffrax.PIDController(rtol=1e-8, atol=1e-10), saveat=rx.SaveAt(n=6)
+    )
+    new = rx.simulate(model, s, 0.5, drift_control=rx.drift.Projection(baumgarte=None), **kw)
+    assert new.drift_control == rx.drift.Projection(baumgarte=None)
+    keys = rx.drift.drift_control_of(None, rx.drift.Projection())
+    old = rx.simulate(model, s, 0.5, drift_control=keys, **kw)
+    np.testing.assert_array_equal(old.q, new.q)
     assert rx.drift.drift_control_of(rx.drift.Baumgarte(), None) == rx.drift.Baumgarte()
     assert rx.drift.drift_control_of(None, None) == rx.drift.NoDriftControl()
     assert rx.drift.drift_control_of(
