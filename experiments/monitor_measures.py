@@ -38,8 +38,8 @@ from profile_step import git_info
 import redundax as rx
 from redundax import models
 from redundax._assembly import constraint_matrix, mass_matrix
-from redundax._singularity import step_pivot_sines
 from redundax.methods._kernels import SCHUR_REGULARISATION
+from redundax.monitors._singularity import step_pivot_sines
 
 OUT = pathlib.Path(__file__).resolve().parent / "results" / "monitor_measures"
 
@@ -113,10 +113,7 @@ def main():
         svd_ratio = svd[:, r - 1] / svd[:, 0]
         chol = np.stack([np.asarray(_cholesky_sines(model, q, t)) for q, t in zip(qs, ts)])
         pivots = np.stack(
-            [
-                np.asarray(step_pivot_sines(args, t, (q, qd)))
-                for q, qd, t in zip(qs, qds, ts)
-            ]
+            [np.asarray(step_pivot_sines(args, t, (q, qd))) for q, qd, t in zip(qs, qds, ts)]
         )
         rank_svd = (svd > structure.rtol * svd[:, :1]).sum(axis=1)
         out["mechanisms"][name] = {

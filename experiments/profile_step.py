@@ -31,7 +31,7 @@ the loop — the "loop overhead" row is the harness alone):
   back-substitution M⁻¹F − M⁻¹Cᵀ D⁻½ μ);
 - the step end: `projection` (`StepProjection.prepare(method, structure)
   ._project_state`: one Newton step on the positions, one on the velocities) and its two
-  corrections; the singularity monitor's observation `redundax._singularity.step_sigma`
+  corrections; the singularity monitor's observation `redundax.monitors._singularity.step_sigma`
   (C assembled, dense SVD, values only), and the SVD alone on a given C;
 - one whole step from the same state, carrying the solver state (FSAL, the monitor's
   log) from iteration to iteration: bare `Dopri8().step`; the projected step
@@ -91,8 +91,7 @@ import numpy as np
 
 import redundax as rx
 from redundax._integration import _monitored, _vector_field
-from redundax._singularity import THRESHOLD, Watch, step_pivot_sines, step_sigma
-from redundax._step_projection import StepProjection
+from redundax.drift._step_projection import StepProjection
 from redundax.methods import specialise
 from redundax.methods._kernels import (
     SCHUR_INVERSE_MAX_ROWS,
@@ -100,6 +99,7 @@ from redundax.methods._kernels import (
     mass_solver,
     schur_acceleration,
 )
+from redundax.monitors._singularity import THRESHOLD, Watch, step_pivot_sines, step_sigma
 
 HERE = pathlib.Path(__file__).resolve().parent
 OUT = HERE / "results" / "profile_step"

@@ -16,8 +16,8 @@ import pytest
 
 import redundax as rx
 from helpers import TOL_FD_SOLVE
-from redundax.analysis import final_marker_position, pair_reaction, peak_reaction, reaction_impulse
 from redundax import models
+from redundax.analysis import final_marker_position, pair_reaction, peak_reaction, reaction_impulse
 
 # Gradient of a unique reaction by different methods of handling redundancy:
 # relative difference (Frobenius norm of the Jacobians). The methods share q̈

@@ -18,9 +18,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import assert_similar_steps
 
 import redundax as rx
+from helpers import assert_similar_steps
 from redundax import models
 
 # Bricard (IFToMM A04), 1 s from its initial state, redundax 943b86d.

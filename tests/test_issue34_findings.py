@@ -22,10 +22,10 @@ import pytest
 import redundax as rx
 from helpers import CONFIGS, TOL_EXACT
 from redundax import models, plot
-from redundax.cli import main
-from redundax.io import read_run
 from redundax._motion import Shifted, shifted
 from redundax._solvability import joint_frames
+from redundax.cli import main
+from redundax.io import read_run
 
 FOUR_BAR_MJCF = CONFIGS / "mjcf" / "four_bar_connect.xml"
 # Crank angle of the driven four-bar and of its spatial twin at rtol = 1e-10,

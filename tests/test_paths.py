@@ -22,9 +22,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import assert_similar_steps
 
 import redundax as rx
+from helpers import assert_similar_steps
 from redundax import models
 from redundax.methods import MASS_PIVOTS_MAX_CONDITION, specialise
 
@@ -79,10 +79,14 @@ def test_a_structure_decided_inside_a_transformation_chooses_at_run_time(twin):
     np.testing.assert_array_equal(np.asarray(decided.schur), [True, True])
     np.testing.assert_array_equal(np.asarray(decided.rank), [int(structure.rank)] * 2)
     np.testing.assert_allclose(np.asarray(decided.schur_gap), float(structure.schur_gap), rtol=1e-10)
-    names = _names(
-        jax.vmap(lambda q: _run(model, state, rx.decide(model, q, state.t), None, q).q[-1]), qs
-    )
+    inside = lambda q: _run(model, state, rx.decide(model, q, state.t), None, q).q  # noqa: E731
+    names = _names(jax.vmap(lambda q: inside(q)[-1]), qs)
     assert "pivoted_qr" in names and "_cholesky" in names
+    # The verdict is the structure's either way: the run takes the path the eager
+    # structure names, and gives its numbers.
+    eager = _run(model, state, structure, None, state.q).q
+    for q in jax.vmap(inside)(qs):
+        np.testing.assert_allclose(np.asarray(q), np.asarray(eager), atol=1e-10)
 
 
 @pytest.mark.parametrize("method", [None, rx.methods.NullSpace(schur=False), rx.methods.BlockSparse()])

@@ -7,6 +7,7 @@ import dataclasses
 
 import diffrax
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -14,9 +15,8 @@ import redundax as rx
 from redundax import models
 from redundax._progress import _advance, _begin
 from redundax._simulate import tolerances
-from redundax._simulate import _Times
-from redundax._singularity import Watch
 from redundax.methods import specialise
+from redundax.monitors._singularity import Watch
 
 # A pendulum driven by a torque that switches on smoothly between 0.3 and 0.6 s:
 # the knots make the default controller a `ClipStepSizeController` (its state is
@@ -104,7 +104,7 @@ def test_the_segment_program_has_no_host_callback(pendulum):
     drift = rx.drift.StepProjection().prepare(method, structure)
     stages = (
         model,
-        _Times((0.0, 0.5, 1.0)),
+        jnp.asarray([0.0, 0.5, 1.0]),
         structure,
         method,
         diffrax.Tsit5(),

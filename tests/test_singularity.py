@@ -17,7 +17,7 @@ import pytest
 import redundax as rx
 from helpers import a02_exact_b0, a02_flat_instants
 from redundax import models
-from redundax._singularity import SingularityLog
+from redundax.monitors._singularity import SingularityLog
 
 
 class _Decided:
@@ -188,9 +188,7 @@ def test_pivot_sines_equal_least_squares_angles(spatial_parallelograms):
     model, s, structure = spatial_parallelograms
     bricard = models.bricard().build()
     b0 = models.bricard().initial_state()
-    exact = rx.simulate(
-        model, s, 0.7, structure=structure, saveat=rx.SaveAt(n=2), monitor=None
-    )
+    exact = rx.simulate(model, s, 0.7, structure=structure, saveat=rx.SaveAt(n=2), monitor=None)
     cases = [
         (model, s.q, s.t, structure),
         (model, exact.q[-1], 0.7, structure),  # 17 ms before the flat pose

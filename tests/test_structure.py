@@ -8,11 +8,11 @@ import diffrax
 import jax
 import numpy as np
 import pytest
-from helpers import assert_similar_steps
 
 import redundax as rx
 import redundax._solvability as solvability_module
 import redundax._structure as structure_module
+from helpers import assert_similar_steps
 from redundax import models
 from redundax.cli import main as cli_main
 from redundax.io import read_run

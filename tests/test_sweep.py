@@ -426,7 +426,7 @@ def test_the_rank_along_the_motion_is_read_from_the_singularity_log(robot):
     `SingularityLog` (no decomposition at the saved states): the start rank is the
     structure's, the rank changes logged at step ends widen the range, and a rank
     that falls below the start's marks the variant `singular_along`."""
-    from redundax._singularity import SingularityLog
+    from redundax.monitors._singularity import SingularityLog
     from redundax.sweep._evaluate import _rank_along
 
     _, model, state = robot

@@ -12,10 +12,9 @@ built from), [`redundax.methods`][] (ways of handling redundant constraints),
 in [`redundax.internal`][] (unstable).
 """
 
-import jax as _jax
-
-# Results a user sees are float64 by default (the seed papers' numbers need it).
-_jax.config.update("jax_enable_x64", True)
+# Float64 unless the user set JAX_ENABLE_X64=0 (then float32, with a warning): first,
+# before any array is made (see redundax._precision).
+from . import _precision as _precision  # noqa: I001
 
 from . import (
     analysis as analysis,
@@ -72,22 +71,12 @@ from ._simulate import (
     SingularPassageWarning as SingularPassageWarning,
     Trajectory as Trajectory,
 )
-from ._singularity import (
-    singularity_report as singularity_report,
-)
 from ._solvability import (
     SolvabilityReport as SolvabilityReport,
     analyze_solvability as analyze_solvability,
 )
-from ._spatial_spec import (
-    SpatialBody as SpatialBody,
-)
-from ._spec import (
-    Body as Body,
-    Load as Load,
-    Marker as Marker,
-    Mechanism as Mechanism,
-)
+from ._spatial_body import SpatialBody as SpatialBody
+from ._spec import Body as Body, Load as Load, Marker as Marker, Mechanism as Mechanism
 from ._structure import (
     Structure as Structure,
     decide as decide,
@@ -99,6 +88,7 @@ from ._version import __version__ as __version__
 from .joint_coordinates import (
     JointTrajectory as JointTrajectory,
 )
+from .monitors._singularity import singularity_report as singularity_report
 
 # Submodules that pull in heavier dependencies (matplotlib for `plot`; the sweep's
 # and the design study's machinery) are imported on first use, so that

@@ -15,6 +15,7 @@ from ._errors import ModelError
 from ._forces import AbstractForceElement
 from ._model import Model
 from ._pairs import AbstractHolonomic, AbstractPfaffian
+from ._precision import precise
 from ._types import Scalar
 
 
@@ -409,7 +410,7 @@ def _residuals(model: Model, q, qd, t):
     return position_residual(model, q, t), velocity_residual(model, q, qd, t)
 
 
-CONSISTENCY_TOL = 1e-8
+CONSISTENCY_TOL = precise(1e-8, 1e-5)
 """Default tolerance on |Φ| [m, rad] and |C q̇ + b| [m/s, rad/s] for an initial state."""
 
 

@@ -30,8 +30,9 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ._math import OMEGA, rot2
+from ._precision import precise
 
-MASS_DEFINITE_RTOL = 1e-12
+MASS_DEFINITE_RTOL = precise(1e-12, 1e-6)
 """A body's block of M is taken as singular when its smallest eigenvalue is below
 this fraction of its largest (a lamina's is zero up to round-off; a plate 1 mm thick
 and 1 m wide is at about 1e-7)."""

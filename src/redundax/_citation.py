@@ -3,11 +3,11 @@ behind the methods a run used (as `diffrax.citation()` does for its solvers)."""
 
 from ._bodies import SpatialBodies
 from ._compliant_stepping import GonzalezTrajectory
-from ._drift_control import Baumgarte
 from ._integration import Trajectory
 from ._model import Model
-from ._step_projection import StepProjection
 from ._version import __version__
+from .drift._baumgarte import Baumgarte
+from .drift._step_projection import StepProjection
 from .joint_coordinates import JointModel, JointTrajectory
 from .methods import AbstractRedundancyMethod, uses_block_solver
 
@@ -33,8 +33,7 @@ _PAPERS = {
 }""",
     ),
     "kraus2001": (
-        "Natural coordinates, the block-sparse O(n) solution and constraint "
-        "partitioning:",
+        "Natural coordinates, the block-sparse O(n) solution and constraint partitioning:",
         """\
 @article{kraus2001natural,
   author = {Kraus, C. and Winckler, M. and Bock, H. G.},
@@ -44,8 +43,7 @@ _PAPERS = {
 }""",
     ),
     "pekal": (
-        "Reaction-uniqueness analysis inside the divide-and-conquer algorithm "
-        "(joint coordinates):",
+        "Reaction-uniqueness analysis inside the divide-and-conquer algorithm (joint coordinates):",
         """\
 @misc{pekal_dca_uniqueness,
   author = {P{\\k{e}}kal, Marcin and Wojtyra, Marek and Malczyk, Pawe{\\l} and

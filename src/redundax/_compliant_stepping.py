@@ -51,11 +51,11 @@ from ._assembly import (
     potential_energy,
     velocity_bias,
 )
-from ._drift_control import weighted_pinv_step
 from ._integration import AbstractTrajectory
 from ._model import Model, State
 from ._qr import DECISION_RTOL, independent_rows, pivoted_qr
 from ._validation import host_values, known
+from .drift._projection import weighted_pinv_step
 
 
 class Compliance(eqx.Module):

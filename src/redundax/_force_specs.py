@@ -16,7 +16,6 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -31,6 +30,7 @@ from ._forces import (
 from ._math import device
 from ._motion import AbstractMotion
 from ._pairs import joint_frame
+from ._spec_fields import custom_params
 
 Vector = Sequence[float] | Any
 Matrix = Sequence[Sequence[float]] | Any
@@ -356,7 +356,7 @@ class CustomForce:
         return CustomForceElement(
             bodies=jnp.asarray([ctx.body(f"{where} 'bodies'", b) for b in names], dtype=jnp.int32),
             fn=self.force,
-            params=_params(self.params),
+            params=custom_params(self.params),
         )
 
     def conservative(self) -> bool:
@@ -379,16 +379,6 @@ _UNIT = _Unit()
 
 FORCE_SPECS = (SpringDamper, RotationalSpringDamper, Bushing, TimeDependentLoad, CustomForce)
 """The force element specs; [`Bushing`][redundax.forces.Bushing] is spatial only."""
-
-
-def _params(params):
-    """Parameters of a user force as float arrays; a list or tuple of numbers becomes
-    one vector (as for the custom pairs), so `qb[0, :2] - params["anchor"]` works."""
-
-    def numbers(x) -> bool:
-        return isinstance(x, (list, tuple)) and all(isinstance(v, (int, float)) for v in x)
-
-    return jax.tree.map(lambda x: jnp.asarray(x, dtype=float), params, is_leaf=numbers)
 
 
 def _positive(value) -> bool:

@@ -10,14 +10,15 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from ._active_set import ActiveSetLog, ActiveSetMonitor, active_rows
 from ._assembly import kinetic_energy, position_residual, potential_energy, velocity_residual
-from ._drift_control import AbstractDriftControl, Baumgarte
 from ._model import Model, State
-from ._singularity import SingularityLog, SingularityMonitor, Watch, observe
 from ._structure import Structure
 from ._validity import judge, violation
 from ._wrapped_solver import around
+from .drift._base import AbstractDriftControl
+from .drift._baumgarte import Baumgarte
+from .monitors._active_set import ActiveSetLog, ActiveSetMonitor, active_rows
+from .monitors._singularity import SingularityLog, SingularityMonitor, Watch, observe
 
 
 class Tolerances(eqx.Module):
@@ -131,7 +132,13 @@ class Trajectory(AbstractTrajectory):
         k = int(np.argmin(valid))  # the first invalid state
         return eqx.tree_at(
             lambda t: (
-                t.ts, t.q, t.qd, t.position_violation, t.velocity_violation, t.energy, t.valid
+                t.ts,
+                t.q,
+                t.qd,
+                t.position_violation,
+                t.velocity_violation,
+                t.energy,
+                t.valid,
             ),
             self,
             tuple(

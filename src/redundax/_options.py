@@ -11,14 +11,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from ._drift_control import Projection
-from ._singularity import MEASURES, THRESHOLD
+from ._assembly import CONSISTENCY_TOL
 from ._validation import given_numbers
-
-PROJECTED_TOL = 1e-6
-"""The largest constraint residual accepted after the initial projection: its
-Gauss–Newton steps converge quadratically, so a state left further off lies where
-no configuration satisfies the constraints (the mechanism cannot be assembled)."""
+from ._validity import PROJECTED_TOL
+from .drift._projection import Projection
+from .monitors._singularity import MEASURES, THRESHOLD
 
 DEFAULT_SAVES = 201
 """Saved states of an adaptive run when [`SaveAt`][redundax.SaveAt] gives neither `n` nor `ts`."""
@@ -84,7 +81,7 @@ class CheckInitial(AbstractInitial):
     (max |Φ|, max |C q̇ + b|) exceeds `tol`. Checked on concrete inputs (outside
     `jax.jit`)."""
 
-    tol: float = 1e-8
+    tol: float = CONSISTENCY_TOL
 
 
 class ProjectInitial(AbstractInitial):

@@ -114,11 +114,10 @@ class _Run(eqx.Module):
 
 
 @eqx.filter_jit
-def _begin(model, saved_times, structure, method, solver, controller, drift, watch, y0):
+def _begin(model, ts, structure, method, solver, controller, drift, watch, y0):
     """The run at its first saved time, before any step: what Diffrax's
     `diffeqsolve` does before its first step (the first step size, the solver's
     first state)."""
-    ts = jnp.asarray(saved_times.values)
     args = (model, structure, method, drift)
     solver = save_at(_monitored(args, solver, ts[0], y0, watch)[0], ts)
     # As `diffeqsolve` hands it to the controller and the solver: wrapped for the
@@ -147,12 +146,11 @@ def _begin(model, saved_times, structure, method, solver, controller, drift, wat
 
 @eqx.filter_jit
 def _advance(
-    model, saved_times, structure, method, solver, controller, drift, watch, tol, run, steps
+    model, ts, structure, method, solver, controller, drift, watch, tol, run, steps
 ):
     """`run` after at most `steps` more integrator steps (fewer when it reaches the
     final time): the saved times passed are interpolated from the steps made by the
     solver itself (`redundax._saving`), as in a run in one piece."""
-    ts = jnp.asarray(saved_times.values)
     args = (model, structure, method, drift)
     solver = save_at(_monitored(args, solver, ts[0], run.y, watch)[0], ts)
     # No saved times and no dt0 are handed to Diffrax: its checks of them would be
@@ -195,7 +193,7 @@ def _advance(
 
 @eqx.filter_jit
 def _finish(
-    model, saved_times, structure, method, drift, watch, tol, partitions, run, correction
+    model, ts, structure, method, drift, watch, tol, partitions, run, correction
 ):
     """The [`Trajectory`][redundax.Trajectory] of a finished run."""
     monitored = partitions and model.n_constraints > 0
@@ -204,7 +202,7 @@ def _finish(
     log, singular = _logs(state, monitored, watched)
     return _trajectory(
         model,
-        jnp.asarray(saved_times.values),
+        ts,
         q,
         qd,
         correction,
@@ -224,7 +222,7 @@ def in_segments(
     model,
     y0,
     correction,
-    saved_times,
+    ts,
     structure,
     method,
     solver,
@@ -238,7 +236,8 @@ def in_segments(
     """The run of `simulate(progress=progress)`, segment by segment on the host;
     with `throw`, a run that stops before its final time raises `RuntimeError`
     (one that left its constraints is judged by `simulate`)."""
-    if saved_times is None or host_values(*y0) is None:
+    known_ts = host_values(ts)
+    if known_ts is None or host_values(*y0) is None:
         raise ValueError(
             "simulate field 'progress': reports on the host need concrete inputs; "
             "it cannot be used under jax.jit, jax.vmap or jax.grad (pass "
@@ -250,9 +249,9 @@ def in_segments(
             "projects at saved times, which a run in segments does not do; use "
             "rx.drift.StepProjection() (the default) or pass a diffrax progress meter instead"
         )
-    common = (model, saved_times, structure, method)
+    common = (model, ts, structure, method)
     run = progress.call(_begin, *common, solver, controller, drift, watch, y0)
-    t1 = saved_times.values[-1]
+    t1 = float(known_ts[0][-1])
     while True:
         run = progress.call(
             _advance, *common, solver, controller, drift, watch, tol, run, progress.steps

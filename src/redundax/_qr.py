@@ -16,6 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
+from ._precision import precise
+
 
 class PivotedQR(eqx.Module):
     """A E = Q R, with E the permutation `perm` (A[:, perm] = Q @ R).
@@ -52,8 +54,9 @@ QR_LOOPS = 4
 
 
 def default_rtol(shape: tuple[int, int]) -> float:
-    """2 · eps · max(m, n), relative to |r_11| (as lineax's `resolve_rcond`)."""
-    return 2.0 * float(jnp.finfo(float).eps) * max(shape)
+    """2 · eps · max(m, n), relative to |r_11| (as lineax's `resolve_rcond`), with
+    eps of the working precision (`redundax._precision`)."""
+    return 2.0 * float(jnp.finfo(jax.dtypes.canonicalize_dtype(float)).eps) * max(shape)
 
 
 def pivoted_qr(
@@ -173,7 +176,7 @@ pivoted_qr = functools.wraps(_pivoted_qr_eager)(
 )
 _pivoted_qr_jit = pivoted_qr
 
-DECISION_RTOL = 1e-8
+DECISION_RTOL = precise(1e-8, 1e-4)
 """Relative rank tolerance for discrete decisions taken on states that may sit
 slightly off the constraint manifold (initial states to be projected, states
 from a simulation): dependent rows there are independent by about the drift."""

@@ -28,7 +28,6 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from ._assembly import marker_positions
-from ._drift_control import AS_SIMULATED, as_simulated
 from ._model import Model
 from ._reactions import chunk_size, pair_wrenches
 from ._simulate import Trajectory
@@ -37,6 +36,7 @@ from ._structure import Structure, decide
 from ._types import Scalar
 from ._validation import host_values
 from ._validity import ConstraintsLeftError
+from .drift._base import AS_SIMULATED, as_simulated
 from .methods import AbstractRedundancyMethod, NullSpace, specialise
 
 PEAK_ORDER = 32.0

@@ -11,7 +11,6 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from ._drift_control import AS_SIMULATED, as_simulated
 from ._errors import ModelError
 from ._model import Model
 from ._pairs import RigidBodyConstraint
@@ -19,6 +18,7 @@ from ._solve import solve_terms
 from ._structure import Structure, decide, membership
 from ._types import Scalar
 from ._validation import check_vector
+from .drift._base import AS_SIMULATED, as_simulated
 from .methods import AbstractRedundancyMethod, NullSpace, specialise
 
 

@@ -11,7 +11,6 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ._assembly import position_residual, raise_if_inconsistent, velocity_residual
-from ._drift_control import AbstractDriftControl, Baumgarte, Projection
 from ._errors import ModelError
 from ._integration import (
     Tolerances,
@@ -25,8 +24,6 @@ from ._integration import (
 from ._model import Model, State
 from ._progress import Progress, in_segments
 from ._saving import save_at, saved_states
-from ._singularity import Watch, singularity_report
-from ._step_projection import StepProjection
 from ._structure import Structure, decide
 from ._validation import check_vector, host_values
 from ._validity import (
@@ -38,12 +35,16 @@ from ._validity import (
     stall_reason,
     stalled,
 )
+from .drift._base import AbstractDriftControl
+from .drift._projection import Projection
+from .drift._step_projection import default_drift_control
 from .methods import (
     AbstractNullSpaceMethod,
     AbstractRedundancyMethod,
     specialise,
     uses_block_solver,
 )
+from .monitors._singularity import Watch, singularity_report
 
 
 @eqx.filter_jit
@@ -101,7 +102,6 @@ def _simulate(
     qd0,
     correction,
     ts,
-    saved_times,
     structure,
     method,
     solver,
@@ -112,10 +112,6 @@ def _simulate(
     watch,
     tol,
 ):
-    if saved_times is not None:
-        # Save times known on the host are constants of the program (one program
-        # for eager calls and calls under `jax.jit`).
-        ts = jnp.asarray(saved_times.values)
     term = diffrax.ODETerm(_vector_field)
     args = (model, structure, method, drift_control)
     solver, monitored, watched = _monitored(args, solver, ts[0], (q0, qd0), watch)
@@ -251,12 +247,6 @@ def _simulate(
     )
 
 
-class _Times(eqx.Module):
-    """Save times as a static (hashable) value."""
-
-    values: tuple[float, ...] = eqx.field(static=True)
-
-
 def breakpoints(model: Model) -> Float[Array, " k"]:
     """Knots of the prescribed motions of every driver and of the profiles of the
     time-dependent loads (sorted; may repeat), for the step-size controller's
@@ -280,28 +270,6 @@ def default_solver(rtol: float) -> diffrax.AbstractSolver:
     at tight tolerances (fewer, larger steps), `Dopri8` when `rtol < 1e-6`, else
     `Tsit5`."""
     return diffrax.Dopri8() if rtol < 1e-6 else diffrax.Tsit5()
-
-
-def default_drift_control(method: AbstractRedundancyMethod) -> AbstractDriftControl:
-    """The default drift control of `simulate`:
-    [`StepProjection`][redundax.drift.StepProjection]`()`, a
-    projection onto the constraint manifold after every integrator step (with
-    Baumgarte terms at α = β = 1 /s between), for every method but those whose
-    equations carry their own drift terms (`method.stabilises_itself`: the penalty
-    method), which get [`Baumgarte`][redundax.drift.Baumgarte]`()` (ignored by them).
-
-    Why the projection: Baumgarte terms alone cannot keep a closed chain on its
-    branch through a singular configuration. IFToMM A02 with ten parallelograms
-    (`models.n_four_bar(10)`), 10 s through about twenty flat poses: with
-    `Baumgarte()` B0 ends 2.0 m off the exact motion with 10 % of the energy gained
-    in jumps at the flat poses; with `StepProjection()` 1.1e-6 m off, energy kept to
-    2.7e-7, in 336 steps instead of 904 (the projection also spares the step-size
-    control from following the drift). The mobile robot and Bricard take 66 and 94
-    steps instead of 160 and 230.
-    """
-    if getattr(method, "stabilises_itself", False):
-        return Baumgarte()
-    return StepProjection()
 
 
 def completed_controller(
@@ -391,13 +359,13 @@ def simulate_absolute(
         if host_values(structure.rank, structure.rank_nearby) is not None:
             structure.raise_if_singular()
     if ts is None:
-        # Evaluated now where t0 and t1 are known, also under an outer `jax.jit`: the
-        # save times are then the same constants as in an eager call (one program).
+        # Evaluated now where t0 and t1 are known, also under an outer `jax.jit` (the
+        # grid is then known on the host, as a report of `progress` needs). The
+        # program takes the save times as an argument either way: eager calls,
+        # `jit`, `vmap` over t1 and `grad` run the same program.
         with jax.ensure_compile_time_eval():
             ts = jnp.linspace(state0.t, t1, n_save)
     ts = jnp.asarray(ts, dtype=float)
-    known_ts = host_values(ts)
-    saved_times = None if known_ts is None else _Times(tuple(map(float, known_ts[0])))
     if solver is None:
         solver = default_solver(rtol)
     if stepsize_controller is None:
@@ -415,7 +383,7 @@ def simulate_absolute(
             model,
             (q0, qd0),
             correction,
-            saved_times,
+            ts,
             structure,
             method,
             solver,
@@ -433,8 +401,7 @@ def simulate_absolute(
         q0,
         qd0,
         correction,
-        None if saved_times is not None else ts,
-        saved_times,
+        ts,
         structure,
         method,
         solver,

@@ -7,7 +7,7 @@ naming the offending body, pair and field.
 """
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -21,78 +21,26 @@ from ._bodies import (
     natural_from_pose,
     natural_velocity,
 )
-from ._errors import ModelError
 from ._force_specs import FORCE_SPECS, Bushing
 from ._math import device
 from ._model import Loads, Markers, Model, Pair, State
-from ._motion import AbstractMotion, Constant
-from ._pairs import (
-    CustomHolonomicConstraint,
-    CustomPfaffianConstraint,
-    KnifeEdgeConstraint,
-    RevoluteConstraint,
-    RevoluteDriverConstraint,
-    RigidBodyConstraint,
-    TranslationalConstraint,
-    TranslationalDriverConstraint,
-    WeldConstraint,
+from ._motion import AbstractMotion
+from ._pairs import RigidBodyConstraint
+from ._spatial_body import SpatialBody, check_inertia, check_rotation
+from ._spec_fields import Problems, motion_field
+from .joints._custom import CustomHolonomic, CustomPfaffian
+from .joints._planar import (
+    KnifeEdge,
+    Revolute,
+    RevoluteDriver,
+    Translational,
+    TranslationalDriver,
+    Weld,
 )
-from ._spatial_spec import (
-    SPATIAL_SPECS,
-    SpatialBody,
-    Universal,
-    check_inertia,
-    check_rotation,
-    check_universal,
-)
+from .joints._spatial import SPATIAL_SPECS, Universal, check_universal
 
 GROUND = "ground"
 Vector = Sequence[float] | Any
-
-
-class _Problems:
-    """Collects validation problems so that one error lists all of them."""
-
-    def __init__(self):
-        self.items: list[str] = []
-
-    def add(self, message: str) -> None:
-        # A field read by two checks (a spatial body's pose: its natural coordinates
-        # and its initial state) is reported once.
-        if message not in self.items:
-            self.items.append(message)
-
-    def vector(self, value, length: int, where: str):
-        try:
-            arr = np.asarray(value, dtype=float)
-        except (TypeError, ValueError):
-            self.add(f"{where}: expected {length} numbers, got {value!r}")
-            return device(np.zeros(length))
-        if arr.shape != (length,):
-            self.add(f"{where}: expected a vector of length {length}, got shape {arr.shape}")
-            arr = np.zeros(length)
-        elif not np.all(np.isfinite(arr)):
-            self.add(f"{where}: contains a non-finite value {arr.tolist()}")
-        # Host values as JAX arrays (no XLA program is compiled for them); what is
-        # computed from them while the model is built is computed with NumPy.
-        return device(arr)
-
-    def scalar(self, value, where: str, positive: bool = False):
-        try:
-            x = float(value)
-        except (TypeError, ValueError):
-            self.add(f"{where}: expected a number, got {value!r}")
-            return device(1.0)
-        if not np.isfinite(x):
-            self.add(f"{where}: must be finite, got {x}")
-        elif positive and x <= 0.0:
-            self.add(f"{where}: must be positive, got {x}")
-        return device(x)
-
-    def raise_if_any(self, what: str) -> None:
-        if self.items:
-            lines = "\n".join(f"  - {p}" for p in self.items)
-            raise ModelError(f"invalid {what} ({len(self.items)} problem(s)):\n{lines}", self.items)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,212 +63,6 @@ class Body:
     angle: float = 0.0
     velocity: Vector = (0.0, 0.0)
     angular_velocity: float = 0.0
-
-
-@dataclasses.dataclass(frozen=True)
-class Revolute:
-    """Revolute joint: point `point_i` of `body_i` coincides with `point_j` of
-    `body_j` (body-frame coordinates [m]). 2 rows: global x, y."""
-
-    name: str
-    body_i: str
-    body_j: str
-    point_i: Vector = (0.0, 0.0)
-    point_j: Vector = (0.0, 0.0)
-
-    kind = "revolute"
-    size = 2
-    components = ("force x", "force y")
-
-    def _member(self, p: _Problems, index, rows):
-        return RevoluteConstraint(
-            bodies=index(self, ("body_i", "body_j")),
-            rows=rows,
-            s_i=p.vector(self.point_i, 2, f"pair {self.name!r} field 'point_i'"),
-            s_j=p.vector(self.point_j, 2, f"pair {self.name!r} field 'point_j'"),
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class Translational:
-    """Translational (prismatic) joint. `normal` is a body-j vector perpendicular
-    to the sliding axis; `angle` is the constant φ_i − φ_j [rad]. 2 rows."""
-
-    name: str
-    body_i: str
-    body_j: str
-    point_i: Vector = (0.0, 0.0)
-    point_j: Vector = (0.0, 0.0)
-    normal: Vector = (0.0, 1.0)
-    angle: float = 0.0
-
-    kind = "translational"
-    size = 2
-    components = ("normal force on body_j along n", "moment")
-
-    def _member(self, p: _Problems, index, rows):
-        where = f"pair {self.name!r} field"
-        return TranslationalConstraint(
-            bodies=index(self, ("body_i", "body_j")),
-            rows=rows,
-            s_i=p.vector(self.point_i, 2, f"{where} 'point_i'"),
-            s_j=p.vector(self.point_j, 2, f"{where} 'point_j'"),
-            normal=_unit(p, self.normal, f"{where} 'normal'"),
-            angle=p.scalar(self.angle, f"{where} 'angle'"),
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class Weld:
-    """Weld (fixed) joint: coincident points and constant relative angle. 3 rows."""
-
-    name: str
-    body_i: str
-    body_j: str
-    point_i: Vector = (0.0, 0.0)
-    point_j: Vector = (0.0, 0.0)
-    angle: float = 0.0
-
-    kind = "weld"
-    size = 3
-    components = ("force x", "force y", "moment")
-
-    def _member(self, p: _Problems, index, rows):
-        where = f"pair {self.name!r} field"
-        return WeldConstraint(
-            bodies=index(self, ("body_i", "body_j")),
-            rows=rows,
-            s_i=p.vector(self.point_i, 2, f"{where} 'point_i'"),
-            s_j=p.vector(self.point_j, 2, f"{where} 'point_j'"),
-            angle=p.scalar(self.angle, f"{where} 'angle'"),
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class TranslationalDriver:
-    """Prescribed displacement: (P_j − P_i) · R_j u = d(t), with `direction` u a
-    body-j vector and P the two points. 1 row."""
-
-    name: str
-    body_i: str
-    body_j: str
-    motion: AbstractMotion
-    point_i: Vector = (0.0, 0.0)
-    point_j: Vector = (0.0, 0.0)
-    direction: Vector = (1.0, 0.0)
-
-    kind = "translational-driver"
-    size = 1
-    components = ("driving force on body_j along u",)
-
-    def _member(self, p: _Problems, index, rows):
-        where = f"pair {self.name!r} field"
-        return TranslationalDriverConstraint(
-            bodies=index(self, ("body_i", "body_j")),
-            rows=rows,
-            s_i=p.vector(self.point_i, 2, f"{where} 'point_i'"),
-            s_j=p.vector(self.point_j, 2, f"{where} 'point_j'"),
-            direction=_unit(p, self.direction, f"{where} 'direction'"),
-            motion=_motion(p, self.motion, f"{where} 'motion'"),
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class RevoluteDriver:
-    """Prescribed relative angle φ_i − φ_j = d(t) [rad]. 1 row."""
-
-    name: str
-    body_i: str
-    body_j: str
-    motion: AbstractMotion
-
-    kind = "revolute-driver"
-    size = 1
-    components = ("driving torque",)
-
-    def _member(self, p: _Problems, index, rows):
-        return RevoluteDriverConstraint(
-            bodies=index(self, ("body_i", "body_j")),
-            rows=rows,
-            motion=_motion(p, self.motion, f"pair {self.name!r} field 'motion'"),
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class CustomHolonomic:
-    """Any other holonomic pair: `residual(params, qb, t) -> (size,)` where `qb`
-    stacks the coordinates [x, y, φ] of `bodies` (shape `(len(bodies), 3)`).
-    Write it with `jax.numpy`; its derivatives come from autodiff."""
-
-    name: str
-    bodies: tuple[str, ...]
-    residual: Callable[..., Any]
-    size: int
-    params: Any = None
-
-    kind = "custom"
-
-    @property
-    def components(self) -> tuple[str, ...]:
-        return tuple(f"row {k + 1}" for k in range(int(self.size)))
-
-    def _member(self, p: _Problems, index, rows):
-        return CustomHolonomicConstraint(
-            bodies=index(self, ("bodies",)),
-            rows=rows,
-            fn=self.residual,
-            params=_params(self.params),
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class KnifeEdge:
-    """Knife edge on `body` at `point`, with `normal` the body-frame unit vector
-    across the edge: the contact point has no velocity along the normal. 1 row."""
-
-    name: str
-    body: str
-    point: Vector = (0.0, 0.0)
-    normal: Vector = (0.0, 1.0)
-
-    kind = "knife-edge"
-    size = 1
-    components = ("lateral force",)
-
-    def _member(self, p: _Problems, index, rows):
-        where = f"pair {self.name!r} field"
-        return KnifeEdgeConstraint(
-            bodies=index(self, ("body",)),
-            rows=rows,
-            point=p.vector(self.point, 2, f"{where} 'point'"),
-            normal=_unit(p, self.normal, f"{where} 'normal'"),
-        )
-
-
-@dataclasses.dataclass(frozen=True)
-class CustomPfaffian:
-    """Any other linear nonholonomic pair: `velocity_residual(params, qb, qdb) ->
-    (size,)`, linear in `qdb`."""
-
-    name: str
-    bodies: tuple[str, ...]
-    velocity_residual: Callable[..., Any]
-    size: int
-    params: Any = None
-
-    kind = "custom-pfaffian"
-
-    @property
-    def components(self) -> tuple[str, ...]:
-        return tuple(f"row {k + 1}" for k in range(int(self.size)))
-
-    def _member(self, p: _Problems, index, rows):
-        return CustomPfaffianConstraint(
-            bodies=index(self, ("bodies",)),
-            rows=rows,
-            fn=self.velocity_residual,
-            params=_params(self.params),
-        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -356,19 +98,9 @@ HOLONOMIC_SPECS = (
 PFAFFIAN_SPECS = (KnifeEdge, CustomPfaffian)
 
 
-def _is_numbers(x) -> bool:
-    return isinstance(x, (list, tuple)) and all(isinstance(v, (int, float)) for v in x)
-
-
 def device_int(values) -> jax.Array:
     """Integers (indices) as an int32 JAX array, with no XLA program compiled."""
     return device(np.asarray(values, dtype=np.int32))
-
-
-def _params(params):
-    """Parameters of a custom pair as float arrays; a list or tuple of numbers
-    becomes one vector (not a tuple of scalars), so `qb[0, :2] - params["P"]` works."""
-    return jax.tree.map(lambda x: jnp.asarray(x, dtype=float), params, is_leaf=_is_numbers)
 
 
 def _pair_bodies(spec) -> tuple[str, ...]:
@@ -378,25 +110,6 @@ def _pair_bodies(spec) -> tuple[str, ...]:
     if isinstance(spec, KnifeEdge):
         return (spec.body,)
     return (spec.body_i, spec.body_j)
-
-
-def _unit(p: _Problems, value, where: str):
-    v = p.vector(value, 2, where)
-    v = np.asarray(v)
-    norm = float(np.linalg.norm(v))
-    if norm == 0.0 or not np.isfinite(norm):
-        p.add(f"{where}: must be a non-zero vector")
-        return device([1.0, 0.0])
-    return device(v / norm)
-
-
-def _motion(p: _Problems, value, where: str) -> AbstractMotion:
-    if isinstance(value, AbstractMotion):
-        return value
-    if isinstance(value, (int, float)):
-        return Constant(value)
-    p.add(f"{where}: expected a redundax motion (Constant, Polynomial, ...), got {value!r}")
-    return Constant(0.0)
 
 
 def _rows(vectors: list, width: int = 2):
@@ -425,7 +138,7 @@ class _Context:
     """What a pair or force spec needs from the mechanism to build its member."""
 
     def __init__(
-        self, p: _Problems, names: list[str], poses: dict, dim: int = 3, angles: dict | None = None
+        self, p: Problems, names: list[str], poses: dict, dim: int = 3, angles: dict | None = None
     ):
         self.p, self.names, self.poses, self.dim = p, names, poses, dim
         self.angles = {} if angles is None else angles
@@ -490,7 +203,7 @@ class _Context:
         return check_rotation(self.p, value, where)
 
     def motion(self, spec) -> AbstractMotion:
-        return _motion(self.p, spec.motion, f"pair {spec.name!r} field 'motion'")
+        return motion_field(self.p, spec.motion, f"pair {spec.name!r} field 'motion'")
 
 
 def _planar_poses(bodies) -> tuple[dict, dict]:
@@ -560,7 +273,7 @@ class Mechanism:
         """3 if the bodies are spatial, else 2."""
         return 3 if any(isinstance(b, SpatialBody) for b in self.bodies) else 2
 
-    def _check_bodies(self, p: _Problems) -> None:
+    def _check_bodies(self, p: Problems) -> None:
         dim = self.dim
         names = [getattr(b, "name", None) for b in self.bodies]
         if not names:
@@ -580,7 +293,7 @@ class Mechanism:
                 p.add(f"body {name!r}: duplicate body name")
             seen.add(name)
 
-    def _bodies(self, p: _Problems):
+    def _bodies(self, p: Problems):
         """The bodies module and the initial poses (spatial: position, rotation)."""
         names = tuple(b.name for b in self.bodies)
         mass = np.stack(
@@ -621,7 +334,7 @@ class Mechanism:
         names, wrong vector lengths, non-positive masses or inertias, unknown pair
         types, planar pairs in a spatial mechanism and vice versa.
         """
-        p = _Problems()
+        p = Problems()
         self._check_bodies(p)
         p.raise_if_any("mechanism")
         self._initial_vectors(p)
@@ -786,7 +499,7 @@ class Mechanism:
             mass_facts=mass_facts(bodies),
         )
 
-    def _forces(self, p: _Problems, ctx: _Context, dim: int):
+    def _forces(self, p: Problems, ctx: _Context, dim: int):
         """The force elements stacked by type, and where each one went."""
         members = []
         for k, spec in enumerate(self.forces):
@@ -814,13 +527,13 @@ class Mechanism:
 
     def initial_state(self) -> State:
         """The initial state from the bodies' poses and velocities, at t = 0."""
-        p = _Problems()
+        p = Problems()
         q, qd = self._initial_vectors(p)
         p.raise_if_any("initial state")
         q, qd = (np.concatenate([np.atleast_1d(np.asarray(x)) for x in v]) for v in (q, qd))
         return State(np.asarray(0.0), device(q), device(qd))
 
-    def _initial_vectors(self, p: _Problems) -> tuple[list, list]:
+    def _initial_vectors(self, p: Problems) -> tuple[list, list]:
         """Each body's coordinates and velocities (lists of arrays), every invalid
         pose or velocity reported to `p` (by `build` too, so that it validates
         everything)."""

@@ -54,15 +54,16 @@ from ._block_pattern import BlockPattern, block_pattern
 from ._bodies import MASS_DEFINITE_RTOL as MASS_DEFINITE_RTOL, MassFacts
 from ._errors import ModelError
 from ._model import Model, unkeyed
+from ._precision import precise
 from ._qr import DECISION_RTOL as DECISION_RTOL, default_rtol, pivoted_qr
 from ._types import Scalar
 from ._validation import check_vector, host_values
 
-UNIQUENESS_RTOL = 1e-8
+UNIQUENESS_RTOL = precise(1e-8, 1e-4)
 """B_X counts as zero when ‖B_X‖_F ≤ utol · ‖C_X‖_F (B_X is C_Xᵀ times orthonormal
 columns, so ‖B_X‖_F ≤ ‖C_X‖_F), and N_X when ‖N_X‖_F ≤ utol."""
 
-SCHUR_MIN_EIGENVALUE = 5e-5
+SCHUR_MIN_EIGENVALUE = precise(5e-5, 1e-2)
 """Smallest non-zero eigenvalue of the Jacobi-scaled Schur complement C M⁻¹ Cᵀ for
 which the all-rows Schur path of the null-space method is used: the bias of its
 shift, (δ/ŝ)⁷ with δ = 1e-6 and six refinements, is then below 1e-12 (measured ŝ:

@@ -56,8 +56,9 @@ import diffrax
 import jax.numpy as jnp
 
 from ._assembly import position_residual
+from ._precision import precise
 
-PROJECTED_TOL = 1e-6
+PROJECTED_TOL = precise(1e-6, 1e-4)
 """The largest constraint residual [m, rad] of a projected state (relative to
 max(1, max |q₀|)): Newton steps converge quadratically, so a state left further
 off lies where no configuration satisfies the constraints."""
@@ -66,7 +67,7 @@ UNPROJECTED_TOL = 1e-3
 """The largest constraint residual [m, rad] of a state the run did not project
 (relative to max(1, max |q₀|)): IFToMM's accuracy tolerance for positions."""
 
-STALL_STEP = 1e-9
+STALL_STEP = precise(1e-9, 1e-6)
 """The shortest step [fraction of t1 − t0] the default step-size controllers take:
 at that size a run needs 1e9 steps, which only a motion running into a point it
 cannot pass asks for (the 3-RRR and the mobile robot driven past their

@@ -4,18 +4,10 @@ import math
 
 from ._force_specs import SpringDamper
 from ._motion import AbstractMotion, Polynomial, SmoothSteps, shifted
-from ._spatial_spec import Prismatic3D, Revolute3D, RevoluteDriver3D, SpatialBody, Spherical
-from ._spec import (
-    Body,
-    KnifeEdge,
-    Load,
-    Marker,
-    Mechanism,
-    Revolute,
-    RevoluteDriver,
-    Translational,
-    TranslationalDriver,
-)
+from ._spatial_body import SpatialBody
+from ._spec import Body, Load, Marker, Mechanism
+from .joints._planar import KnifeEdge, Revolute, RevoluteDriver, Translational, TranslationalDriver
+from .joints._spatial import Prismatic3D, Revolute3D, RevoluteDriver3D, Spherical
 
 __all__ = [
     "mobile_robot",

@@ -43,9 +43,6 @@ from ._common import (
     warn,
 )
 
-# The command line always works in float64 (the library import also enables it).
-jax.config.update("jax_enable_x64", True)
-
 
 def _module_command(module: ModuleType) -> Command:
     """The `Command` of a module that defines `SUMMARY`, `DESCRIPTION`,

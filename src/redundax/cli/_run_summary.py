@@ -7,8 +7,10 @@ import diffrax
 import numpy as np
 
 from .. import ModelError
-from .._drift_control import Baumgarte, NoDriftControl, Projection
-from .._step_projection import StepProjection
+from ..drift._base import NoDriftControl
+from ..drift._baumgarte import Baumgarte
+from ..drift._projection import Projection
+from ..drift._step_projection import StepProjection
 from ..equations import marker_positions
 from ..io.config import Config, SimulationOptions
 
@@ -106,6 +108,7 @@ def validity_keys(trajectory, error) -> dict[str, Any]:
 def describe_drift_control(drift_control) -> str:
     """The drift control a run used, in words, with its gains (for the summary's
     `drift_control` key and its text)."""
+
     def gains(b) -> str:
         if b is None:
             return "no Baumgarte terms"

@@ -28,13 +28,11 @@ import jax
 import numpy as np
 
 from .. import ModelError, State
-from .._drift_control import Projection
 from .._options import initial_projection
 from .._progress import Progress
-from .._rank_history import rank_history, singular_instants
 from .._run import simulate
 from .._simulate import _initial_state, raise_if_not_projected
-from .._singularity import THRESHOLD
+from ..drift._projection import Projection
 from ..io.config import Config, SimulationOptions
 from ..io.results import component_labels, write_run
 from ..joint_coordinates import (
@@ -50,6 +48,8 @@ from ..joint_coordinates import (
 from ..joint_coordinates._reactions import METHOD
 from ..joint_coordinates._run_validity import constraints_left_error
 from ..joint_coordinates._uniqueness import STEPS
+from ..monitors._rank_history import rank_history, singular_instants
+from ..monitors._singularity import THRESHOLD
 from ._common import (
     EXIT_FAILURE,
     Status,
@@ -103,7 +103,7 @@ def _refuse_weightless(config: Config) -> None:
     if flat:
         moments = np.linalg.eigvalsh(np.asarray(config.model.bodies.inertia)[names.index(flat[0])])
         raise ModelError(
-            f"[simulation] initial = \"project\" cannot project this state: it "
+            f'[simulation] initial = "project" cannot project this state: it '
             "weighs the correction by the mass matrix in natural coordinates, which is "
             f"singular for body {', '.join(map(repr, flat))} (principal moments "
             f"{', '.join(f'{m:.6g}' for m in moments)}: a flat plate, the largest the sum of "

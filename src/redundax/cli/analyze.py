@@ -4,7 +4,6 @@ import argparse
 import json
 
 from .. import Model, ModelError, SolvabilityReport, State, analyze_solvability
-from .._closure import ClosureReport, closure_report
 from .._options import initial_projection
 from .._solvability import joint_frames
 from ..io.config import MUJOCO_SUFFIXES, load_config
@@ -15,6 +14,7 @@ from ..joint_coordinates import (
     joint_uniqueness,
     to_joint_state,
 )
+from ..monitors._closure import ClosureReport, closure_report
 from ._common import EXIT_OK, config_argument, unit_interval
 from ._initial import initial_state
 from ._programs import cached_call

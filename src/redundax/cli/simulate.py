@@ -25,11 +25,11 @@ from .. import (
 from .._options import Singularities, initial_projection
 from .._reactions import MEMORY_BUDGET, chunk_size
 from .._simulate import SingularPassageWarning, constraints_left_error
-from .._singularity import SingularityReport
 from .._structure import judged
 from ..io.config import Config, SimulationOptions, load_config
 from ..io.results import check_output, component_labels, write_run
 from ..methods import AbstractNullSpaceMethod, Elimination, specialise
+from ..monitors._singularity import SingularityReport
 from . import _simulate_joint
 from ._common import (
     EXIT_FAILURE,

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._spatial_spec import check_inertia, check_rotation
+from .._spatial_body import check_inertia, check_rotation
 from ._errors import ConfigError, Problem, Where
 
 Check = Callable[[Any, Where, list[str]], Any]

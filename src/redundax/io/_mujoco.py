@@ -31,8 +31,9 @@ import numpy as np
 
 from .._errors import ModelError
 from .._force_specs import RotationalSpringDamper
-from .._spatial_spec import Prismatic3D, Revolute3D, SpatialBody, Spherical, Weld3D
+from .._spatial_body import SpatialBody
 from .._spec import Marker, Mechanism
+from ..joints._spatial import Prismatic3D, Revolute3D, Spherical, Weld3D
 
 EXTRA = "pip install 'redundax[mjcf]'"
 """How to install what reading MJCF and URDF needs."""

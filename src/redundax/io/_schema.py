@@ -15,30 +15,29 @@ from typing import Any, Final
 import diffrax
 import numpy as np
 
-from .._drift_control import Baumgarte, Projection
 from .._force_specs import Bushing, RotationalSpringDamper, SpringDamper, TimeDependentLoad
 from .._motion import Constant, Polynomial, SmoothSteps
-from .._spatial_spec import (
-    Cylindrical,
-    Prismatic3D,
-    Revolute3D,
-    RevoluteDriver3D,
-    SpatialBody,
-    Spherical,
-    TranslationalDriver3D,
-    Universal,
-    Weld3D,
-)
-from .._spec import (
-    Body,
+from .._spatial_body import SpatialBody
+from .._spec import Body, Load, Marker
+from ..drift._baumgarte import Baumgarte
+from ..drift._projection import Projection
+from ..joints._planar import (
     KnifeEdge,
-    Load,
-    Marker,
     Revolute,
     RevoluteDriver,
     Translational,
     TranslationalDriver,
     Weld,
+)
+from ..joints._spatial import (
+    Cylindrical,
+    Prismatic3D,
+    Revolute3D,
+    RevoluteDriver3D,
+    Spherical,
+    TranslationalDriver3D,
+    Universal,
+    Weld3D,
 )
 from ..methods import (
     AugmentedLagrangian,

@@ -7,11 +7,12 @@ from typing import Any, Final
 
 import diffrax
 
-from .._drift_control import AbstractDriftControl, Projection, drift_control_of
 from .._options import DEFAULT_SAVES, AbstractInitial, CheckInitial, ProjectInitial, SaveAt
 from .._run import ATOL, RTOL
 from .._simulate import default_solver
-from .._step_projection import StepProjection
+from ..drift._base import AbstractDriftControl
+from ..drift._projection import Projection, drift_control_of
+from ..drift._step_projection import StepProjection
 from ..methods import AbstractRedundancyMethod, NullSpace
 from . import _checks as checks
 from ._errors import Problem, Where

@@ -31,8 +31,9 @@ from .._errors import ModelError
 from .._model import Model, State
 from .._motion import Constant
 from .._options import PROJECTED_TOL, CheckInitial, ProjectInitial
-from .._spatial_spec import RevoluteDriver3D, TranslationalDriver3D
-from .._spec import GROUND, Mechanism, RevoluteDriver, TranslationalDriver
+from .._spec import GROUND, Mechanism
+from ..joints._planar import RevoluteDriver, TranslationalDriver
+from ..joints._spatial import RevoluteDriver3D, TranslationalDriver3D
 from ..methods import Compliant, eliminate, joint_stiffness
 from . import _checks as checks
 from ._errors import ConfigError as ConfigError, Problem, Where

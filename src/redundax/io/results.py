@@ -108,13 +108,13 @@ import numpy as np
 from .._assembly import marker_positions
 from .._model import Model, Pair
 from .._qr import DECISION_RTOL
-from .._rank_history import rank_history
 from .._reactions import Reactions
 from .._simulate import Trajectory
 from .._solvability import solvability_report
 from .._spec import GROUND
 from ..joint_coordinates import JointTrajectory, JointUniquenessReport
 from ..joint_coordinates._uniqueness import STEPS
+from ..monitors._rank_history import rank_history
 from ._atomic import EXISTS, NOT_WRITABLE, atomic_write
 from .config import Config
 

@@ -19,10 +19,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._drift_control import Baumgarte
 from .._model import State
 from .._qr import DECISION_RTOL
 from .._types import Scalar
+from ..drift._baumgarte import Baumgarte
 from ._dca import (
     ActiveRows,
     AssemblyNode,

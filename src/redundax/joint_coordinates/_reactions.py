@@ -17,10 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._drift_control import Baumgarte
 from .._equations import dynamics_terms
 from .._reactions import Reactions, chunk_size, reactions_of
 from .._types import Scalar
+from ..drift._baumgarte import Baumgarte
 from ._dynamics import JointStructure, dca_dynamics
 from ._model import JointModel
 from ._uniqueness import JointUniquenessReport

@@ -9,11 +9,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
-from .._drift_control import AbstractDriftControl, Baumgarte, NoDriftControl
 from .._model import State
 from .._progress import Progress
-from .._step_projection import StepProjection
 from .._validation import host_values
+from ..drift._base import AbstractDriftControl, NoDriftControl
+from ..drift._baumgarte import Baumgarte
+from ..drift._step_projection import StepProjection
 from ._dynamics import JointStructure, decide_joint
 from ._kinematics import has_rotation_vectors, rechart_rotation_vectors
 from ._model import JointModel

@@ -31,10 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._assembly import constraint_matrix
-from .._drift_control import AbstractDriftControl
 from .._integration import Tolerances
-from .._singularity import THRESHOLD
-from .._step_projection import StepProjection
 from .._validation import host_values
 from .._validity import (
     STALL_STEP,
@@ -47,6 +44,9 @@ from .._validity import (
     stalled,
     violation,
 )
+from ..drift._base import AbstractDriftControl
+from ..drift._step_projection import StepProjection
+from ..monitors._singularity import THRESHOLD
 from ._model import JointModel
 
 

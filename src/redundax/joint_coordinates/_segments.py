@@ -15,7 +15,7 @@ from jaxtyping import Array, Bool, Float, Int, PyTree
 from .._model import State
 from .._progress import Progress, _proposing
 from .._saving import save_at, saved_states
-from .._step_projection import StepProjection
+from ..drift._step_projection import StepProjection
 from ._run_validity import controller, left_event
 from ._simulate import JointTrajectory, setup, trajectory_of
 

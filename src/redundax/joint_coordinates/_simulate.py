@@ -35,11 +35,11 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .._assembly import kinetic_energy, potential_energy
-from .._drift_control import Baumgarte
 from .._integration import AbstractTrajectory, Tolerances
 from .._model import State
 from .._saving import save_at, saved_states
-from .._step_projection import AbstractStepEnd, ProjectedSteps, StepProjection
+from ..drift._baumgarte import Baumgarte
+from ..drift._step_projection import AbstractStepEnd, ProjectedSteps, StepProjection
 from ._dca import dca_solve
 from ._dynamics import JointStructure, dca_dynamics
 from ._kinematics import has_rotation_vectors, joint_rates, rechart_rotation_vectors
@@ -129,7 +129,6 @@ class JointTrajectory(AbstractTrajectory):
         its `valid` is False where it was not reached)."""
         stopped = self.result == diffrax.RESULTS.event_occurred
         return stopped | (self.result == diffrax.RESULTS.dt_min_reached)
-
 
 
 class JointStepEnd(AbstractStepEnd):

@@ -14,9 +14,10 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 from .._block_pattern import BlockPattern, coupling, symbolic_factorisation
 from .._bodies import MASS_PIVOTS_MAX_CONDITION as MASS_PIVOTS_MAX_CONDITION, MassFacts
 from .._equations import LocalTerms, Terms
+from .._precision import precise
 from .._structure import Structure
 
-PIVOT_RTOL = 1e-6
+PIVOT_RTOL = precise(1e-6, 1e-4)
 """A row of S is dropped when its LDLᵀ pivot is at or below this fraction of its
 S_jj: the row's part independent of the rows before it is below √1e-6 = 1e-3 of
 its size (in the M⁻¹ metric). Exactly dependent rows at a state that drifted by ε

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
+from .._precision import precise
 from .._qr import pivoted_qr
 
 
@@ -128,7 +129,7 @@ def mass_solver(
     return lambda x: jax.scipy.linalg.cho_solve(factor, x)
 
 
-SCHUR_REGULARISATION = 1e-6
+SCHUR_REGULARISATION = precise(1e-6, 1e-3)
 """Shift δ of the Jacobi-scaled all-rows Schur complement, D⁻½ S D⁻½ + δ I."""
 
 

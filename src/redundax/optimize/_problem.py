@@ -15,10 +15,10 @@ import numpy as np
 from .. import decide, simulate
 from .._options import initial_projection
 from .._parameters import apply_parameters, parameter_targets
-from .._rank_history import singular_values_along
 from .._reaction_quantities import first_moving_body
 from ..analysis import peak_reaction, reaction_impulse
 from ..methods import specialise
+from ..monitors._rank_history import singular_values_along
 from ._file import Design
 
 

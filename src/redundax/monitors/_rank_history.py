@@ -7,11 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from ._assembly import constraint_matrix
-from ._model import Model
-from ._qr import DECISION_RTOL, default_rtol
-from ._reactions import chunk_size
-from ._structure import decide
+from .._assembly import constraint_matrix
+from .._model import Model
+from .._qr import DECISION_RTOL, default_rtol
+from .._reactions import chunk_size
+from .._structure import decide
 
 
 class RankHistory(eqx.Module):

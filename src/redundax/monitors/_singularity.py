@@ -57,11 +57,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from ._assembly import constraint_matrix, constraint_rows
-from ._drift_control import Projection
-from ._step_projection import StepProjection
-from ._wrapped_solver import AbstractMonitor
-from .methods.block import PIVOT_RTOL, row_pivots
+from .._assembly import constraint_matrix, constraint_rows
+from .._wrapped_solver import AbstractMonitor
+from ..drift._projection import Projection
+from ..drift._step_projection import StepProjection
+from ..methods.block import PIVOT_RTOL, row_pivots
 
 THRESHOLD = 0.1
 """A local minimum of σ_r/σ_1 is a passage when it is below this fraction of the

@@ -20,10 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from ._model import Model
-from ._wrapped_solver import AbstractMonitor
-from .methods import BlockSparse
-from .methods._specialise import block_pivots
+from .._model import Model
+from .._wrapped_solver import AbstractMonitor
+from ..methods import BlockSparse
+from ..methods._specialise import block_pivots
 
 CAPACITY = 256
 """Changes of the active set a run records (later ones are counted, not stored)."""

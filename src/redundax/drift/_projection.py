@@ -1,21 +1,5 @@
-"""Drift control, one object per strategy (as Diffrax has one object per step-size
-controller): Baumgarte terms in Γ, projection onto the constraint manifold
-(González et al. 2011, Eqs. 2–3; DESIGN.md §2), both, or neither.
-
-A drift control answers two questions `simulate` asks:
-
-- `gamma(terms)`: the right-hand side Γ of C q̈ = Γ the accelerations are solved
-  with (the constraints' own Γ, or Γ with stabilising terms added);
-- `project(model, q, qd, t, ranks)`: the state put back on the manifold at each
-  saved time, or None when the strategy does not project (`projects` says which,
-  statically, so that `simulate` chooses its integration loop while tracing);
-- `wrap(solver)`: the integrator, possibly wrapped (a projection after every step:
-  [`StepProjection`][redundax.drift.StepProjection], in `_step_projection.py`).
-
-Reactions along a motion need the same Γ as the motion
-([`reaction_history`][redundax.reaction_history]
-reads `Trajectory.drift_control`).
-"""
+"""Projection onto the constraint manifold at every saved time: the
+mass-weighted least-norm correction of González et al. (2011), Eqs. 2–3."""
 
 import dataclasses
 from typing import ClassVar
@@ -26,86 +10,15 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ._assembly import constraint_matrix, mass_matrix, position_residual, velocity_bias
-from ._model import Model
-from ._qr import DECISION_RTOL, pivoted_qr
-from ._types import Scalar
-from ._validation import given_numbers
-
-
-class AbstractDriftControl(eqx.Module):
-    """How a simulation keeps its state on the constraint manifold.
-
-    Subclasses override `gamma` (terms added to Γ) and/or set `projects = True` and
-    override `project` (a correction at each saved time)."""
-
-    projects: ClassVar[bool] = False
-    """Whether it projects the state at every saved time."""
-
-    projects_steps: ClassVar[bool] = False
-    """Whether it projects the state at the end of every integrator step (the
-    validity criterion then holds step ends to the projection's tolerance)."""
-
-    def gamma(self, terms) -> Float[Array, " nc"]:
-        """Γ the accelerations are solved with, from the `Terms` of the equations
-        of motion (default: the constraints' own Γ)."""
-        return terms.gamma
-
-    def project(self, model: Model, q, qd, t, ranks=None):
-        """`(q, q̇)` put back on the manifold (default: unchanged)."""
-        return q, qd
-
-    def prepare(self, method, structure) -> "AbstractDriftControl":
-        """This drift control with its choices fixed for `method` and `structure`
-        (called by `simulate` on the host; default: itself)."""
-        return self
-
-    def wrap(self, solver):
-        """The Diffrax solver `simulate` integrates with, built on `solver` (default:
-        `solver` itself; [`StepProjection`][redundax.drift.StepProjection] projects after
-        every step)."""
-        return solver
-
-
-class NoDriftControl(AbstractDriftControl):
-    """No drift control: the constraints' own Γ and no projection. The residuals
-    then grow with the integration error (use for checks, not for long runs)."""
-
-
-class Baumgarte(AbstractDriftControl):
-    """Γ ← Γ − 2α (C q̇ + b) − β² [Φ; 0].
-
-    `alpha` [1/s] damps velocity drift (holonomic and Pfaffian rows), `beta` [1/s]
-    position drift (holonomic rows). α = β gives critical damping of the drift.
-    `simulate`'s default drift control is `Baumgarte()` (α = β = 10 /s).
-    """
-
-    alpha: float = 10.0
-    beta: float = 10.0
-
-    def __check_init__(self):
-        """Refuse gains (given as numbers, not traced) that are negative, not
-        finite, or so large that 2α or β² overflows (the terms are then inf or NaN
-        at the first evaluation)."""
-        for name, term in (("alpha", "2α"), ("beta", "β²")):
-            value = getattr(self, name)
-            if isinstance(value, jax.core.Tracer):
-                continue
-            x = np.asarray(value, dtype=float)
-            with np.errstate(over="ignore", invalid="ignore"):
-                scaled = 2.0 * x if name == "alpha" else x * x
-            if not (np.all(x >= 0.0) and np.all(np.isfinite(scaled))):
-                raise ValueError(
-                    f"Baumgarte: {name} must be zero or positive with {term} a finite "
-                    f"number, got {value!r}"
-                )
-
-    def gamma(self, terms) -> Float[Array, " nc"]:
-        """Stabilised Γ from the `Terms` of the equations of motion."""
-        velocity_error = terms.velocity_error
-        nc, m = velocity_error.shape[0], terms.phi.shape[0]
-        phi = jnp.concatenate([terms.phi, jnp.zeros(nc - m)])
-        return terms.gamma - 2.0 * self.alpha * velocity_error - self.beta**2 * phi
+from .._assembly import constraint_matrix, mass_matrix, position_residual, velocity_bias
+from .._bodies import mass_facts
+from .._errors import ModelError
+from .._model import Model
+from .._qr import DECISION_RTOL, pivoted_qr
+from .._types import Scalar
+from .._validation import given_numbers, known
+from ._base import AbstractDriftControl, NoDriftControl
+from ._baumgarte import Baumgarte
 
 
 def _pinv_parts(S, rank):
@@ -226,10 +139,6 @@ class Projection(AbstractDriftControl):
         which would be NaN. From the masses themselves where they are concrete,
         else from the model's static mass facts (so also under a trace). `what`
         names the caller's field."""
-        from ._bodies import mass_facts
-        from ._errors import ModelError
-        from ._validation import known
-
         facts = mass_facts(model.bodies) if known(model.bodies) else model.mass_facts
         if facts is None:
             return
@@ -299,21 +208,3 @@ def drift_control_of(
     if projection is not None:
         return dataclasses.replace(projection, baumgarte=stabilisation)
     return NoDriftControl() if stabilisation is None else stabilisation
-
-
-class _AsSimulated:
-    """The default `drift_control` of the functions of a trajectory: the drift
-    control the trajectory was simulated with (`Trajectory.drift_control`)."""
-
-    def __repr__(self) -> str:
-        return "AS_SIMULATED"
-
-
-AS_SIMULATED = _AsSimulated()
-
-
-def as_simulated(drift_control, trajectory):
-    """`trajectory.drift_control` where `drift_control` is
-    [`AS_SIMULATED`][redundax.drift.AS_SIMULATED], else
-    `drift_control` (a drift control, or None for Γ itself)."""
-    return trajectory.drift_control if drift_control is AS_SIMULATED else drift_control

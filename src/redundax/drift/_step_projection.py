@@ -27,18 +27,19 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from ._assembly import (
+from .._assembly import (
     constraint_matrix,
     mass_matrix,
     position_residual,
     velocity_bias,
 )
-from ._drift_control import AbstractDriftControl, Baumgarte
-from ._equations import LocalTerms, local_terms
-from ._types import Scalar
-from ._wrapped_solver import AbstractDelegatingSolver
-from .methods import AbstractNullSpaceMethod, BlockSparse, Elimination
-from .methods._kernels import null_space_acceleration, schur_acceleration, schur_solve
+from .._equations import LocalTerms, local_terms
+from .._types import Scalar
+from .._wrapped_solver import AbstractDelegatingSolver
+from ..methods import AbstractNullSpaceMethod, AbstractRedundancyMethod, BlockSparse, Elimination
+from ..methods._kernels import null_space_acceleration, schur_acceleration, schur_solve
+from ._base import AbstractDriftControl
+from ._baumgarte import Baumgarte
 
 
 def _rows(terms, m: int):
@@ -239,3 +240,25 @@ class ProjectedSteps(AbstractDelegatingSolver):
             # FSAL: the stored last stage belongs to the unprojected state.
             state = (jnp.array(True), state[1])
         return y1, error, dense, state, result
+
+
+def default_drift_control(method: AbstractRedundancyMethod) -> AbstractDriftControl:
+    """The default drift control of `simulate`:
+    [`StepProjection`][redundax.drift.StepProjection]`()`, a
+    projection onto the constraint manifold after every integrator step (with
+    Baumgarte terms at α = β = 1 /s between), for every method but those whose
+    equations carry their own drift terms (`method.stabilises_itself`: the penalty
+    method), which get [`Baumgarte`][redundax.drift.Baumgarte]`()` (ignored by them).
+
+    Why the projection: Baumgarte terms alone cannot keep a closed chain on its
+    branch through a singular configuration. IFToMM A02 with ten parallelograms
+    (`models.n_four_bar(10)`), 10 s through about twenty flat poses: with
+    `Baumgarte()` B0 ends 2.0 m off the exact motion with 10 % of the energy gained
+    in jumps at the flat poses; with `StepProjection()` 1.1e-6 m off, energy kept to
+    2.7e-7, in 336 steps instead of 904 (the projection also spares the step-size
+    control from following the drift). The mobile robot and Bricard take 66 and 94
+    steps instead of 160 and 230.
+    """
+    if getattr(method, "stabilises_itself", False):
+        return Baumgarte()
+    return StepProjection()

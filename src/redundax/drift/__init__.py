@@ -3,23 +3,24 @@
 step; [`Projection`][redundax.drift.Projection] at every saved time;
 [`Baumgarte`][redundax.drift.Baumgarte] adds
 feedback terms to the acceleration equations; [`NoDriftControl`][redundax.drift.NoDriftControl] does
-nothing.
+nothing. One strategy per file: `_base.py` (the interface), `_baumgarte.py`,
+`_projection.py`, `_step_projection.py`.
 """
 
-from ._drift_control import (
+from ._base import (
     AS_SIMULATED as AS_SIMULATED,
     AbstractDriftControl as AbstractDriftControl,
-    Baumgarte as Baumgarte,
     NoDriftControl as NoDriftControl,
+)
+from ._baumgarte import Baumgarte as Baumgarte
+from ._projection import (
     Projection as Projection,
     drift_control_of as drift_control_of,
-)
-from ._simulate import (
-    default_drift_control as default_drift_control,
 )
 from ._step_projection import (
     ProjectedSteps as ProjectedSteps,
     StepProjection as StepProjection,
+    default_drift_control as default_drift_control,
 )
 
 __all__ = [

@@ -37,11 +37,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
-from ._assembly import constraint_matrix
-from ._model import Model
-from ._qr import default_rtol, pivoted_qr
-from ._structure import left_null_space
-from ._types import Scalar
+from .._assembly import constraint_matrix
+from .._model import Model
+from .._qr import default_rtol, pivoted_qr
+from .._structure import left_null_space
+from .._types import Scalar
 
 _FORCE = "force"  # the reaction components of a joint's point coincidence
 # Pair kinds whose point-coincidence rows alone are a MuJoCo type: the change's name.
