@@ -377,11 +377,10 @@ def test_joint_runs_refuse_what_they_do_not_offer(tmp_path: Path):
         )
 
 
-def test_simulate_joint_under_vmap_and_grad():
+def test_simulate_joint_under_grad():
     """The gradient of the final x of the four-bar's crank centre with respect to
     the crank's length (its pin A moved along it, through 0.3 s of motion in joint
-    coordinates) equals central differences; motions from two states at once
-    (vmap, the structure given) equal the motions one by one."""
+    coordinates) equals central differences."""
     mech = models.four_bar()
     model, state0 = mech.build(), mech.initial_state()
     jm = rx.joint_coordinates.joint_model(model, state0.q)
@@ -416,11 +415,9 @@ def test_simulate_joint_under_vmap_and_grad():
     fd = float(central_difference(lambda s: value_and_grad(s[0])[0], np.asarray([1.0]))[0])
     assert abs(grad) > 1e-3
     assert abs(grad - fd) < TOL_GRADIENT * max(1.0, abs(fd))
-    q, qd = jnp.stack([s.q for s in states]), jnp.stack([s.qd for s in states])
-    one = jax.jit(lambda q, qd: final(jm, q, qd))
-    batched = jax.vmap(one)(q, qd)
-    for k in range(2):
-        np.testing.assert_allclose(batched[k], one(q[k], qd[k]), rtol=0, atol=1e-11)
+    # Motions from several states at once (`vmap`) equal the motions one by one: the
+    # joint-coordinate path through the one door, eager ≡ `jit` ≡ `vmap`, is
+    # test_door.py::test_joint_runs_eager_jit_vmap_alike.
 
 
 def test_write_run_of_a_joint_run_stores_the_verdicts_a_run_claims(tmp_path: Path):

@@ -56,7 +56,7 @@ import diffrax
 import jax.numpy as jnp
 
 from ._assembly import position_residual
-from ._precision import precise
+from ._precision import X64, precise
 
 PROJECTED_TOL = precise(1e-6, 1e-4)
 """The largest constraint residual [m, rad] of a projected state (relative to
@@ -197,8 +197,14 @@ def stalled(trajectory) -> bool:
 def stall_reason(t: float, value: float, tolerance: float, where: str = "") -> str:
     """One sentence (no line break) on a run that stopped at the step-size floor at
     `t`, max |Φ| `value` there."""
-    return (
+    reason = (
         f"the motion cannot go on past t = {t:.6g} s: its steps fell below {STALL_STEP:g} "
         f"of the run's length{where}; no configuration satisfies the constraints after "
         f"that time (max |Φ| {value:.3g} there, tolerance {tolerance:.3g})"
     )
+    if not X64:
+        reason += (
+            "; in single precision (JAX_ENABLE_X64=0) round-off near a singular "
+            "configuration can also stop a run: run it again in float64"
+        )
+    return reason

@@ -12,6 +12,7 @@ from jaxtyping import Array, Float, Int
 
 from .._assembly import position_residual
 from .._model import Model, State
+from .._precision import precise
 from ._kinematics import (
     COORDINATES,
     TreeJoints,
@@ -21,7 +22,7 @@ from ._kinematics import (
     spanning_tree,
 )
 
-TREE_TOLERANCE = 1e-8
+TREE_TOLERANCE = precise(1e-8, 1e-5)
 """Largest residual [m, rad] of a tree joint's rows in a configuration converted to
 joint coordinates (the conversion assumes the tree joints hold)."""
 

@@ -10,6 +10,7 @@ from jaxtyping import Array, ArrayLike, Float, Int
 from .._assembly import constraint_matrix
 from .._errors import ModelError
 from .._model import Model
+from .._precision import precise
 from .._qr import DECISION_RTOL, pivoted_qr
 from .._structure import decide
 from .._types import Scalar
@@ -17,7 +18,7 @@ from .._validation import given_numbers
 from ._base import AbstractRedundancyMethod
 from ._kernels import schur_solve
 
-TIE = 1e-9
+TIE = precise(1e-9, 1e-5)
 """[`eliminate`][redundax.methods.eliminate]'s automatic choice: rows whose weighted self-stress
 shares (squared) are within this fraction of the best tie, and the lowest-numbered is dropped first.
 Rows equal by symmetry differ by round-off (Bricard along its motion: nine joint rows

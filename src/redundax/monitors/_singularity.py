@@ -58,6 +58,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .._assembly import constraint_matrix, constraint_rows
+from .._precision import precise
 from .._wrapped_solver import AbstractMonitor
 from ..drift._projection import Projection
 from ..drift._step_projection import StepProjection
@@ -70,7 +71,7 @@ largest σ_r/σ_1 of the run (A02's parallelogram: 0.25 away from the flat poses
 CAPACITY = 128
 """Passages and rank changes a run records (later ones are counted, not stored)."""
 
-TIE = 1e-12
+TIE = precise(1e-12, 1e-5)
 """A smaller σ_r/σ_1 replaces the run's minimum only when smaller by more than this
 fraction (round-off of the SVD): where the ratio is constant (a pendulum, a rigid
 rotation) `t_min` is the first step end that reaches it, not whichever one round-off
