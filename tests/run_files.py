@@ -60,6 +60,20 @@ its set-up. Later that day (43 files, idle, a fresh clone with Python 3.11): 841
 has the older emitters) 1,108 and 1,202 s of tests, 19:00 and 20:40 wall. `-- --durations=N`
 prints each file's slowest tests.
 
+2026-11-28, later (46-47 files, a fresh clone, empty cache, the machine idle): 1,081 s
+and 1,041 s wall, all passing — still over CI's 15 minutes with the set-up. Where the
+time goes (JAX's own monitoring events, `jax.monitoring`, one file): tracing ~45 %,
+XLA's backend compile ~40 %, lowering to MLIR ~12 %, running the programs under 5 %;
+a first `rx.simulate` of the robot compiles 21 programs (the simulation 4.4 s, `decide`
+1.6 s, its initial state 0.4 s, fifteen small eager operations ~0.02 s each) and traces
+the vector field five times. Tried and measured, not kept: `jax_disable_most_optimizations`
+(the first robot run 18 -> 27 s: without XLA's fusions more kernels to compile); every
+file of a worker in one process (a segmentation fault in the compiler after 516 s, as
+before, and no faster); mid-size files grouped (below). The number of distinct programs
+the tests compile is the floor: what moves it is fewer, smaller programs per run (the
+vector field traced once; no eager operations between the programs of a run) or fewer
+tests.
+
 Files that compile the same programs share a process (`TOGETHER`): the joint
 coordinates' two files build the same joint models, structures and DCA programs
 (measured cold: 129 s as two processes, 105 s as one). So do the twelve short
@@ -89,23 +103,27 @@ XLA_EMITTERS = "--xla_cpu_use_fusion_emitters=false"  # see the module docstring
 # `TOGETHER` goes by its first file; unknown files go after these, in name order).
 LONGEST_FIRST = (
     # Measured in a fresh-cache `make test` of a fresh clone on the idle 2-core machine,
-    # 2026-11-28 (1,081 s wall; a group goes by its first file):
-    "test_dca_kernel.py",  # with five other short files: 229 s
-    "test_joint_coordinates.py",  # with test_joint_runs.py: 207 s
-    "test_validity.py",  # with the other files of issue 34: 161 s
-    "test_plot.py",  # with the force elements' and user mistakes' files: 154 s
-    "test_dynamics.py",  # with test_structure.py: 92 + 58 s
-    "test_optimize.py",  # with test_cli_simulate.py: 88 + 67 s
-    "test_step_projection.py",  # with test_design.py and test_export.py: 61 + 64 + 27 s
-    "test_block.py",  # 147 s
-    "test_docs.py",  # every python block of the site's pages: 145 s
-    "test_notebooks.py",  # 144 s
+    # 2026-11-28 (1,041-1,081 s wall; a group goes by its first file):
+    "test_dca_kernel.py",  # with five other short files: 222-229 s
+    "test_joint_coordinates.py",  # with test_joint_runs.py: 195-207 s
+    "test_validity.py",  # with the other files of issue 34: 140-161 s
+    "test_optimize.py",  # with test_cli_simulate.py: 146 s
+    "test_plot.py",  # with the force elements' and user mistakes' files: 121-154 s
+    "test_block.py",  # 134-147 s
+    "test_docs.py",  # every python block of the site's pages: 129-145 s
+    "test_notebooks.py",  # 134-144 s
     "test_solvability.py",  # with ten other short files: 122 s
-    "test_config_spatial.py",  # with the MJCF files: 115 s
+    "test_config_spatial.py",  # with the MJCF files: 93-115 s
     "test_sweep.py",  # 94 s
-    "test_spatial.py",  # with test_sweep_distributed.py and test_readme.py: 59 + 28 + 10 s
-    "test_generated.py",  # 64 s
-    "test_precision.py",  # a float32 process of its own: ~37 s
+    "test_dynamics.py",  # 92 s
+    "test_generated.py",  # 64-70 s
+    "test_design.py",  # 64 s
+    "test_step_projection.py",  # 61 s
+    "test_spatial.py",  # 59 s
+    "test_structure.py",  # 58 s
+    "test_sweep_distributed.py",  # 28 s
+    "test_export.py",  # 27 s
+    "test_precision.py",  # a float32 process of its own: 27 s
 )
 
 
@@ -126,14 +144,15 @@ TOGETHER = (
     ("test_config_spatial.py", "test_mujoco_compare.py", "test_mjcf.py", "test_cli_imports.py"),
     ("test_plot.py", "test_forces.py", "test_compliance.py", "test_compliant_stepping.py",
      "test_user_mistakes.py"),
-    # Mid-size files that simulate the same reference mechanisms (the robot, Bricard,
-    # the four-bar, the pendulum) with the default options: in one process they share
-    # the traced and compiled programs (the compilation cache shares only the
-    # compiled ones) and the start-up of Python and JAX (~4 s a process).
-    ("test_dynamics.py", "test_structure.py"),
-    ("test_step_projection.py", "test_design.py", "test_export.py"),
+    # The design problem's file and the command line's simulations (the robot's
+    # configuration file): 146 s as one process, 88 + 67 s as two (fresh-clone `make
+    # test`, idle, 2026-11-28). Other mid-size files measured slower in one process
+    # than apart on the same run (test_dynamics + test_structure 161 s against 92 +
+    # 58 s; test_step_projection + test_design + test_export 172 s against 61 + 64 +
+    # 27 s; test_spatial + test_sweep_distributed + test_readme 111 s against 59 + 28 +
+    # 10 s): a process that has traced and compiled more traces more slowly, which
+    # outweighs the programs they share, so they stay apart.
     ("test_optimize.py", "test_cli_simulate.py"),
-    ("test_spatial.py", "test_sweep_distributed.py", "test_readme.py"),
     # The short files in two processes: as one (fourteen files, 2026-11-28) the
     # process ran out of memory maps (module docstring) near its end.
     (
