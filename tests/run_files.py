@@ -65,14 +65,15 @@ and 1,041 s wall, all passing — still over CI's 15 minutes with the set-up. Wh
 time goes (JAX's own monitoring events, `jax.monitoring`, one file): tracing ~45 %,
 XLA's backend compile ~40 %, lowering to MLIR ~12 %, running the programs under 5 %;
 a first `rx.simulate` of the robot compiles 21 programs (the simulation 4.4 s, `decide`
-1.6 s, its initial state 0.4 s, fifteen small eager operations ~0.02 s each) and traces
-the vector field five times. Tried and measured, not kept: `jax_disable_most_optimizations`
+1.6 s, its initial state 0.4 s, fifteen small eager operations ~0.02 s each); Diffrax
+asks for the vector field five times while tracing a solve, and it is traced once (a
+jitted function). Tried and measured, not kept: `jax_disable_most_optimizations`
 (the first robot run 18 -> 27 s: without XLA's fusions more kernels to compile); every
 file of a worker in one process (a segmentation fault in the compiler after 516 s, as
 before, and no faster); mid-size files grouped (below). The number of distinct programs
-the tests compile is the floor: what moves it is fewer, smaller programs per run (the
-vector field traced once; no eager operations between the programs of a run) or fewer
-tests.
+the tests compile is the floor: what moves it is fewer, smaller programs per run (no eager
+operations between the programs of a run; one program for `decide` and the run) or
+fewer tests.
 
 Files that compile the same programs share a process (`TOGETHER`): the joint
 coordinates' two files build the same joint models, structures and DCA programs
