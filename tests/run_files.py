@@ -60,8 +60,8 @@ its set-up. Later that day (43 files, idle, a fresh clone with Python 3.11): 841
 has the older emitters) 1,108 and 1,202 s of tests, 19:00 and 20:40 wall. `-- --durations=N`
 prints each file's slowest tests.
 
-2026-11-28, later (46-47 files, a fresh clone, empty cache, the machine idle): 1,081 s
-and 1,041 s wall, all passing — still over CI's 15 minutes with the set-up. Where the
+2026-11-28, later (46-47 files, a fresh clone, empty cache, the machine idle): 1,081 s,
+1,041 s and 997 s wall, all passing — still over CI's 15 minutes with the set-up. Where the
 time goes (JAX's own monitoring events, `jax.monitoring`, one file): tracing ~45 %,
 XLA's backend compile ~40 %, lowering to MLIR ~12 %, running the programs under 5 %;
 a first `rx.simulate` of the robot compiles 21 programs (the simulation 4.4 s, `decide`
