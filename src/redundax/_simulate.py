@@ -361,8 +361,9 @@ def simulate_absolute(
     if ts is None:
         # Evaluated now where t0 and t1 are known, also under an outer `jax.jit` (the
         # grid is then known on the host, as a report of `progress` needs). The
-        # program takes the save times as an argument either way: eager calls,
-        # `jit`, `vmap` over t1 and `grad` run the same program.
+        # run's program takes the save times as an input either way, never as
+        # constants: one compilation serves every t1 of the same grid size, and
+        # eager calls, `jit`, `vmap` over t1 and `grad` run the same numerics.
         with jax.ensure_compile_time_eval():
             ts = jnp.linspace(state0.t, t1, n_save)
     ts = jnp.asarray(ts, dtype=float)
