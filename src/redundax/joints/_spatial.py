@@ -50,21 +50,23 @@ class _Joint3D(_Pair3D):
     point_j: Vector = None
 
     kind: ClassVar[str]
+    """The pair's kind, as configuration files name it."""
     components: ClassVar[tuple[str, ...]]
+    """The labels of its reaction components, one per row."""
     size: ClassVar[int]
+    """Its number of rows (set from `components`)."""
+    member: ClassVar[Any] = None
+    """The constraint member `Mechanism.build()` stacks it into."""
+    axis_required: ClassVar[bool] = True
+    dim: ClassVar[int] = 3
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "components" in cls.__dict__:
             cls.size = len(cls.components)
 
-    dim = 3
-    member: ClassVar[Any] = None
-    axis_required: ClassVar[bool] = True
-
     def _frame(self, p, where):
-        axis = getattr(self, "axis", None)
-        normal = getattr(self, "normal", None)
+        axis, normal = self.axis, self.normal
         if axis is None:
             if self.axis_required:
                 p.add(f"{where} 'axis': required for a {self.kind} joint")
