@@ -12,6 +12,10 @@ os.environ.setdefault(
     "REDUNDAX_CACHE_DIR", str(Path(__file__).resolve().parents[1] / ".pytest_jax_cache")
 )
 
+# The suite checks float64 numbers; float32 (`JAX_ENABLE_X64=0`, redundax._precision)
+# is tested by tests/test_precision.py in a process of its own. A variable set in the
+# shell would otherwise give this process float64 arrays with float32 tolerances.
+os.environ.pop("JAX_ENABLE_X64", None)
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
