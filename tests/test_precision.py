@@ -25,6 +25,7 @@ import pytest
 
 import redundax as rx
 from helpers import a02_exact_b0
+from mechanism_generator import generate  # noqa: F401 (the runs' `eval`)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "concepts.md"
 
@@ -63,7 +64,14 @@ CONSTANTS = (
 )
 
 # Runs compared in both precisions: (model, final time [s]).
-RUNS = {"n_four_bar_3": ("rx.models.n_four_bar(3)", 1.0), "bricard": ("rx.models.bricard()", 0.5)}
+RUNS = {
+    "n_four_bar_3": ("rx.models.n_four_bar(3)", 1.0),
+    "bricard": ("rx.models.bricard()", 0.5),
+    # A generated mechanism, not a shipped one: the 3-RRR's spatial twin with seven
+    # laminae (a singular mass block each in natural coordinates) and identical legs
+    # (tests/mechanism_generator.py, twin_rrr3 seed 1).
+    "twin_rrr3_laminae": ("generate('twin_rrr3', 1).mechanism", 0.3),
+}
 SAVES = 41
 
 # Final positions in float32 against float64, relative to max(1, max |q|): measured
@@ -72,7 +80,7 @@ SAVES = 41
 TOL_FLOAT32_POSITION = 1e-4
 
 CHILD = f"""
-import json, warnings
+import json, sys, warnings
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     import redundax as rx
@@ -80,6 +88,8 @@ with warnings.catch_warnings(record=True) as caught:
 import importlib
 import jax
 import numpy as np
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+from mechanism_generator import generate  # after redundax: its warning is caught above
 out = dict(
     warnings=[str(w.message) for w in caught if "JAX_ENABLE_X64" in str(w.message)],
     categories=[w.category.__name__ for w in caught if "JAX_ENABLE_X64" in str(w.message)],
@@ -105,6 +115,7 @@ for name, (make, t1) in {RUNS!r}.items():
         valid=bool(traj.valid.all()),
         steps=int(traj.num_steps),
         dtypes=[str(traj.q.dtype), str(traj.qd.dtype), str(traj.ts.dtype)],
+        unique=[bool(u) for u in np.asarray(traj.structure.unique)],
         ts=np.asarray(traj.ts, dtype=float).tolist(),
         q=np.asarray(traj.q, dtype=float).tolist(),
     )
@@ -118,7 +129,11 @@ def _float64_runs() -> dict:
         mech = eval(make)
         traj = rx.simulate(mech.build(), mech.initial_state(), t1, saveat=rx.SaveAt(n=SAVES))
         assert bool(traj.valid.all()), name
-        out[name] = dict(steps=int(traj.num_steps), q=np.asarray(traj.q))
+        out[name] = dict(
+            steps=int(traj.num_steps),
+            q=np.asarray(traj.q),
+            unique=[bool(u) for u in np.asarray(traj.structure.unique)],
+        )
     return out
 
 
@@ -174,7 +189,7 @@ def test_single_precision_verdicts_are_the_float64_ones(runs):
 
 def test_single_precision_runs_follow_the_float64_ones(runs):
     """Default `simulate` runs in float32 are valid, take about as many steps as in
-    float64 (not thousands: the Schur path's round-off), and stay within
+    float64 (not thousands: the Schur path's round-off), claim the same unique pairs, and stay within
     `TOL_FLOAT32_POSITION` of the float64 runs; A02 passes its flat pose on its
     branch (B0 against the exact 1-DOF motion)."""
     out, err, reference = runs
@@ -182,6 +197,7 @@ def test_single_precision_runs_follow_the_float64_ones(runs):
     for name, run in out["runs"].items():
         q32, q64 = np.asarray(run["q"]), reference[name]["q"]
         assert run["valid"] and np.all(np.isfinite(q32)), name
+        assert run["unique"] == reference[name]["unique"], name
         assert run["steps"] <= 3 * reference[name]["steps"] + 10, (name, run["steps"])
         scale = max(1.0, float(np.max(np.abs(q64))))
         assert float(np.max(np.abs(q32 - q64))) < TOL_FLOAT32_POSITION * scale, name
