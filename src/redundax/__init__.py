@@ -6,6 +6,7 @@ built from), [`redundax.methods`][] (ways of handling redundant constraints),
 [`redundax.drift`][] (drift control), [`redundax.monitors`][] (what a run records),
 [`redundax.analysis`][] (solvability, uniqueness, reactions of a pair),
 [`redundax.equations`][] (the terms of the equations of motion),
+[`redundax.statics`][] (static equilibrium, linearised modes),
 [`redundax.joint_coordinates`][] (seed 002's divide-and-conquer algorithm),
 [`redundax.io`][] (files, MJCF/URDF), [`redundax.models`][] (the reference mechanisms),
 [`redundax.plot`][], [`redundax.sweep`][], [`redundax.optimize`][]; kernels and plumbing
@@ -29,6 +30,7 @@ from . import (
     models as models,
     monitors as monitors,
     motions as motions,
+    statics as statics,
 )
 from ._citation import (
     citation as citation,
@@ -89,6 +91,7 @@ from .joint_coordinates import (
     JointTrajectory as JointTrajectory,
 )
 from .monitors._singularity import singularity_report as singularity_report
+from .statics import equilibrium as equilibrium
 
 # Submodules that pull in heavier dependencies (matplotlib for `plot`; the sweep's
 # and the design study's machinery) are imported on first use, so that

@@ -1,0 +1,24 @@
+"""Statics of imperfect and perfect mechanisms: static equilibrium with its
+reactions and their verdicts, and the equations of motion linearised about a state
+(natural frequencies, damping ratios, mode shapes, stability) in independent
+coordinates — redundant constraints handled as the dynamics handles them."""
+
+from ._equilibrium import (
+    Equilibrium as Equilibrium,
+    equilibrium as equilibrium,
+)
+from ._linearize import (
+    Linearization as Linearization,
+    Modes as Modes,
+    coordinate_labels as coordinate_labels,
+    linearize as linearize,
+)
+
+__all__ = [
+    "Equilibrium",
+    "equilibrium",
+    "Linearization",
+    "Modes",
+    "linearize",
+    "coordinate_labels",
+]

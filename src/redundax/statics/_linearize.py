@@ -1,0 +1,271 @@
+"""The equations of motion linearised about a state, in independent coordinates.
+
+About a state (q, q̇, t) with accelerations q̈ and multipliers λ (any λ with
+M q̈ + Cᵀ λ = F: the self-stresses of a redundant mechanism change nothing below),
+small motions q + Z ξ, with Z an orthonormal basis of the null space of C, obey
+
+    M_r ξ̈ + D_r ξ̇ + K_r ξ = 0,   M_r = Zᵀ M Z,   K_r = Zᵀ ∂R/∂q Z,   D_r = Zᵀ ∂R/∂q̇ Z,
+
+with R(q, q̇) = M q̈ + C(q)ᵀ λ − F(q, q̇, t) at fixed q̈ and λ (autodiff). K_r holds the
+applied forces' stiffness and the geometric stiffness λ · Φ_qq of the constraints,
+which is how the curvature of the constraint manifold enters. Where C keeps its rank
+along the manifold (every regular configuration), a self-stress N μ adds nothing to
+ξᵀ K_r ξ: differentiating Nᵀ C = 0 along the manifold gives Σ μ_k Zᵀ ∇²Φ_k Z = 0.
+So redundancy changes no frequency: the answer does not depend on which of the
+non-unique multipliers the method chose.
+
+About an equilibrium (q̇ = 0, q̈ = 0) this is exact to first order. About a moving
+state of a trajectory it is the frozen-time linearisation (the null space turns
+as the mechanism moves, which is left out): its modes describe the motion's local
+behaviour, not a periodic solution.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from .._assembly import constraint_matrix, generalized_forces, mass_matrix
+from .._errors import ModelError
+from .._model import Model
+from .._precision import precise
+from .._qr import pivoted_qr
+from .._solve import solve_terms
+from .._structure import Structure, decide
+from .._types import Scalar
+from .._validation import check_vector
+
+SYMMETRY_RTOL = precise(1e-8, 1e-4)
+"""Largest |K_r − K_rᵀ| relative to |K_r| for which the stiffness counts as
+symmetric (conservative loads); above it [`Linearization.modes`][redundax.statics.Linearization.modes]
+refuses (a follower load: the undamped modes are not real)."""
+
+STABILITY_RTOL = precise(1e-9, 1e-5)
+"""An eigenvalue ω² of (K_r, M_r) counts as positive above this fraction of the
+largest |ω²| (below: neutral or unstable)."""
+
+
+def coordinate_labels(model: Model) -> tuple[str, ...]:
+    """`body.x`, `body.y`, `body.angle` per planar body; `body.r_x`, …, `body.w_z`
+    per spatial body (natural coordinates): one label per entry of q."""
+    if model.dim == 2:
+        parts = ("x", "y", "angle")
+    else:
+        parts = tuple(f"{v}_{a}" for v in "ruvw" for a in "xyz")
+    return tuple(f"{name}.{p}" for name in model.bodies.names for p in parts)
+
+
+def refuse_pfaffian(model: Model, what: str) -> None:
+    """A [`ModelError`][redundax.ModelError] naming the Pfaffian pairs: statics and modes here are
+    those of holonomic mechanisms."""
+    pfaffian = [p.name for p in model.pairs if p.rows and p.rows[0] >= model.n_holonomic]
+    if pfaffian:
+        raise ModelError(
+            f"{what}: the mechanism has nonholonomic (Pfaffian) constraints "
+            f"({', '.join(repr(n) for n in pfaffian)}): their velocities are not the "
+            "derivatives of free coordinates, so the second-order modes and the energy "
+            "argument for stability used here do not apply; remove them (e.g. model the "
+            "wheels' contact by a joint) for a static analysis",
+            [f"pair {n!r}: Pfaffian" for n in pfaffian],
+            what,
+        )
+
+
+class Modes(eqx.Module):
+    """Undamped modes of a [`Linearization`][redundax.statics.Linearization], lowest first.
+
+    - `frequencies_hz`: natural frequencies ω/2π [Hz]; an unstable mode
+      (ω² < 0) has the negative value −√(−ω²)/2π (its growth rate over 2π).
+    - `omega_squared`: the eigenvalues ω² of K_r φ = ω² M_r φ [1/s²].
+    - `damping_ratios`: ζ = φᵀ D_r φ / (2 ω) with φ mass-normalised (the exact ratio
+      for one degree of freedom and for proportional damping; 0 where ω ≤ 0).
+    - `shapes`: each mode in the model's coordinates, Z φ scaled to a largest entry
+      of +1, shape `(f, nq)`.
+    - `labels` (static): the coordinate of each column of `shapes`.
+    """
+
+    frequencies_hz: Float[Array, " f"]
+    omega_squared: Float[Array, " f"]
+    damping_ratios: Float[Array, " f"]
+    shapes: Float[Array, "f nq"]
+    labels: tuple[str, ...] = eqx.field(static=True)
+
+
+class Linearization(eqx.Module):
+    """M_r ξ̈ + D_r ξ̇ + K_r ξ = 0 about a state, with q = q₀ + Z ξ (module docstring).
+
+    - `q`, `qd`, `t`: the state.
+    - `basis`: Z, orthonormal columns spanning the null space of C, shape `(nq, f)`
+      (f = n − rank C: the mobility; the coordinates ξ are along them).
+    - `mass`, `stiffness`, `damping`: M_r, K_r, D_r, shape `(f, f)`.
+    - `labels` (static): the coordinate names of q.
+    """
+
+    q: Float[Array, " nq"]
+    qd: Float[Array, " nq"]
+    t: Float[Array, ""]
+    basis: Float[Array, "nq f"]
+    mass: Float[Array, "f f"]
+    stiffness: Float[Array, "f f"]
+    damping: Float[Array, "f f"]
+    labels: tuple[str, ...] = eqx.field(static=True)
+
+    @property
+    def mobility(self) -> int:
+        """f, the number of independent coordinates."""
+        return self.basis.shape[-1]
+
+    def asymmetry(self) -> Float[Array, ""]:
+        """|K_r − K_rᵀ| / |K_r| (Frobenius): 0 for conservative loads."""
+        K = self.stiffness
+        return jnp.linalg.norm(K - K.T) / jnp.maximum(jnp.linalg.norm(K), jnp.finfo(K.dtype).tiny)
+
+    def modes(self) -> Modes:
+        """The undamped modes (K_r φ = ω² M_r φ, K_r symmetric), lowest first.
+
+        **Raises:** [`ModelError`][redundax.ModelError] where K_r is concrete and not symmetric
+        within `SYMMETRY_RTOL` (a follower load): its modes are complex; the
+        state-space matrix of [`state_matrix`][redundax.statics.Linearization.state_matrix]
+        has them."""
+        if not isinstance(self.stiffness, jax.core.Tracer):
+            asym = float(self.asymmetry())
+            if asym > SYMMETRY_RTOL:
+                raise ModelError(
+                    f"modes: the reduced stiffness is not symmetric (|K - Kᵀ|/|K| = {asym:.2g}): "
+                    "a load follows the motion (non-conservative), so the undamped modes are "
+                    "not real; use Linearization.state_matrix() and its eigenvalues",
+                    source="modes",
+                )
+        return _modes(self)
+
+    def stable(self) -> Array:
+        """Whether every ω² is positive (the stiffness positive definite on the null
+        space of C): a strict minimum of the potential where the loads are
+        conservative. A neutral direction (ω² ≈ 0) is not stable."""
+        w = _omega_squared(self)
+        scale = jnp.maximum(jnp.max(jnp.abs(w), initial=0.0), jnp.finfo(w.dtype).tiny)
+        return jnp.all(w > STABILITY_RTOL * scale)
+
+    def state_matrix(self) -> Float[Array, "2f 2f"]:
+        """A of ẋ = A x, x = (ξ, ξ̇): its eigenvalues are the damped modes' s = −ζω ± iω√(1−ζ²)
+        (also for non-symmetric stiffness and non-proportional damping)."""
+        f = self.mobility
+        Minv = jnp.linalg.inv(self.mass)
+        top = jnp.concatenate([jnp.zeros((f, f)), jnp.eye(f)], axis=1)
+        bottom = jnp.concatenate([-Minv @ self.stiffness, -Minv @ self.damping], axis=1)
+        return jnp.concatenate([top, bottom], axis=0)
+
+
+def _omega_squared(lin: Linearization) -> Float[Array, " f"]:
+    L = jnp.linalg.cholesky(lin.mass)
+    K = 0.5 * (lin.stiffness + lin.stiffness.T)
+    A = jax.scipy.linalg.solve_triangular(L, K, lower=True)
+    A = jax.scipy.linalg.solve_triangular(L, A.T, lower=True)
+    return jnp.linalg.eigvalsh(0.5 * (A + A.T))
+
+
+def _modes(lin: Linearization) -> Modes:
+    L = jnp.linalg.cholesky(lin.mass)
+    K = 0.5 * (lin.stiffness + lin.stiffness.T)
+    A = jax.scipy.linalg.solve_triangular(L, K, lower=True)
+    A = jax.scipy.linalg.solve_triangular(L, A.T, lower=True)
+    w, U = jnp.linalg.eigh(0.5 * (A + A.T))  # ascending
+    phi = jax.scipy.linalg.solve_triangular(L.T, U, lower=False)  # φᵀ M_r φ = I
+    omega = jnp.sqrt(jnp.abs(w))
+    positive = w > 0.0
+    modal_damping = jnp.einsum("ik,ij,jk->k", phi, lin.damping, phi)
+    zeta = jnp.where(positive, modal_damping / (2.0 * jnp.where(positive, omega, 1.0)), 0.0)
+    shapes = (lin.basis @ phi).T
+    k = jnp.argmax(jnp.abs(shapes), axis=1)
+    largest = jnp.take_along_axis(shapes, k[:, None], axis=1)
+    shapes = shapes / jnp.where(largest == 0.0, 1.0, largest)
+    return Modes(
+        frequencies_hz=jnp.where(positive, omega, -omega) / (2.0 * jnp.pi),
+        omega_squared=w,
+        damping_ratios=zeta,
+        shapes=shapes,
+        labels=lin.labels,
+    )
+
+
+def linearize(
+    model: Model,
+    q: Float[Array, " nq"],
+    qd: Float[Array, " nq"] | None = None,
+    t: Scalar = 0.0,
+    *,
+    structure: Structure | None = None,
+) -> Linearization:
+    """The equations of motion linearised about (q, q̇, t) in independent coordinates.
+
+    **Arguments:**
+
+    - `model`: a holonomic mechanism; `q`, `qd` (default at rest): a state on its
+      constraints; `t`: time [s].
+    - `structure`: the rank of C and its independent rows (default:
+      [`decide`][redundax.decide] at (q, t)). The mobility f = n − rank is the size of the
+      result, so under `jax.jit`, `jax.vmap` or `jax.grad` pass a structure decided
+      outside the transformation (a traced rank cannot size an array).
+
+    **Returns:** a [`Linearization`][redundax.statics.Linearization]; `.modes()` gives the
+    natural frequencies, damping ratios and mode shapes, `.stable()` whether the
+    state is a stable equilibrium.
+
+    **Raises:** [`ModelError`][redundax.ModelError] for a mechanism with Pfaffian rows, or a
+    structure whose rank is traced.
+
+    !!! example
+        ```python
+        eq = rx.equilibrium(model, q0)
+        modes = rx.statics.linearize(model, eq.q).modes()
+        print(modes.frequencies_hz)
+        ```
+    """
+    refuse_pfaffian(model, "linearize")
+    check_vector(q, model.n_coordinates, "q", "linearize")
+    q = jnp.asarray(q, dtype=float)
+    qd = jnp.zeros_like(q) if qd is None else jnp.asarray(qd, dtype=float)
+    check_vector(qd, model.n_coordinates, "qd", "linearize")
+    t = jnp.asarray(t, dtype=float)
+    if structure is None:
+        structure = decide(model, q, t)
+    rank = _static_rank(structure, "linearize")
+    terms, qdd, lam = solve_terms(model, q, qd, t, structure=structure)
+    del terms
+    return _linearize(model, q, qd, t, qdd, lam, rank, coordinate_labels(model))
+
+
+def _static_rank(structure: Structure, what: str) -> int:
+    try:
+        return int(np.asarray(structure.rank))
+    except jax.errors.ConcretizationTypeError:
+        raise ModelError(
+            f"{what}: the structure's rank is traced (the structure was decided inside "
+            "jax.jit, jax.vmap or jax.grad), but the mobility sizes the result: decide "
+            "it outside the transformation (structure=rx.decide(model, q)) and pass it",
+            source=what,
+        ) from None
+
+
+@eqx.filter_jit
+def _linearize(model, q, qd, t, qdd, lam, rank: int, labels) -> Linearization:
+    def balance(q, qd):
+        C = constraint_matrix(model, q, t)
+        return mass_matrix(model, q) @ qdd + C.T @ lam - generalized_forces(model, q, qd, t)
+
+    K = jax.jacfwd(balance, argnums=0)(q, qd)
+    D = jax.jacfwd(balance, argnums=1)(q, qd)
+    C = constraint_matrix(model, q, t)
+    Z = pivoted_qr(C.T, rank=rank).q[:, rank:]
+    M = mass_matrix(model, q)
+    return Linearization(
+        q=q,
+        qd=qd,
+        t=t,
+        basis=Z,
+        mass=Z.T @ M @ Z,
+        stiffness=Z.T @ K @ Z,
+        damping=Z.T @ D @ Z,
+        labels=labels,
+    )

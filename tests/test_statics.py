@@ -1,0 +1,226 @@
+"""Static equilibrium and linearised modes (issue 37) against references computed
+here: closed forms for a pendulum with a torsion spring and a mass on a spring, and
+for a four-bar with a diagonal spring the reduced model in the crank angle θ
+(closed-form position analysis; the equilibrium is V'(θ) = 0 and ω² = V''(θ)/I(θ),
+I(θ) the kinetic-energy coefficient, both by autodiff of that closed form). The
+same four-bar built with spatial revolutes (p = 3) has the planar model's
+equilibrium and frequency. Refusals name what is wrong."""
+
+import dataclasses
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import redundax as rx
+from redundax import models, statics
+from redundax.forces import RotationalSpringDamper, SpringDamper
+from redundax.joints import Revolute, Translational
+
+G = 9.81
+# The equilibrium angle against the closed form [rad] (the issue's bound).
+TOL_ANGLE = 1e-8
+# Frequencies and damping ratios against the closed form, relative.
+TOL_FREQUENCY = 1e-6
+# Gradients by implicit differentiation against the closed form's, relative.
+TOL_GRADIENT = 1e-7
+
+# The pendulum: bob of mass M at L from the pin, inertia J about its centre, and a
+# torsion spring k (damping c) free at the horizontal pose; the angle θ from the −x
+# axis grows towards −y, so equilibrium is k θ = M g L cos θ.
+L, M, J, K, C = 1.0, 2.0, 0.1, 30.0, 0.5
+
+
+def _pendulum(k=K):
+    mech = models.pendulum(length=L, mass=M, inertia=J)
+    spring = RotationalSpringDamper("bob", "ground", stiffness=k, damping=C)
+    return dataclasses.replace(mech, forces=[spring])
+
+
+def _pendulum_angle(k):
+    theta = 0.5
+    for _ in range(50):  # Newton on k θ − M g L cos θ = 0
+        theta -= (k * theta - M * G * L * math.cos(theta)) / (k + M * G * L * math.sin(theta))
+    return theta
+
+
+def test_pendulum_with_a_torsion_spring_against_the_closed_form():
+    mech = _pendulum()
+    model = mech.build()
+    eq = rx.equilibrium(model, mech.initial_state().q)
+    theta = _pendulum_angle(K)
+    assert abs(float(eq.q[2]) - theta) < TOL_ANGLE
+    assert float(eq.residual) < 1e-9 and bool(eq.stable)
+    # Small oscillations about the pin: (J + M L²) θ̈ + c θ̇ + (k + M g L sin θ) θ = 0.
+    inertia, stiffness = J + M * L * L, K + M * G * L * math.sin(theta)
+    omega = math.sqrt(stiffness / inertia)
+    modes = eq.linearization.modes()
+    assert modes.frequencies_hz.shape == (1,)
+    assert float(modes.frequencies_hz[0]) == pytest.approx(omega / (2 * math.pi), rel=TOL_FREQUENCY)
+    assert float(modes.damping_ratios[0]) == pytest.approx(C / (2 * omega * inertia), rel=TOL_FREQUENCY)
+    # The pin carries the weight (the spring's torque needs no force); a rigid
+    # pendulum's pin reaction is unique.
+    wrench, unique = eq.reactions.pair("O")
+    np.testing.assert_allclose(np.asarray(wrench[0, :2]), [0.0, M * G], atol=1e-9)
+    assert bool(unique)
+
+
+def test_mass_on_a_spring_against_the_closed_form():
+    """A block on a vertical slideway hung from a spring (k, c, free length l₀)
+    whose upper end is fixed above it: it rests l₀ + M g / k below the anchor, and
+    oscillates at √(k/M) with ζ = c / (2 √(k M))."""
+    k, c, l0, top = 200.0, 3.0, 0.5, 2.0
+    mech = rx.Mechanism(
+        bodies=[rx.Body("block", M, 0.01, position=(0.0, 1.0))],
+        pairs=[Translational("slide", "block", "ground", normal=(1.0, 0.0))],
+        forces=[SpringDamper("block", "ground", k, c, l0, point_j=(0.0, top))],
+        gravity=(0.0, -G),
+    )
+    model = mech.build()
+    eq = rx.equilibrium(model, mech.initial_state().q)
+    assert float(eq.q[1]) == pytest.approx(top - l0 - M * G / k, abs=1e-10)
+    modes = eq.linearization.modes()
+    omega = math.sqrt(k / M)
+    assert float(modes.frequencies_hz[0]) == pytest.approx(omega / (2 * math.pi), rel=TOL_FREQUENCY)
+    assert float(modes.damping_ratios[0]) == pytest.approx(c / (2 * math.sqrt(k * M)), rel=TOL_FREQUENCY)
+    np.testing.assert_allclose(np.asarray(modes.shapes[0]), [0.0, 1.0, 0.0], atol=1e-12)
+
+
+# The four-bar of `models.four_bar` (crank 0.4, coupler 1.2, rocker 0.8, ground 1 m;
+# slender links of 1 kg/m) with a spring from its coupler pin B to the ground point
+# (1, −1): stable near θ = 0.248 rad, reached from the crank at 0.6 rad.
+SPRING_ANCHOR = (1.0, -1.0)
+SPRING = dict(stiffness=40.0, damping=2.0, free_length=1.0)
+A_, C_, R_ = 0.4, 1.2, 0.8
+
+
+def _four_bar_with_spring(spatial: bool):
+    base = models.four_bar(crank_angle=0.6)
+    B = base.pairs[2]
+    mech = models.spatial_twin(base) if spatial else base
+    pad = (0.0,) if spatial else ()
+    spring = SpringDamper(
+        "coupler", "ground", point_i=(*B.point_i, *pad), point_j=(*SPRING_ANCHOR, *pad), **SPRING
+    )
+    return dataclasses.replace(mech, forces=[spring])
+
+
+def _four_bar_reduced():
+    """(V, T): potential energy V(θ) and kinetic-energy coefficient I(θ) (T = ½ I θ̇²)
+    of the four-bar in its crank angle, from the closed-form position analysis."""
+
+    def points(th):
+        A = jnp.stack([A_ * jnp.cos(th), A_ * jnp.sin(th)])
+        d = jnp.array([1.0, 0.0]) - A
+        dist = jnp.linalg.norm(d)
+        along = (C_**2 - R_**2 + dist**2) / (2 * dist)
+        h = jnp.sqrt(C_**2 - along**2)
+        B = A + along * d / dist + h * jnp.stack([-d[1], d[0]]) / dist
+        return A, B
+
+    def centres_and_angles(th):
+        A, B = points(th)
+        D = jnp.array([1.0, 0.0])
+        centres = jnp.stack([A / 2, (A + B) / 2, (B + D) / 2])
+        angles = jnp.stack(
+            [th, jnp.arctan2(B[1] - A[1], B[0] - A[0]), jnp.arctan2(B[1] - D[1], B[0] - D[0])]
+        )
+        return centres, angles
+
+    masses = jnp.array([A_, C_, R_])  # 1 kg/m
+    inertias = masses * jnp.array([A_, C_, R_]) ** 2 / 12
+
+    def V(th):
+        centres, _ = centres_and_angles(th)
+        _, B = points(th)
+        stretch = jnp.linalg.norm(B - jnp.array(SPRING_ANCHOR)) - SPRING["free_length"]
+        return G * masses @ centres[:, 1] + 0.5 * SPRING["stiffness"] * stretch**2
+
+    def I(th):
+        dc, da = jax.jacfwd(centres_and_angles)(th)
+        return masses @ jnp.sum(dc**2, axis=1) + inertias @ da**2
+
+    return V, I
+
+
+def test_four_bar_with_a_diagonal_spring_planar_and_spatial():
+    V, I = _four_bar_reduced()
+    dV, d2V = jax.grad(V), jax.grad(jax.grad(V))
+    theta = 0.3
+    for _ in range(30):
+        theta = theta - dV(theta) / d2V(theta)
+    theta = float(theta)
+    omega = math.sqrt(float(d2V(theta) / I(theta)))
+    for spatial in (False, True):
+        mech = _four_bar_with_spring(spatial)
+        model = mech.build()
+        eq = rx.equilibrium(model, mech.initial_state().q)
+        assert int(eq.structure.rank) == model.n_coordinates - 1  # one degree of freedom
+        crank = eq.q[:12] if spatial else eq.q[:3]
+        # The crank's angle: planar, its coordinate; spatial, its body x axis u.
+        angle = math.atan2(float(crank[4]), float(crank[3])) if spatial else float(crank[2])
+        assert abs(angle - theta) < TOL_ANGLE, (spatial, angle, theta)
+        assert bool(eq.stable)
+        frequency = float(eq.linearization.modes().frequencies_hz[0])
+        assert frequency == pytest.approx(omega / (2 * math.pi), rel=TOL_FREQUENCY), spatial
+        unique = np.asarray(eq.reactions.component_unique)
+        if spatial:
+            # p = 3: every revolute's in-plane force is unique, the out-of-plane
+            # rows are not (the redundancy lives there).
+            assert model.n_holonomic - int(eq.structure.rank_holonomic) == 3
+            for name in "OABD":
+                labels = eq.reactions.labels[eq.reactions.names.index(name)]
+                rows = eq.reactions.rows[eq.reactions.names.index(name)]
+                verdict = dict(zip(labels, unique[list(rows)], strict=True))
+                assert verdict["transverse force e1"] and verdict["transverse force e2"], name
+                assert not any(verdict[c] for c in ("axial force", "bending moment e1", "bending moment e2")), name
+        else:
+            assert unique.all()
+
+
+def test_refusals_name_the_cause():
+    # A free body under gravity: nothing holds it.
+    free = rx.Mechanism(bodies=[rx.Body("puck", 1.0, 0.1)], pairs=[], gravity=(0.0, -G))
+    with pytest.raises(rx.ModelError, match=r"no static equilibrium.*puck\.y.*unbounded fall"):
+        rx.equilibrium(free.build(), free.initial_state().q)
+    # A driven mechanism is not at rest.
+    crank = models.slider_crank()
+    with pytest.raises(rx.ModelError, match=r"'drive'.*driver"):
+        rx.equilibrium(crank.build(), crank.initial_state().q)
+    # Pfaffian rows: named.
+    robot = models.mobile_robot()
+    with pytest.raises(rx.ModelError, match=r"nonholonomic.*'W1'"):
+        rx.equilibrium(robot.build(), robot.initial_state().q)
+    with pytest.raises(rx.ModelError, match="max_steps"):
+        rx.equilibrium(_pendulum().build(), _pendulum().initial_state().q, max_steps=0)
+
+
+def test_equilibrium_under_jit_vmap_and_grad():
+    """The pendulum's equilibrium angle and frequency as functions of the spring's
+    stiffness: `jax.grad` (implicit differentiation of the solve) against the
+    closed form's dθ/dk = −θ / (k + M g L sin θ), and `jax.vmap` over stiffnesses
+    against the closed form at each."""
+    mech = _pendulum()
+    model = mech.build()
+    q0 = mech.initial_state().q
+    structure = rx.decide(model, q0)
+
+    def angle_and_frequency(k):
+        m = eqx.tree_at(lambda m: m.forces[0].stiffness, model, jnp.reshape(k, (1,)))
+        eq = rx.equilibrium(m, q0, structure=structure)
+        return eq.q[2], eq.linearization.modes().frequencies_hz[0]
+
+    k = jnp.asarray(K)
+    theta = _pendulum_angle(K)
+    dtheta = jax.grad(lambda k: angle_and_frequency(k)[0])(k)
+    assert float(dtheta) == pytest.approx(-theta / (K + M * G * L * math.sin(theta)), rel=TOL_GRADIENT)
+    ks = jnp.array([20.0, 30.0, 45.0])
+    angles, frequencies = jax.jit(jax.vmap(angle_and_frequency))(ks)
+    for k, a, f in zip(np.asarray(ks), np.asarray(angles), np.asarray(frequencies), strict=True):
+        th = _pendulum_angle(float(k))
+        assert abs(a - th) < TOL_ANGLE
+        omega = math.sqrt((k + M * G * L * math.sin(th)) / (J + M * L * L))
+        assert f == pytest.approx(omega / (2 * math.pi), rel=TOL_FREQUENCY)
