@@ -26,13 +26,20 @@ from .._errors import ModelError
 from .._model import Model
 from .._precision import precise
 from .._qr import DECISION_RTOL, pivoted_qr
-from .._reactions import Reactions, reactions
+from .._reactions import Reactions, _reactions as reactions_at
 from .._structure import Structure, decide
 from .._types import Scalar
 from .._validation import check_vector
 from ..drift._projection import weighted_pinv_step
 from ..methods import AbstractRedundancyMethod, NullSpace
-from ._linearize import Linearization, coordinate_labels, linearize, refuse_pfaffian
+from ..methods._specialise import checked
+from ._linearize import (
+    Linearization,
+    coordinate_labels,
+    linearization,
+    refuse_pfaffian,
+    static_rank,
+)
 
 POSITION_TOL = precise(1e-10, 1e-5)
 """Largest |Φ| [m, rad] of an accepted equilibrium."""
@@ -107,7 +114,15 @@ def force_scale(model: Model, q, t) -> Float[Array, ""]:
 
 
 @eqx.filter_jit
-def _solve(model, q, t, independent, scale, rtol, atol, max_steps: int):
+def _start(model, q0, t):
+    q = onto_constraints(model, q0, t)
+    return q, force_scale(model, q, t)
+
+
+@eqx.filter_jit
+def _equilibrium(model, q, t, structure, scale, method, rtol, atol, max_steps: int, rank: int):
+    independent = structure.independent
+
     def residual(q, _):
         return jnp.concatenate(
             [position_residual(model, q, t), unbalanced(model, q, t, independent) / scale]
@@ -121,11 +136,17 @@ def _solve(model, q, t, independent, scale, rtol, atol, max_steps: int):
         throw=False,
     )
     q = solution.value
-    return (
-        q,
-        jnp.max(jnp.abs(unbalanced(model, q, t, independent)), initial=0.0),
-        jnp.max(jnp.abs(position_residual(model, q, t)), initial=0.0),
-        solution.stats["num_steps"],
+    lin = linearization(model, q, jnp.zeros_like(q), t, structure, rank)
+    return Equilibrium(
+        q=q,
+        t=t,
+        residual=jnp.max(jnp.abs(unbalanced(model, q, t, independent)), initial=0.0),
+        violation=jnp.max(jnp.abs(position_residual(model, q, t)), initial=0.0),
+        reactions=reactions_at(model, q, jnp.zeros_like(q), t, structure, method, None),
+        linearization=lin,
+        stable=lin.stable(),
+        steps=solution.stats["num_steps"],
+        structure=structure,
     )
 
 
@@ -196,46 +217,39 @@ def equilibrium(
             source="equilibrium",
         )
     t = jnp.asarray(t, dtype=float)
-    q = onto_constraints(model, jnp.asarray(q0, dtype=float), t)
+    q, scale = _start(model, jnp.asarray(q0, dtype=float), t)
     if structure is None:
         structure = decide(model, q, t)
-    scale = force_scale(model, q, t)
-    q, residual, violation, steps = _solve(
-        model, q, t, structure.independent, scale, rtol, atol, max_steps
-    )
-    if throw:
-        _check(model, q, residual, violation, scale, steps, max_steps, t, structure.independent)
-    lin = linearize(model, q, None, t, structure=structure)
-    return Equilibrium(
-        q=q,
-        t=t,
-        residual=residual,
-        violation=violation,
-        reactions=reactions(model, q, jnp.zeros_like(q), t, structure=structure, method=method),
-        linearization=lin,
-        stable=lin.stable(),
-        steps=steps,
-        structure=structure,
-    )
+    rank = static_rank(structure, "equilibrium")
+    method = checked(method, structure, model)
+    eq = _equilibrium(model, q, t, structure, scale, method, rtol, atol, max_steps, rank)
+    return _checked(model, eq, scale, max_steps) if throw else eq
 
 
-def _check(model, q, residual, violation, scale, steps, max_steps, t, independent) -> None:
-    try:
-        residual, violation, scale = float(residual), float(violation), float(scale)
-    except jax.errors.ConcretizationTypeError:
-        return
-    if residual <= FORCE_RTOL * scale and violation <= POSITION_TOL:
-        return
+def _checked(model: Model, eq: Equilibrium, scale, max_steps: int) -> Equilibrium:
+    """`eq`, or a refusal of a failed solve: on the host where the result is
+    concrete, else by `eqx.error_if` on its configuration."""
+    failed = (eq.residual > FORCE_RTOL * scale) | (eq.violation > POSITION_TOL)
+    if isinstance(failed, jax.core.Tracer):
+        q = eqx.error_if(
+            eq.q,
+            failed,
+            "equilibrium: no static equilibrium near q0 (throw=False returns the last iterate)",
+        )
+        return eqx.tree_at(lambda e: e.q, eq, q)
+    if not bool(failed):
+        return eq
+    residual, violation, scale, steps = float(eq.residual), float(eq.violation), float(scale), int(eq.steps)
     if violation > POSITION_TOL:
         reason = (
             f"the constraints cannot be met near q0 (max |Φ| = {violation:.3g} after "
-            f"{int(steps)} steps): the mechanism cannot be assembled there"
+            f"{steps} steps): the mechanism cannot be assembled there"
         )
     else:
-        force = np.abs(np.asarray(unbalanced(model, q, t, independent)))
+        force = np.abs(np.asarray(unbalanced(model, eq.q, eq.t, eq.structure.independent)))
         where = coordinate_labels(model)[int(np.argmax(force))]
         reason = (
-            f"after {int(steps)} of at most {max_steps} steps a generalised force of "
+            f"after {steps} of at most {max_steps} steps a generalised force of "
             f"{residual:.3g} (on {where}) is still not balanced by the constraints "
             f"(accepted: {FORCE_RTOL * scale:.3g}): nothing holds the mechanism against its "
             "loads in some direction (an unbounded fall, a free body, a spring that "

@@ -118,8 +118,7 @@ class Linearization(eqx.Module):
 
     def asymmetry(self) -> Float[Array, ""]:
         """|K_r − K_rᵀ| / |K_r| (Frobenius): 0 for conservative loads."""
-        K = self.stiffness
-        return jnp.linalg.norm(K - K.T) / jnp.maximum(jnp.linalg.norm(K), jnp.finfo(K.dtype).tiny)
+        return _asymmetry(self.stiffness)
 
     def modes(self) -> Modes:
         """The undamped modes (K_r φ = ω² M_r φ, K_r symmetric), lowest first.
@@ -129,7 +128,7 @@ class Linearization(eqx.Module):
         state-space matrix of [`state_matrix`][redundax.statics.Linearization.state_matrix]
         has them."""
         if not isinstance(self.stiffness, jax.core.Tracer):
-            asym = float(self.asymmetry())
+            asym = float(_asymmetry(self.stiffness))
             if asym > SYMMETRY_RTOL:
                 raise ModelError(
                     f"modes: the reduced stiffness is not symmetric (|K - Kᵀ|/|K| = {asym:.2g}): "
@@ -157,6 +156,11 @@ class Linearization(eqx.Module):
         return jnp.concatenate([top, bottom], axis=0)
 
 
+@jax.jit
+def _asymmetry(K):
+    return jnp.linalg.norm(K - K.T) / jnp.maximum(jnp.linalg.norm(K), jnp.finfo(K.dtype).tiny)
+
+
 def _omega_squared(lin: Linearization) -> Float[Array, " f"]:
     L = jnp.linalg.cholesky(lin.mass)
     K = 0.5 * (lin.stiffness + lin.stiffness.T)
@@ -165,6 +169,7 @@ def _omega_squared(lin: Linearization) -> Float[Array, " f"]:
     return jnp.linalg.eigvalsh(0.5 * (A + A.T))
 
 
+@eqx.filter_jit
 def _modes(lin: Linearization) -> Modes:
     L = jnp.linalg.cholesky(lin.mass)
     K = 0.5 * (lin.stiffness + lin.stiffness.T)
@@ -230,16 +235,19 @@ def linearize(
     t = jnp.asarray(t, dtype=float)
     if structure is None:
         structure = decide(model, q, t)
-    rank = _static_rank(structure, "linearize")
-    terms, qdd, lam = solve_terms(model, q, qd, t, structure=structure)
-    del terms
-    return _linearize(model, q, qd, t, qdd, lam, rank, coordinate_labels(model))
+    rank = static_rank(structure, "linearize")
+    return _linearize(model, q, qd, t, structure, rank)
 
 
-def _static_rank(structure: Structure, what: str) -> int:
+@eqx.filter_jit
+def _linearize(model, q, qd, t, structure, rank: int) -> Linearization:
+    return linearization(model, q, qd, t, structure, rank)
+
+
+def static_rank(structure: Structure, what: str) -> int:
     try:
         return int(np.asarray(structure.rank))
-    except jax.errors.ConcretizationTypeError:
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
         raise ModelError(
             f"{what}: the structure's rank is traced (the structure was decided inside "
             "jax.jit, jax.vmap or jax.grad), but the mobility sizes the result: decide "
@@ -248,8 +256,11 @@ def _static_rank(structure: Structure, what: str) -> int:
         ) from None
 
 
-@eqx.filter_jit
-def _linearize(model, q, qd, t, qdd, lam, rank: int, labels) -> Linearization:
+def linearization(model, q, qd, t, structure, rank: int) -> Linearization:
+    """The [`Linearization`][redundax.statics.Linearization] about (q, q̇, t) (traced inside a
+    caller's program; `rank`, the rank of C, static)."""
+    _, qdd, lam = solve_terms(model, q, qd, t, structure=structure)
+
     def balance(q, qd):
         C = constraint_matrix(model, q, t)
         return mass_matrix(model, q) @ qdd + C.T @ lam - generalized_forces(model, q, qd, t)
@@ -267,5 +278,5 @@ def _linearize(model, q, qd, t, qdd, lam, rank: int, labels) -> Linearization:
         mass=Z.T @ M @ Z,
         stiffness=Z.T @ K @ Z,
         damping=Z.T @ D @ Z,
-        labels=labels,
+        labels=coordinate_labels(model),
     )
