@@ -7,7 +7,9 @@ same four-bar built with spatial revolutes (p = 3) has the planar model's
 equilibrium and frequency. Refusals name what is wrong."""
 
 import dataclasses
+import json
 import math
+from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -16,7 +18,7 @@ import numpy as np
 import pytest
 
 import redundax as rx
-from redundax import models, statics
+from redundax import cli, models, statics
 from redundax.forces import RotationalSpringDamper, SpringDamper
 from redundax.joints import Revolute, Translational
 
@@ -224,3 +226,134 @@ def test_equilibrium_under_jit_vmap_and_grad():
         assert abs(a - th) < TOL_ANGLE
         omega = math.sqrt((k + M * G * L * math.sin(th)) / (J + M * L * L))
         assert f == pytest.approx(omega / (2 * math.pi), rel=TOL_FREQUENCY)
+
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def _cli(capsys, *argv):
+    status = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_the_command_line_prints_the_contract(capsys, tmp_path):
+    """`redundax equilibrium FILE --json` on the four-bar-with-spring example: the
+    keys of the JSON contract, the file's coordinates, and the numbers of the
+    crank-angle model (as the Python call above gives them)."""
+    path = CONFIGS / "four_bar_spring.toml"
+    status, out, err = _cli(capsys, "equilibrium", path, "--json")
+    assert status == 0, err
+    s = json.loads(out)
+    assert {"q", "residual", "stable", "frequencies_hz", "damping_ratios", "modes", "pairs"} <= set(s)
+    assert s["coordinates"][:3] == ["crank.x", "crank.y", "crank.angle"]
+    V, I = _four_bar_reduced()
+    theta = 0.3
+    for _ in range(30):
+        theta = theta - jax.grad(V)(theta) / jax.grad(jax.grad(V))(theta)
+    assert abs(s["q"][2] - float(theta)) < TOL_ANGLE
+    assert s["stable"] is True and s["residual"] < 1e-9
+    omega = math.sqrt(float(jax.grad(jax.grad(V))(theta) / I(theta)))
+    assert s["frequencies_hz"][0] == pytest.approx(omega / (2 * math.pi), rel=TOL_FREQUENCY)
+    assert len(s["modes"]) == 1 and len(s["modes"][0]) == len(s["q"]) == 9
+    # Pin O holds the crank: its force is the crank's share of the loads, unique.
+    assert s["pairs"]["O"]["unique"] is True and s["pairs"]["O"]["rows"] == [1, 2]
+    assert set(s["pairs"]["O"]["components"]) == {"force x", "force y"}
+    # Bad input: a driven mechanism is refused naming the file and the driver.
+    driven = tmp_path / "driven.toml"
+    text = (CONFIGS / "four_bar.toml").read_text()
+    driven.write_text(
+        text.replace(
+            "[[markers]]",
+            '[[pairs]]\nname = "motor"\ntype = "revolute-driver"\nbody_i = "crank"\n'
+            'body_j = "ground"\nmotion = { type = "polynomial", coefficients = [0.0, 1.0] }\n\n'
+            "[[markers]]",
+            1,
+        )
+    )
+    status, out, err = _cli(capsys, "equilibrium", driven)
+    assert status == 2 and out == ""
+    assert err.startswith(f"redundax: error: {driven}: equilibrium: 'motor' prescribes a motion"), err
+
+
+# Assembly stresses (issue 37, scope 4). Joint stiffnesses of a stiff bearing:
+# 1e8 N/m on force rows, 1e6 N m/rad on moment rows.
+STIFF = (1e8, 1e6)
+
+
+def _tilt(model, pair: int, delta):
+    """`model` with the axis of revolute `pair` (of the first holonomic group) turned by
+    `delta` [rad] about global y: the axis leaves the plane, a manufacturing error."""
+    frames = model.holonomic[0].frame_i
+    c, s = jnp.cos(delta), jnp.sin(delta)
+    R = jnp.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    return eqx.tree_at(lambda m: m.holonomic[0].frame_i, model, frames.at[pair].set(R @ frames[pair]))
+
+
+def test_assembly_stress_of_a_tilted_axis_against_the_compliant_equilibrium():
+    """The spatial four-bar with its spring (p = 3) at rest, joint D's axis tilted by
+    δ: the first-order self-stress equals the change of the exact compliant
+    equilibrium's multipliers (ratio → 1 over three decades of δ, the residue being
+    the O(load/k) of finite stiffness), the unique (in-plane) components change only
+    at second order, the non-unique ones scale with k δ; dλ/dδ by autodiff equals
+    central differences; a Monte Carlo of 1,000 tilts (vmap)."""
+    mech = _four_bar_with_spring(spatial=True)
+    model = mech.build()
+    eq = rx.equilibrium(model, mech.initial_state().q)
+    k = rx.methods.joint_stiffness(model, STIFF)
+    nominal = statics.compliant_equilibrium(model, eq.q, k)
+    unique = np.asarray(eq.structure.stable_row_unique)
+    ratios, errors = [], []
+    for delta in (1e-3, 1e-4, 1e-5):
+        deviated = _tilt(model, 3, delta)
+        first = np.asarray(statics.assembly_stress(model, deviated, eq.q, k, structure=eq.structure).multipliers)
+        exact = np.asarray(statics.compliant_equilibrium(deviated, eq.q, k).multipliers - nominal.multipliers)
+        i = np.argmax(np.abs(first))
+        ratios.append(exact[i] / first[i])
+        # First order: linear in δ (k δ ~ 1e6 N m/rad · δ on the bending rows).
+        assert np.abs(first).max() == pytest.approx(2.731e5 * delta, rel=1e-3)
+        assert np.abs(first[unique]).max() < 1e-9 * np.abs(first).max()
+        # Exact: the unique components move at O(δ²) only.
+        assert np.abs(exact[unique]).max() < 2e5 * delta**2
+        errors.append(np.abs(exact - first).max() / np.abs(first).max())
+    # What is left as δ → 0 is the O(load/k) of finite stiffness (4e-5 here).
+    np.testing.assert_allclose(ratios, 1.0, atol=1e-4)
+    assert errors[0] < 1e-3 and max(errors[1:]) < 1e-4, errors  # O(δ), then the floor
+    assert abs(ratios[1] - ratios[2]) < 1e-6, ratios
+
+    # dλ_s/dδ (autodiff) against central differences, on the largest component.
+    def largest(delta):
+        return statics.assembly_stress(model, _tilt(model, 3, delta), eq.q, k, structure=eq.structure).multipliers[i]
+
+    h = 1e-6
+    fd = (largest(h) - largest(-h)) / (2 * h)
+    assert float(jax.grad(largest)(0.0)) == pytest.approx(float(fd), rel=1e-7)
+
+    # Monte Carlo: 1,000 tilts of joint D's axis, σ = 1 mrad (vmap of the formula);
+    # the largest assembly moment grows as k |δ| (the half-normal's 99th percentile).
+    draws = jax.random.normal(jax.random.PRNGKey(0), (1000,)) * 1e-3
+    peaks = jax.vmap(lambda d: jnp.max(jnp.abs(statics.assembly_stress(model, _tilt(model, 3, d), eq.q, k, structure=eq.structure).multipliers)))(draws)
+    np.testing.assert_allclose(np.asarray(peaks), 2.731e5 * np.abs(np.asarray(draws)), rtol=2e-3)
+
+
+def test_assembly_stress_of_bricard():
+    """Bricard (p = 1, no component unique), at rest under gravity: joint J2's point
+    moved by δ along its axis (J2's body-frame y), which no motion of the loop can
+    absorb, loads every joint; first order against the exact compliant equilibrium
+    over three decades, and a deviation address that does not exist is named."""
+    mech = models.bricard()
+    model = mech.build()
+    # Where it rests under gravity (a mechanism of mobility 1 with no load would have
+    # no isolated equilibrium for the compliant model to settle in).
+    eq = rx.equilibrium(model, mech.initial_state().q)
+    k = rx.methods.joint_stiffness(model, STIFF)
+    nominal = statics.compliant_equilibrium(model, eq.q, k)
+    for delta in (1e-4, 1e-5, 1e-6):
+        deviated = statics.deviate(model, {"pairs.J2.point_i.y": delta})
+        first = np.asarray(statics.assembly_stress(model, deviated, eq.q, k, structure=eq.structure).multipliers)
+        exact = np.asarray(statics.compliant_equilibrium(deviated, eq.q, k).multipliers - nominal.multipliers)
+        scale = np.abs(first).max()
+        assert scale == pytest.approx(1.9763e5 * delta, rel=1e-4)  # linear in δ
+        np.testing.assert_allclose(exact, first, atol=1e-3 * scale)
+    with pytest.raises(ValueError, match=r"unknown sweep parameter 'pairs\.J9\.point_i\.x'"):
+        statics.deviate(model, {"pairs.J9.point_i.x": 1e-4})

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Float
 
-from . import Model, State
+from ._model import Model, State
 from .motions import Constant, Polynomial, SmoothSteps
 
 _AXES = ("x", "y", "z")

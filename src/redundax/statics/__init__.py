@@ -3,6 +3,13 @@ reactions and their verdicts, and the equations of motion linearised about a sta
 (natural frequencies, damping ratios, mode shapes, stability) in independent
 coordinates — redundant constraints handled as the dynamics handles them."""
 
+from ._assembly_stress import (
+    AssemblyStress as AssemblyStress,
+    CompliantEquilibrium as CompliantEquilibrium,
+    assembly_stress as assembly_stress,
+    compliant_equilibrium as compliant_equilibrium,
+    deviate as deviate,
+)
 from ._equilibrium import (
     Equilibrium as Equilibrium,
     equilibrium as equilibrium,
@@ -15,6 +22,11 @@ from ._linearize import (
 )
 
 __all__ = [
+    "AssemblyStress",
+    "CompliantEquilibrium",
+    "assembly_stress",
+    "compliant_equilibrium",
+    "deviate",
     "Equilibrium",
     "equilibrium",
     "Linearization",

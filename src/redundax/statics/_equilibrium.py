@@ -203,8 +203,9 @@ def equilibrium(
     refuse_pfaffian(model, "equilibrium")
     drivers = _drivers(model)
     if drivers:
+        verb = "prescribes" if len(drivers) == 1 else "prescribe"
         raise ModelError(
-            f"equilibrium: {', '.join(repr(d) for d in drivers)} prescribe a motion (a "
+            f"equilibrium: {', '.join(repr(d) for d in drivers)} {verb} a motion (a "
             "driver): a driven mechanism is not at rest under its loads; remove the "
             "driver, or replace it by a spring (forces) that holds the joint",
             [f"pair {d!r}: a driver" for d in drivers],
