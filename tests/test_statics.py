@@ -266,7 +266,7 @@ def test_the_command_line_prints_the_contract(capsys, tmp_path):
         text.replace(
             "[[markers]]",
             '[[pairs]]\nname = "motor"\ntype = "revolute-driver"\nbody_i = "crank"\n'
-            'body_j = "ground"\nmotion = { type = "polynomial", coefficients = [0.0, 1.0] }\n\n'
+            'body_j = "ground"\nmotion = { type = "polynomial", coefficients = [1.0471975511965976, 0.0, 1.0] }\n\n'
             "[[markers]]",
             1,
         )

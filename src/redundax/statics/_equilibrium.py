@@ -24,6 +24,7 @@ from jaxtyping import Array, ArrayLike, Float
 from .._assembly import constraint_matrix, generalized_forces, position_residual
 from .._errors import ModelError
 from .._model import Model
+from .._motion import Constant
 from .._precision import precise
 from .._qr import DECISION_RTOL, pivoted_qr
 from .._reactions import Reactions, _reactions as reactions_at
@@ -151,7 +152,17 @@ def _equilibrium(model, q, t, structure, scale, method, rtol, atol, max_steps: i
 
 
 def _drivers(model: Model) -> list[str]:
-    return [p.name for p in model.pairs if p.kind.endswith("driver")]
+    """The driver pairs whose prescribed motion is not constant (a constant one only
+    locks its joint: statics applies). Where the model is traced, every driver."""
+    moving: set[int] = set()
+    try:
+        for group in model.holonomic:
+            motion = getattr(group, "motion", None)
+            if motion is not None and not isinstance(motion, Constant):
+                moving.update(int(r) for r in np.asarray(group.rows).ravel())
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        moving = set(range(model.n_holonomic))
+    return [p.name for p in model.pairs if p.kind.endswith("driver") and p.rows[0] in moving]
 
 
 def equilibrium(
@@ -171,7 +182,8 @@ def equilibrium(
 
     **Arguments:**
 
-    - `model`: a holonomic mechanism without drivers; `q0`: a starting
+    - `model`: a holonomic mechanism without moving drivers (one whose motion is a
+      `Constant` only locks its joint); `q0`: a starting
       configuration (need not satisfy the constraints: it is first moved onto
       them) [m, rad]; `t`: the time at which time-dependent loads are taken [s].
     - `structure`: the rank and independent rows (default: [`decide`][redundax.decide] at `q0`
