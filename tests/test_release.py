@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 API = ROOT / "docs" / "api"
 FAMILIES = (
     "analysis drift equations forces internal io joint_coordinates joints methods models "
-    "monitors motions optimize plot sweep"
+    "monitors motions optimize plot statics sweep"
 ).split()
 
 

@@ -357,3 +357,70 @@ def test_assembly_stress_of_bricard():
         np.testing.assert_allclose(exact, first, atol=1e-3 * scale)
     with pytest.raises(ValueError, match=r"unknown sweep parameter 'pairs\.J9\.point_i\.x'"):
         statics.deviate(model, {"pairs.J9.point_i.x": 1e-4})
+
+
+def _folded_normal_quantile(p, mean, std):
+    """The p-quantile of |X|, X ~ N(mean, std²), by bisection on its CDF."""
+    cdf = lambda x: 0.5 * (math.erf((x - mean) / (std * math.sqrt(2))) + math.erf((x + mean) / (std * math.sqrt(2))))  # noqa: E731
+    lo, hi = 0.0, abs(mean) + 10 * std
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if cdf(mid) < p else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def test_tolerance_study_of_bricard(capsys, tmp_path):
+    """`redundax tolerances` on configs/tolerances_bricard.toml. Bricard has one
+    self-stress, so every assembly force is |N_r μ| with μ linear in the deviations:
+    the sensitivities equal central differences of `assembly_stress` computed here,
+    the nominal change is their sum weighted by the nominal deviations, and the
+    Monte Carlo's percentiles of the largest force are those of a folded normal
+    (closed form) within sampling error. Bad input is named."""
+    path = CONFIGS / "tolerances_bricard.toml"
+    status, out, err = _cli(capsys, "tolerances", path, "--json")
+    assert status == 0, err
+    s = json.loads(out)
+    assert s["redundancy"] == 1 and s["monte_carlo"]["samples"] == 1000
+    tol = statics.load_tolerances(path)
+    model, q = tol.model, jnp.asarray(s["q"])
+    structure = rx.decide(model, q)
+    addresses = [d.address for d in tol.deviations]
+
+    def change(delta):  # −λ_s of every row, at the study's configuration
+        deviated = statics.deviate(model, dict(zip(addresses, delta, strict=True)))
+        return -np.asarray(statics.assembly_stress(model, deviated, q, tol.stiffness, structure=structure).multipliers)
+
+    h = 1e-6
+    rows = model.pair("J2").rows
+    labels = model.pair("J2").components
+    for j, address in enumerate(addresses):
+        e = np.zeros(3)
+        e[j] = h
+        fd = (change(e) - change(-e)) / (2 * h)
+        got = [s["sensitivity"][address]["J2"][label] for label in labels]
+        np.testing.assert_allclose(got, fd[list(rows)], rtol=1e-6, atol=1e-6 * np.abs(fd).max())
+    nominal = np.array([d.value for d in tol.deviations])
+    want = change(nominal)
+    got = [s["nominal"]["J2"][label]["change"] for label in labels]
+    np.testing.assert_allclose(got, want[list(rows)], rtol=1e-9, atol=1e-9 * np.abs(want).max())
+    # The largest force of J2 over the draws: |g_r · δ| with δ ~ N(nominal, σ² I).
+    sens = np.array([[s["sensitivity"][a]["J2"][label] for a in addresses] for label in labels])
+    forces = [k for k, label in enumerate(labels) if "force" in label]
+    r = forces[int(np.argmax(np.abs(sens[forces] @ np.ones(3))))]
+    mean, std = float(sens[r] @ nominal), float(np.linalg.norm(sens[r]) * 2e-5)
+    mc = s["monte_carlo"]["pairs"]["J2"]["force"]
+    for p in (50, 90):
+        assert mc[f"p{p}"] == pytest.approx(_folded_normal_quantile(p / 100, mean, std), rel=0.1), p
+    # Bad input, each named.
+    bad = tmp_path / "bad.toml"
+    text = path.read_text().replace('mechanism = "bricard.toml"', f'mechanism = "{CONFIGS / "bricard.toml"}"')
+    for edit, message in (
+        (("std = 2e-5                      # m", "std = -1e-5"), "deviations[0] key 'std': expected a number ≥ 0"),
+        (('address = "pairs.J0.point_i.z"', 'address = "pairs.J9.point_i.z"'), "deviations[0] key 'address': unknown"),
+        (("samples = 1000", 'samples = 1000\ndistribution = "normal"'), "unknown key 'distribution'"),
+    ):
+        bad.write_text(text.replace(*edit, 1))
+        status, out, err = _cli(capsys, "tolerances", bad)
+        assert status == 2 and out == "", err
+        assert err.startswith(f"redundax: error: {bad}: tolerances") or message in err, err
+        assert message in err, err

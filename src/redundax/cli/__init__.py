@@ -1,7 +1,7 @@
 """The `redundax` command line: parse, load, call the library, write. No physics here.
 
 Each subcommand is one module of this package (`analyze`, `simulate`,
-`equilibrium`, `plot`, `sweep`, `optimize`) that defines its help texts `SUMMARY` and `DESCRIPTION`, a
+`equilibrium`, `tolerances`, `plot`, `sweep`, `optimize`) that defines its help texts `SUMMARY` and `DESCRIPTION`, a
 function `add_arguments(parser)` and a handler `run(args) -> exit status`; it is
 one entry of `COMMANDS`. To add a subcommand, write such a module and add an
 entry; `main` does the rest (parsing, error reporting, exit status).
@@ -31,7 +31,7 @@ from types import ModuleType
 
 import jax
 
-from . import analyze, equilibrium, optimize, plot, simulate, sweep
+from . import analyze, equilibrium, optimize, plot, simulate, sweep, tolerances
 from ._cache import HELP as _CACHE_HELP, enable_compilation_cache
 from ._common import (
     EXIT_FAILURE as EXIT_FAILURE,
@@ -59,6 +59,7 @@ COMMANDS: dict[str, Command] = {
     "analyze": _module_command(analyze),
     "simulate": _module_command(simulate),
     "equilibrium": _module_command(equilibrium),
+    "tolerances": _module_command(tolerances),
     "optimize": _module_command(optimize),
     "sweep": _module_command(sweep),
     "plot": _module_command(plot),

@@ -14,6 +14,13 @@ from ._equilibrium import (
     Equilibrium as Equilibrium,
     equilibrium as equilibrium,
 )
+from ._tolerances import (
+    Deviation as Deviation,
+    Tolerances as Tolerances,
+    ToleranceStudy as ToleranceStudy,
+    load_tolerances as load_tolerances,
+    tolerance_study as tolerance_study,
+)
 from ._linearize import (
     Linearization as Linearization,
     Modes as Modes,
@@ -27,6 +34,11 @@ __all__ = [
     "assembly_stress",
     "compliant_equilibrium",
     "deviate",
+    "Deviation",
+    "Tolerances",
+    "ToleranceStudy",
+    "load_tolerances",
+    "tolerance_study",
     "Equilibrium",
     "equilibrium",
     "Linearization",

@@ -1,0 +1,301 @@
+"""Tolerance studies: the assembly stresses that manufacturing tolerances cause, from a
+tolerance file (`redundax tolerances FILE`; format: configs/README.md, Tolerances).
+
+Where: the mechanism's static equilibrium under its loads (or its initial
+configuration). What: the first-order assembly stress of the nominal deviations,
+its sensitivity dλ/dδ to each deviation by autodiff (exact: the formula is linear in
+the misfit, and the misfit is differentiated through the geometry), and a Monte Carlo
+over the deviations' distributions — one compiled, `jax.vmap`ped program over the
+draws, in chunks — reported per pair as percentiles of the largest change of a force
+component and of a moment component.
+"""
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._model import Model, State
+from .._parameters import parameter_targets, unknown_parameter
+from .._structure import Structure
+from ..io._checks import is_integer, is_number, read_table, referenced_file, unknown_keys
+from ..io._errors import ConfigError, Problem, Where
+from ..io.config import load_config
+from ..methods import joint_stiffness
+from ._assembly_stress import assembly_stress, deviate
+from ._equilibrium import equilibrium
+
+DISTRIBUTIONS = ("normal", "uniform")
+PERCENTILES = (50.0, 90.0, 99.0)
+MAX_SAMPLES = 10_000_000
+CHUNK = 4096
+"""Draws evaluated together (one `vmap`ped call each)."""
+
+_KEYS = ("mechanism", "stiffness", "pair_stiffness", "samples", "seed", "at", "deviations")
+_DEVIATION_KEYS = ("address", "value", "distribution", "std", "half_width")
+_AT = ("equilibrium", "initial")
+
+
+@dataclasses.dataclass(frozen=True)
+class Deviation:
+    """One toleranced parameter: its sweep address, the nominal deviation `value`
+    (the part as drawn, for the nominal misfit stress), and its distribution about
+    that value for the Monte Carlo: `"normal"` with standard deviation `spread`, or
+    `"uniform"` on ±`spread` (the half width)."""
+
+    address: str
+    value: float
+    distribution: str
+    spread: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerances:
+    """A tolerance study: the mechanism, per-row stiffnesses, the deviations, the
+    Monte Carlo's sample count and seed, and where it is assembled (`at`)."""
+
+    path: Path
+    model: Model
+    state: State
+    name: str
+    stiffness: Any
+    deviations: tuple[Deviation, ...]
+    samples: int
+    seed: int
+    at: str
+
+
+def load_tolerances(path: str | Path) -> Tolerances:
+    """Read and validate a tolerance file.
+
+    **Raises:** `redundax.io.ConfigError` listing every problem, each naming its entry
+    and key (an unknown deviation address with the closest known ones, a negative
+    standard deviation, an unknown distribution), or those of the mechanism file.
+    """
+    path = Path(path)
+    table = read_table(
+        path,
+        "tolerances",
+        'a tolerance file names its mechanism with [tolerances] mechanism = "FILE.toml" '
+        "(configs/README.md, Tolerances)",
+        "a tolerance file",
+    )
+    problems: list[str] = unknown_keys(table, _KEYS, "tolerances")
+    mechanism = table.get("mechanism")
+    if not isinstance(mechanism, str):
+        raise ConfigError(
+            path, [*problems, Problem("tolerances", "missing key 'mechanism' (the mechanism's TOML file)")]
+        )
+    config = load_config(referenced_file(path, "tolerances", mechanism))
+    known = parameter_targets(config.model, config.state)
+
+    stiffness = table.get("stiffness", [1e8, 1e6])
+    if not (
+        isinstance(stiffness, list)
+        and len(stiffness) == 2
+        and all(is_number(v) and math.isfinite(v) and v > 0 for v in stiffness)
+    ) and not (is_number(stiffness) and math.isfinite(stiffness) and stiffness > 0):
+        problems.append(
+            Problem(
+                Where("tolerances", "stiffness"),
+                f"expected a positive number or [force rows N/m, moment rows N m/rad], got {stiffness!r}",
+            )
+        )
+        stiffness = [1e8, 1e6]
+    pair_stiffness = table.get("pair_stiffness", {})
+    if not isinstance(pair_stiffness, dict):
+        problems.append(Problem(Where("tolerances", "pair_stiffness"), "expected a table { PAIR = k }"))
+        pair_stiffness = {}
+    for name in pair_stiffness:
+        if name not in config.model.pair_names:
+            problems.append(
+                Problem(
+                    Where("tolerances", "pair_stiffness"),
+                    f"no pair named {name!r}; pairs: {', '.join(config.model.pair_names)}",
+                )
+            )
+    samples = table.get("samples", 1000)
+    if not (is_integer(samples) and 0 <= samples <= MAX_SAMPLES):
+        problems.append(
+            Problem(Where("tolerances", "samples"), f"expected an integer from 0 to {MAX_SAMPLES:,}, got {samples!r}")
+        )
+    seed = table.get("seed", 0)
+    if not (is_integer(seed) and 0 <= seed < 2**32):
+        problems.append(Problem(Where("tolerances", "seed"), f"expected an integer from 0 to 2^32 − 1, got {seed!r}"))
+    at = table.get("at", "equilibrium")
+    if at not in _AT:
+        problems.append(Problem(Where("tolerances", "at"), f"expected one of {', '.join(map(repr, _AT))}, got {at!r}"))
+
+    entries = table.get("deviations", [])
+    if not isinstance(entries, list) or not entries:
+        problems.append(Problem(Where("tolerances", "deviations"), "expected [[tolerances.deviations]] entries (at least one)"))
+        entries = []
+    deviations = []
+    for k, entry in enumerate(entries):
+        where = f"deviations[{k}]"
+        if not isinstance(entry, dict):
+            problems.append(Problem(where, "expected a table, written [[tolerances.deviations]]"))
+            continue
+        problems += unknown_keys(entry, _DEVIATION_KEYS, where)
+        address = entry.get("address")
+        if not isinstance(address, str):
+            problems.append(Problem(Where(where, "address"), "missing: the parameter's address, e.g. \"pairs.J2.point_i.y\""))
+            continue
+        if address not in known:
+            problems.append(Problem(Where(where, "address"), unknown_parameter(address, list(known))))
+            continue
+        if address in [d.address for d in deviations]:
+            problems.append(Problem(Where(where, "address"), f"{address!r} is listed twice"))
+        value = entry.get("value", 0.0)
+        if not (is_number(value) and math.isfinite(value)):
+            problems.append(Problem(Where(where, "value"), f"expected a finite number, got {value!r}"))
+            value = 0.0
+        distribution = entry.get("distribution", "normal")
+        if distribution not in DISTRIBUTIONS:
+            problems.append(
+                Problem(Where(where, "distribution"), f"expected one of {', '.join(map(repr, DISTRIBUTIONS))}, got {distribution!r}")
+            )
+            continue
+        key = "std" if distribution == "normal" else "half_width"
+        other = "half_width" if distribution == "normal" else "std"
+        if other in entry:
+            problems.append(Problem(Where(where, other), f"only for distribution = {'uniform' if other == 'half_width' else 'normal'!r}; use {key!r}"))
+        spread = entry.get(key, 0.0)
+        if not (is_number(spread) and math.isfinite(spread) and spread >= 0):
+            problems.append(
+                Problem(Where(where, key), f"expected a number ≥ 0 (the {'standard deviation' if key == 'std' else 'half width'}, in the parameter's unit), got {spread!r}")
+            )
+            continue
+        deviations.append(Deviation(address, float(value), distribution, float(spread)))
+    if problems:
+        raise ConfigError(path, problems)
+    try:
+        k = joint_stiffness(config.model, tuple(stiffness) if isinstance(stiffness, list) else stiffness, pair_stiffness)
+    except ValueError as error:
+        raise ConfigError(path, [Problem(Where("tolerances", "pair_stiffness"), str(error))]) from None
+    return Tolerances(path, config.model, config.state, config.name, k, tuple(deviations), int(samples), int(seed), at)
+
+
+@dataclasses.dataclass(frozen=True)
+class ToleranceStudy:
+    """What `tolerance_study` found (all host numbers, for reports).
+
+    - `q`: where the mechanism was assembled; `redundancy`: p.
+    - `nominal`: per pair, per component, `(change of the reaction component, unique)`
+      under the nominal deviations.
+    - `sensitivity`: per deviation address, per pair, per component, d(component)/dδ.
+    - `percentiles`: per pair, `{"force": {...}, "moment": {...}}`: percentiles
+      (`PERCENTILES`) and the maximum, over the draws, of the largest |change| of a
+      force component and of a moment component.
+    """
+
+    q: np.ndarray
+    redundancy: int
+    nominal: dict
+    sensitivity: dict
+    percentiles: dict
+    samples: int
+
+    def to_dict(self) -> dict:
+        """The JSON of `redundax tolerances --json`."""
+        return {
+            "q": self.q.tolist(),
+            "redundancy": self.redundancy,
+            "nominal": {
+                pair: {label: {"change": v, "unique": u} for label, (v, u) in comps.items()}
+                for pair, comps in self.nominal.items()
+            },
+            "sensitivity": self.sensitivity,
+            "monte_carlo": {"samples": self.samples, "pairs": self.percentiles},
+        }
+
+
+def _moment(label: str) -> bool:
+    return "moment" in label or "torque" in label
+
+
+def tolerance_study(tol: Tolerances, *, structure: Structure | None = None) -> ToleranceStudy:
+    """The nominal assembly stress, its sensitivities and the Monte Carlo of a
+    [`Tolerances`][redundax.statics.Tolerances] (module docstring)."""
+    model, state = tol.model, tol.state
+    if tol.at == "equilibrium":
+        eq = equilibrium(model, state.q, state.t)
+        q, structure = eq.q, eq.structure if structure is None else structure
+    else:
+        from .._structure import decide  # noqa: PLC0415
+
+        q = state.q
+        structure = decide(model, q, state.t) if structure is None else structure
+    addresses = [d.address for d in tol.deviations]
+
+    @eqx.filter_jit
+    def stress(delta):
+        deviated = deviate(model, dict(zip(addresses, delta, strict=True)), state)
+        return assembly_stress(model, deviated, q, tol.stiffness, state.t, structure=structure).multipliers
+
+    nominal_delta = jnp.array([d.value for d in tol.deviations])
+    lam = np.asarray(stress(nominal_delta))
+    jac = np.asarray(jax.jacfwd(stress)(nominal_delta))  # (nc, deviations)
+    unique = np.asarray(structure.stable_row_unique)
+    rows = {p.name: p for p in model.pairs}
+    nominal = {
+        name: {label: (float(-lam[r]), bool(unique[r])) for label, r in zip(p.components, p.rows, strict=True)}
+        for name, p in rows.items()
+    }
+    sensitivity = {
+        a: {
+            name: {label: float(-jac[r, j]) for label, r in zip(p.components, p.rows, strict=True)}
+            for name, p in rows.items()
+        }
+        for j, a in enumerate(addresses)
+    }
+    percentiles = _monte_carlo(tol, stress, model) if tol.samples else {}
+    redundancy = structure.m + structure.h - int(np.asarray(structure.rank))
+    return ToleranceStudy(np.asarray(q), redundancy, nominal, sensitivity, percentiles, tol.samples)
+
+
+def _monte_carlo(tol: Tolerances, stress, model: Model) -> dict:
+    key = jax.random.PRNGKey(tol.seed)
+    value = jnp.array([d.value for d in tol.deviations])
+    spread = jnp.array([d.spread for d in tol.deviations])
+    normal = jnp.array([d.distribution == "normal" for d in tol.deviations])
+    batched = eqx.filter_jit(jax.vmap(stress))
+    groups = []
+    for p in model.pairs:
+        force = [r for label, r in zip(p.components, p.rows, strict=True) if not _moment(label)]
+        moment = [r for label, r in zip(p.components, p.rows, strict=True) if _moment(label)]
+        groups.append((p.name, force, moment))
+    peaks = {name: {"force": [], "moment": []} for name, _, _ in groups}
+    batch = min(CHUNK, tol.samples)  # every chunk this size: one compilation
+    for start in range(0, tol.samples, batch):
+        n = min(batch, tol.samples - start)
+        key, k1, k2 = jax.random.split(key, 3)
+        shape = (batch, len(tol.deviations))
+        z = jnp.where(
+            normal[None, :],
+            jax.random.normal(k1, shape),
+            jax.random.uniform(k2, shape, minval=-1.0, maxval=1.0),
+        )
+        lam = np.abs(np.asarray(batched(value[None, :] + spread[None, :] * z)))[:n]
+        for name, force, moment in groups:
+            if force:
+                peaks[name]["force"].append(lam[:, force].max(axis=1))
+            if moment:
+                peaks[name]["moment"].append(lam[:, moment].max(axis=1))
+    out = {}
+    for name, kinds in peaks.items():
+        out[name] = {}
+        for kind, chunks in kinds.items():
+            if chunks:
+                values = np.concatenate(chunks)
+                out[name][kind] = {
+                    **{f"p{int(p)}": float(np.percentile(values, p)) for p in PERCENTILES},
+                    "max": float(values.max()),
+                }
+    return out
+
