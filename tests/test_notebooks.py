@@ -99,6 +99,15 @@ KEY_NUMBERS = {
         "run_reaction_relative": "gap",
         "run_energy_drift": "drift",
     },
+    "07_tolerances": {
+        "p": "p",
+        "unique_components": "unique_components",
+        "ratios": "ratios",
+        "forces": "forces",
+        "allocated_um": "allocated_um",
+        "p99_allocated": "p99_allocated",
+        "p99_nominal": "p99_nominal",
+    },
 }
 
 
@@ -158,6 +167,13 @@ def _checks(stem, k):
         assert 1e-15 < k["rank_flip_delta"] < 1e-11  # reported 1e-13 m
         r = k["log_ranks"]
         assert r[0] == 20 and r[-1] == 21 and all(b >= a for a, b in zip(r, r[1:], strict=False))
+    elif stem == "07_tolerances":
+        assert k["p"] == 1 and k["unique_components"] == 0
+        assert all(abs(r - 1) < 1e-3 for r in k["ratios"])  # exact / first order
+        f = k["forces"]  # linear in the misfit
+        assert abs(f[1] / f[0] - 10) < 1e-6 and abs(f[2] / f[1] - 10) < 1e-6  # 1e-6, 1e-5, 1e-4 m
+        assert abs(k["p99_allocated"] / 50.0 - 1) < 0.05
+        assert all(1.0 < v < 100.0 for v in k["allocated_um"].values())
     elif stem == "06_joint_coordinates":
         # Four-bar: p = 0, all unique, decided from the base up; Bricard: p = 1,
         # nothing unique, one dropped row and the two-pair rule; both as the QR test.

@@ -148,6 +148,36 @@ def _four_bar_reduced():
     return V, I
 
 
+def _check_mode_plot(model, eq, theta):
+    """`plot_modes`: one axes for the one mode; its displaced coupler pin B moves
+    along dB/dθ of the crank-angle model (the mode is the crank's swing)."""
+    from redundax.plot import plot_modes
+
+    # A small amplitude: the drawing displaces q linearly, off the manifold at O(a²).
+    fig = plot_modes(model, eq.linearization, amplitude=1e-4)
+    (ax,) = fig.axes
+    lines = {gid: [line for line in ax.get_lines() if line.get_gid() == gid] for gid in ("rest", "mode+", "mode-")}
+    assert all(len(v) == 3 for v in lines.values())  # three bodies each
+    # The coupler (second body) runs A → B: its last point is B.
+    B_rest = lines["rest"][1].get_xydata()[-1]
+    B_moved = lines["mode+"][1].get_xydata()[-1]
+    A = jnp.stack([A_ * jnp.cos(theta), A_ * jnp.sin(theta)])
+    np.testing.assert_allclose(lines["rest"][0].get_xydata()[-1], np.asarray(A), atol=1e-9)
+
+    def pin_B(th):
+        A = jnp.stack([A_ * jnp.cos(th), A_ * jnp.sin(th)])
+        d = jnp.array([1.0, 0.0]) - A
+        dist = jnp.linalg.norm(d)
+        along = (C_**2 - R_**2 + dist**2) / (2 * dist)
+        h = jnp.sqrt(C_**2 - along**2)
+        return A + along * d / dist + h * jnp.stack([-d[1], d[0]]) / dist
+
+    tangent = np.asarray(jax.jacfwd(pin_B)(theta))
+    moved = B_moved - B_rest
+    cosine = abs(moved @ tangent) / (np.linalg.norm(moved) * np.linalg.norm(tangent))
+    assert cosine > 0.99999, cosine  # parallel up to the drawing's finite amplitude
+
+
 def test_four_bar_with_a_diagonal_spring_planar_and_spatial():
     V, I = _four_bar_reduced()
     dV, d2V = jax.grad(V), jax.grad(jax.grad(V))
@@ -181,6 +211,7 @@ def test_four_bar_with_a_diagonal_spring_planar_and_spatial():
                 assert not any(verdict[c] for c in ("axial force", "bending moment e1", "bending moment e2")), name
         else:
             assert unique.all()
+            _check_mode_plot(model, eq, theta)
 
 
 def test_refusals_name_the_cause():
@@ -242,8 +273,10 @@ def test_the_command_line_prints_the_contract(capsys, tmp_path):
     keys of the JSON contract, the file's coordinates, and the numbers of the
     crank-angle model (as the Python call above gives them)."""
     path = CONFIGS / "four_bar_spring.toml"
-    status, out, err = _cli(capsys, "equilibrium", path, "--json")
+    figure = tmp_path / "modes.png"
+    status, out, err = _cli(capsys, "equilibrium", path, "--json", "--figure", figure)
     assert status == 0, err
+    assert figure.stat().st_size > 1000
     s = json.loads(out)
     assert {"q", "residual", "stable", "frequencies_hz", "damping_ratios", "modes", "pairs"} <= set(s)
     assert s["coordinates"][:3] == ["crank.x", "crank.y", "crank.angle"]
@@ -424,3 +457,46 @@ def test_tolerance_study_of_bricard(capsys, tmp_path):
         assert status == 2 and out == "", err
         assert err.startswith(f"redundax: error: {bad}: tolerances") or message in err, err
         assert message in err, err
+
+
+def test_tolerance_allocation_for_bricard():
+    """How accurately must Bricard's joints be made for assembly forces below 50 N
+    (99th percentile)? One self-stress makes J = dλ/dδ of rank one, J_ri = N_r a_i, so
+    the largest Σ log σ_i under the bound shares it equally: |J_r*i| σ_i =
+    F / (z₉₉ √d) on the most loaded force row r* (Lagrange). The Optax allocation
+    against that closed form, with J by central differences here; then a Monte Carlo
+    with the allocated σ puts the 99th percentile at the bound."""
+    tol = statics.load_tolerances(CONFIGS / "tolerances_bricard.toml")
+    model = tol.model
+    eq = rx.equilibrium(model, tol.state.q)
+    addresses = [d.address for d in tol.deviations]
+
+    def change(delta):
+        deviated = statics.deviate(model, dict(zip(addresses, delta, strict=True)))
+        return np.asarray(statics.assembly_stress(model, deviated, eq.q, tol.stiffness, structure=eq.structure).multipliers)
+
+    h = 1e-6
+    J = np.stack([(change(h * e) - change(-h * e)) / (2 * h) for e in np.eye(3)], axis=1)
+    force = [r for p in model.pairs for label, r in zip(p.components, p.rows, strict=True) if "force" in label]
+    star = force[int(np.argmax(np.linalg.norm(J[force], axis=1)))]
+    bound = 50.0
+    want = bound / (2.5758293035489004 * math.sqrt(3) * np.abs(J[star]))
+    # From a start far from the equal share (1, 10, 100 µm).
+    start = dict(zip(addresses, (1e-6, 1e-5, 1e-4), strict=True))
+    allocation = statics.allocate_tolerances(tol, bound, initial=start, structure=eq.structure)
+    got = np.array([allocation.std[a] for a in addresses])
+    np.testing.assert_allclose(got, want, rtol=1e-3)
+    assert max(allocation.p99.values()) == pytest.approx(bound, rel=1e-6)
+    # A Monte Carlo of 20,000 draws at the allocated tolerances: the largest force on
+    # the binding row's pair stays at the bound at the 99th percentile.
+    drawn = dataclasses.replace(
+        tol,
+        deviations=tuple(
+            dataclasses.replace(d, value=0.0, distribution="normal", spread=allocation.std[d.address])
+            for d in tol.deviations
+        ),
+        samples=20_000,
+    )
+    study = statics.tolerance_study(drawn, structure=eq.structure)
+    pair = next(p.name for p in model.pairs if star in p.rows)
+    assert study.percentiles[pair]["force"]["p99"] == pytest.approx(bound, rel=0.05)

@@ -21,7 +21,8 @@ A run is the `.npz` file that `redundax simulate CONFIG --out run.npz` (or
   rows and the nominal rank.
 
 and, of a mechanism rather than a run, [`plot_block_pattern`][redundax.plot.plot_block_pattern]: the
-block structure of C M⁻¹ Cᵀ that the block-sparse solver factorises.
+block structure of C M⁻¹ Cᵀ that the block-sparse solver factorises, and
+[`plot_modes`][redundax.plot.plot_modes]: the mode shapes about an equilibrium.
 
 (In brackets: the figure's file name in [`save_all`][redundax.plot.save_all] and `redundax plot`.)
 
@@ -61,6 +62,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -78,6 +80,7 @@ __all__ = [
     "plot_solvability",
     "plot_rank",
     "plot_block_pattern",
+    "plot_modes",
     "save_all",
 ]
 
@@ -768,6 +771,69 @@ def plot_block_pattern(pattern, *, figure: Figure | None = None) -> Figure:
         f"{n} blocks, {len(pattern.fill)} fill-in, at most {pattern.bandwidth} coupled later",
         fontsize=9,
     )
+    return fig
+
+
+def plot_modes(
+    model,
+    linearization,
+    *,
+    count: int | None = None,
+    amplitude: float = 0.1,
+    figure: Figure | None = None,
+) -> Figure:
+    """The mode shapes of a [`redundax.statics.Linearization`][] (e.g.
+    `rx.equilibrium(model, q0).linearization`): per mode, the mechanism drawn through
+    its joint points at rest (grey) and displaced by ± the mode (colour), the largest
+    joint displacement `amplitude` times the mechanism's size; the title gives the
+    frequency and the damping ratio. Each body is the polyline through its joint
+    points (its centre of mass where it has one joint); spatial mechanisms in x–y.
+
+    **Arguments:** `count`: the lowest modes drawn (default all, at most 6);
+    `amplitude`: relative size of the displacement.
+
+    **Returns:** the figure, one axes per mode (`gid` `"rest"`, `"mode+"`, `"mode-"` on
+    the lines).
+    """
+    from ._reactions import pair_anchors  # noqa: PLC0415 - only here
+
+    modes = linearization.modes()
+    f = len(np.asarray(modes.frequencies_hz))
+    count = min(f, 6) if count is None else min(int(count), f)
+    q0 = np.asarray(linearization.q)
+    nb, dof = model.bodies.count, model.bodies.dof
+
+    def outline(q) -> list[np.ndarray]:
+        anchors = np.asarray(pair_anchors(model, jnp.asarray(q)))[..., :2]
+        lines = []
+        for b, name in enumerate(model.bodies.names):
+            points = [anchors[k, b] for k, p in enumerate(model.pairs) if name in p.bodies]
+            if len(points) < 2:  # one joint: to the centre of mass
+                centre = np.asarray(q).reshape(nb, dof)[b, :2]
+                points = [*points, centre]
+            lines.append(np.array(points))
+        return lines
+
+    rest = outline(q0)
+    size = max(float(np.ptp(np.concatenate(rest), axis=0).max()), 1e-12)
+    fig = _figure(figure, figsize=(4.0 * min(count, 3), 3.6 * ((count + 2) // 3)))
+    axes = _grid(fig, max(count, 1), 3)
+    for k in range(count):
+        ax = axes[k]
+        shape = np.asarray(modes.shapes[k])
+        moved = [line - r for line, r in zip(outline(q0 + shape), rest, strict=True)]
+        largest = max(float(np.abs(np.concatenate(moved)).max()), 1e-300)
+        scale = amplitude * size / largest
+        for line in rest:
+            ax.plot(line[:, 0], line[:, 1], "o-", color="0.6", lw=2, gid="rest")
+        for sign, gid, colour in ((1.0, "mode+", "C0"), (-1.0, "mode-", "C3")):
+            for line in outline(q0 + sign * scale * shape):
+                ax.plot(line[:, 0], line[:, 1], "o-", color=colour, lw=1, ms=3, gid=gid)
+        ax.set_aspect("equal")
+        fk, zk = float(modes.frequencies_hz[k]), float(modes.damping_ratios[k])
+        ax.set_title(f"mode {k + 1}: {fk:.4g} Hz, ζ = {zk:.3g}", fontsize=9)
+        ax.set_xlabel("x [m]")
+        ax.set_ylabel("y [m]")
     return fig
 
 

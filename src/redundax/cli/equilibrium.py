@@ -7,7 +7,10 @@ import math
 import numpy as np
 
 from .. import ModelError
+from .._figure_files import FORMATS
+from ..io._atomic import atomic_write
 from ..io.config import load_config
+from ..io.results import check_output
 from ..statics import Equilibrium, equilibrium
 from ._common import EXIT_OK, config_argument
 
@@ -48,6 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "frequencies_hz, damping_ratios, modes (one shape per mode, over q) and pairs "
         "(per pair: unique, force, moment, rows, components)",
     )
+    parser.add_argument(
+        "--figure",
+        default=None,
+        metavar="FILE",
+        help="also draw the mode shapes (redundax.plot.plot_modes) into FILE (.png, .pdf "
+        "or .svg); an existing file is kept unless --force",
+    )
+    parser.add_argument("--force", action="store_true", help="replace an existing --figure file")
     parser.add_argument(
         "--modes",
         type=_non_negative_int,
@@ -132,6 +143,9 @@ def _table(config, s: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     """The handler of `redundax equilibrium`: returns the exit status."""
     config = load_config(args.config)
+    figure = None
+    if args.figure is not None:  # checked before the computation
+        figure = check_output(args.figure, args.force, tuple(f".{f}" for f in FORMATS))
     try:
         eq = equilibrium(config.model, config.state.q, 0.0)
     except ModelError as error:  # name the file, as the other commands do
@@ -139,6 +153,12 @@ def run(args: argparse.Namespace) -> int:
     s = _summary(config.model, eq, args.modes)
     if not all(math.isfinite(v) for v in (s["residual"], s["violation"])):
         raise ModelError(f"{config.path}: equilibrium: the solve did not give a finite result")
+    if figure is not None:
+        from ..plot import plot_modes  # noqa: PLC0415 - matplotlib only when drawing
+
+        fig = plot_modes(config.model, eq.linearization, count=args.modes)
+        with atomic_write(figure, args.force) as file:
+            fig.savefig(file, format=figure.suffix[1:].lower(), dpi=120)
     if args.json:
         print(json.dumps(s))
     else:

@@ -15,9 +15,11 @@ from ._equilibrium import (
     equilibrium as equilibrium,
 )
 from ._tolerances import (
+    Allocation as Allocation,
     Deviation as Deviation,
     Tolerances as Tolerances,
     ToleranceStudy as ToleranceStudy,
+    allocate_tolerances as allocate_tolerances,
     load_tolerances as load_tolerances,
     tolerance_study as tolerance_study,
 )
@@ -38,6 +40,8 @@ __all__ = [
     "Tolerances",
     "ToleranceStudy",
     "load_tolerances",
+    "Allocation",
+    "allocate_tolerances",
     "tolerance_study",
     "Equilibrium",
     "equilibrium",
