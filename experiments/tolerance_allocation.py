@@ -53,8 +53,15 @@ def main() -> None:
     misfit = []
     for delta in np.logspace(-7, -4, 7):
         deviated = statics.deviate(model, {"pairs.J2.point_i.y": float(delta)})
-        first = np.asarray(statics.assembly_stress(model, deviated, eq.q, tol.stiffness, structure=eq.structure).multipliers)
-        exact = np.asarray(statics.compliant_equilibrium(deviated, eq.q, tol.stiffness).multipliers - nominal.multipliers)
+        first = np.asarray(
+            statics.assembly_stress(
+                model, deviated, eq.q, tol.stiffness, structure=eq.structure
+            ).multipliers
+        )
+        exact = np.asarray(
+            statics.compliant_equilibrium(deviated, eq.q, tol.stiffness).multipliers
+            - nominal.multipliers
+        )
         i = int(np.argmax(np.abs(first)))
         misfit.append(
             {
@@ -62,7 +69,9 @@ def main() -> None:
                 "largest_first_order_N": float(np.abs(first).max()),
                 "largest_exact_N": float(np.abs(exact).max()),
                 "ratio": float(exact[i] / first[i]),
-                "largest_mismatch_relative": float(np.abs(exact - first).max() / np.abs(first).max()),
+                "largest_mismatch_relative": float(
+                    np.abs(exact - first).max() / np.abs(first).max()
+                ),
             }
         )
 
@@ -70,14 +79,18 @@ def main() -> None:
     for k in np.logspace(6, 10, 5):
         rows = rx.methods.joint_stiffness(model, (float(k), float(k) * 1e-2))
         deviated = statics.deviate(model, {"pairs.J2.point_i.y": 1e-4})
-        lam = np.asarray(statics.assembly_stress(model, deviated, eq.q, rows, structure=eq.structure).multipliers)
+        lam = np.asarray(
+            statics.assembly_stress(model, deviated, eq.q, rows, structure=eq.structure).multipliers
+        )
         stiffness.append({"force_rows_N_per_m": float(k), "largest_N": float(np.abs(lam).max())})
 
     allocation = statics.allocate_tolerances(tol, BOUND, structure=eq.structure)
     drawn = dataclasses.replace(
         tol,
         deviations=tuple(
-            dataclasses.replace(d, value=0.0, distribution="normal", spread=allocation.std[d.address])
+            dataclasses.replace(
+                d, value=0.0, distribution="normal", spread=allocation.std[d.address]
+            )
             for d in tol.deviations
         ),
         samples=20_000,
@@ -102,16 +115,25 @@ def main() -> None:
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     d = [m["delta_m"] for m in misfit]
-    a.loglog(d, [m["largest_first_order_N"] for m in misfit], "o-", label="first order N (NᵀWN)⁻¹Nᵀg")
+    a.loglog(
+        d, [m["largest_first_order_N"] for m in misfit], "o-", label="first order N (NᵀWN)⁻¹Nᵀg"
+    )
     a.loglog(d, [m["largest_exact_N"] for m in misfit], "x--", label="exact compliant equilibrium")
     a.set_xlabel("J2's point off along its axis, δ [m]")
     a.set_ylabel("largest assembly force or moment [N, N m]")
     a.legend(fontsize=8)
     a.set_title("Bricard, bearings 1e8 N/m, 1e6 N m/rad", fontsize=9)
-    b.loglog([s["force_rows_N_per_m"] for s in stiffness], [s["largest_N"] for s in stiffness], "o-")
+    b.loglog(
+        [s["force_rows_N_per_m"] for s in stiffness], [s["largest_N"] for s in stiffness], "o-"
+    )
     b.set_xlabel("bearing stiffness (force rows) [N/m]")
     b.set_ylabel("largest assembly force, δ = 0.1 mm [N]")
-    b.set_title(f"allocated σ for p99 ≤ {BOUND:g} N: " + ", ".join(f"{v * 1e6:.1f}" for v in allocation.std.values()) + " µm", fontsize=9)
+    b.set_title(
+        f"allocated σ for p99 ≤ {BOUND:g} N: "
+        + ", ".join(f"{v * 1e6:.1f}" for v in allocation.std.values())
+        + " µm",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(OUT / "tolerance_allocation.png", dpi=120)
     print(json.dumps(summary, indent=2))

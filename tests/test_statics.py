@@ -20,7 +20,7 @@ import pytest
 import redundax as rx
 from redundax import cli, models, statics
 from redundax.forces import RotationalSpringDamper, SpringDamper
-from redundax.joints import Revolute, Translational
+from redundax.joints import Translational
 
 G = 9.81
 # The equilibrium angle against the closed form [rad] (the issue's bound).
@@ -62,7 +62,9 @@ def test_pendulum_with_a_torsion_spring_against_the_closed_form():
     modes = eq.linearization.modes()
     assert modes.frequencies_hz.shape == (1,)
     assert float(modes.frequencies_hz[0]) == pytest.approx(omega / (2 * math.pi), rel=TOL_FREQUENCY)
-    assert float(modes.damping_ratios[0]) == pytest.approx(C / (2 * omega * inertia), rel=TOL_FREQUENCY)
+    assert float(modes.damping_ratios[0]) == pytest.approx(
+        C / (2 * omega * inertia), rel=TOL_FREQUENCY
+    )
     # The pin carries the weight (the spring's torque needs no force); a rigid
     # pendulum's pin reaction is unique.
     wrench, unique = eq.reactions.pair("O")
@@ -87,7 +89,9 @@ def test_mass_on_a_spring_against_the_closed_form():
     modes = eq.linearization.modes()
     omega = math.sqrt(k / M)
     assert float(modes.frequencies_hz[0]) == pytest.approx(omega / (2 * math.pi), rel=TOL_FREQUENCY)
-    assert float(modes.damping_ratios[0]) == pytest.approx(c / (2 * math.sqrt(k * M)), rel=TOL_FREQUENCY)
+    assert float(modes.damping_ratios[0]) == pytest.approx(
+        c / (2 * math.sqrt(k * M)), rel=TOL_FREQUENCY
+    )
     np.testing.assert_allclose(np.asarray(modes.shapes[0]), [0.0, 1.0, 0.0], atol=1e-12)
 
 
@@ -141,7 +145,7 @@ def _four_bar_reduced():
         stretch = jnp.linalg.norm(B - jnp.array(SPRING_ANCHOR)) - SPRING["free_length"]
         return G * masses @ centres[:, 1] + 0.5 * SPRING["stiffness"] * stretch**2
 
-    def I(th):
+    def I(th):  # noqa: E743 - the kinetic-energy coefficient's name
         dc, da = jax.jacfwd(centres_and_angles)(th)
         return masses @ jnp.sum(dc**2, axis=1) + inertias @ da**2
 
@@ -156,7 +160,10 @@ def _check_mode_plot(model, eq, theta):
     # A small amplitude: the drawing displaces q linearly, off the manifold at O(a²).
     fig = plot_modes(model, eq.linearization, amplitude=1e-4)
     (ax,) = fig.axes
-    lines = {gid: [line for line in ax.get_lines() if line.get_gid() == gid] for gid in ("rest", "mode+", "mode-")}
+    lines = {
+        gid: [line for line in ax.get_lines() if line.get_gid() == gid]
+        for gid in ("rest", "mode+", "mode-")
+    }
     assert all(len(v) == 3 for v in lines.values())  # three bodies each
     # The coupler (second body) runs A → B: its last point is B.
     B_rest = lines["rest"][1].get_xydata()[-1]
@@ -208,7 +215,9 @@ def test_four_bar_with_a_diagonal_spring_planar_and_spatial():
                 rows = eq.reactions.rows[eq.reactions.names.index(name)]
                 verdict = dict(zip(labels, unique[list(rows)], strict=True))
                 assert verdict["transverse force e1"] and verdict["transverse force e2"], name
-                assert not any(verdict[c] for c in ("axial force", "bending moment e1", "bending moment e2")), name
+                assert not any(
+                    verdict[c] for c in ("axial force", "bending moment e1", "bending moment e2")
+                ), name
         else:
             assert unique.all()
             _check_mode_plot(model, eq, theta)
@@ -249,7 +258,9 @@ def test_equilibrium_under_jit_vmap_and_grad():
     k = jnp.asarray(K)
     theta = _pendulum_angle(K)
     dtheta = jax.grad(lambda k: angle_and_frequency(k)[0])(k)
-    assert float(dtheta) == pytest.approx(-theta / (K + M * G * L * math.sin(theta)), rel=TOL_GRADIENT)
+    assert float(dtheta) == pytest.approx(
+        -theta / (K + M * G * L * math.sin(theta)), rel=TOL_GRADIENT
+    )
     ks = jnp.array([20.0, 30.0, 45.0])
     angles, frequencies = jax.jit(jax.vmap(angle_and_frequency))(ks)
     for k, a, f in zip(np.asarray(ks), np.asarray(angles), np.asarray(frequencies), strict=True):
@@ -278,7 +289,9 @@ def test_the_command_line_prints_the_contract(capsys, tmp_path):
     assert status == 0, err
     assert figure.stat().st_size > 1000
     s = json.loads(out)
-    assert {"q", "residual", "stable", "frequencies_hz", "damping_ratios", "modes", "pairs"} <= set(s)
+    assert {"q", "residual", "stable", "frequencies_hz", "damping_ratios", "modes", "pairs"} <= set(
+        s
+    )
     assert s["coordinates"][:3] == ["crank.x", "crank.y", "crank.angle"]
     V, I = _four_bar_reduced()
     theta = 0.3
@@ -299,14 +312,17 @@ def test_the_command_line_prints_the_contract(capsys, tmp_path):
         text.replace(
             "[[markers]]",
             '[[pairs]]\nname = "motor"\ntype = "revolute-driver"\nbody_i = "crank"\n'
-            'body_j = "ground"\nmotion = { type = "polynomial", coefficients = [1.0471975511965976, 0.0, 1.0] }\n\n'
+            'body_j = "ground"\nmotion = { type = "polynomial", '
+            "coefficients = [1.0471975511965976, 0.0, 1.0] }\n\n"
             "[[markers]]",
             1,
         )
     )
     status, out, err = _cli(capsys, "equilibrium", driven)
     assert status == 2 and out == ""
-    assert err.startswith(f"redundax: error: {driven}: equilibrium: 'motor' prescribes a motion"), err
+    assert err.startswith(f"redundax: error: {driven}: equilibrium: 'motor' prescribes a motion"), (
+        err
+    )
 
 
 # Assembly stresses (issue 37, scope 4). Joint stiffnesses of a stiff bearing:
@@ -320,7 +336,9 @@ def _tilt(model, pair: int, delta):
     frames = model.holonomic[0].frame_i
     c, s = jnp.cos(delta), jnp.sin(delta)
     R = jnp.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
-    return eqx.tree_at(lambda m: m.holonomic[0].frame_i, model, frames.at[pair].set(R @ frames[pair]))
+    return eqx.tree_at(
+        lambda m: m.holonomic[0].frame_i, model, frames.at[pair].set(R @ frames[pair])
+    )
 
 
 def test_assembly_stress_of_a_tilted_axis_against_the_compliant_equilibrium():
@@ -339,8 +357,12 @@ def test_assembly_stress_of_a_tilted_axis_against_the_compliant_equilibrium():
     ratios, errors = [], []
     for delta in (1e-3, 1e-4, 1e-5):
         deviated = _tilt(model, 3, delta)
-        first = np.asarray(statics.assembly_stress(model, deviated, eq.q, k, structure=eq.structure).multipliers)
-        exact = np.asarray(statics.compliant_equilibrium(deviated, eq.q, k).multipliers - nominal.multipliers)
+        first = np.asarray(
+            statics.assembly_stress(model, deviated, eq.q, k, structure=eq.structure).multipliers
+        )
+        exact = np.asarray(
+            statics.compliant_equilibrium(deviated, eq.q, k).multipliers - nominal.multipliers
+        )
         i = np.argmax(np.abs(first))
         ratios.append(exact[i] / first[i])
         # First order: linear in δ (k δ ~ 1e6 N m/rad · δ on the bending rows).
@@ -356,7 +378,9 @@ def test_assembly_stress_of_a_tilted_axis_against_the_compliant_equilibrium():
 
     # dλ_s/dδ (autodiff) against central differences, on the largest component.
     def largest(delta):
-        return statics.assembly_stress(model, _tilt(model, 3, delta), eq.q, k, structure=eq.structure).multipliers[i]
+        return statics.assembly_stress(
+            model, _tilt(model, 3, delta), eq.q, k, structure=eq.structure
+        ).multipliers[i]
 
     h = 1e-6
     fd = (largest(h) - largest(-h)) / (2 * h)
@@ -365,7 +389,15 @@ def test_assembly_stress_of_a_tilted_axis_against_the_compliant_equilibrium():
     # Monte Carlo: 1,000 tilts of joint D's axis, σ = 1 mrad (vmap of the formula);
     # the largest assembly moment grows as k |δ| (the half-normal's 99th percentile).
     draws = jax.random.normal(jax.random.PRNGKey(0), (1000,)) * 1e-3
-    peaks = jax.vmap(lambda d: jnp.max(jnp.abs(statics.assembly_stress(model, _tilt(model, 3, d), eq.q, k, structure=eq.structure).multipliers)))(draws)
+    peaks = jax.vmap(
+        lambda d: jnp.max(
+            jnp.abs(
+                statics.assembly_stress(
+                    model, _tilt(model, 3, d), eq.q, k, structure=eq.structure
+                ).multipliers
+            )
+        )
+    )(draws)
     np.testing.assert_allclose(np.asarray(peaks), 2.731e5 * np.abs(np.asarray(draws)), rtol=2e-3)
 
 
@@ -383,8 +415,12 @@ def test_assembly_stress_of_bricard():
     nominal = statics.compliant_equilibrium(model, eq.q, k)
     for delta in (1e-4, 1e-5, 1e-6):
         deviated = statics.deviate(model, {"pairs.J2.point_i.y": delta})
-        first = np.asarray(statics.assembly_stress(model, deviated, eq.q, k, structure=eq.structure).multipliers)
-        exact = np.asarray(statics.compliant_equilibrium(deviated, eq.q, k).multipliers - nominal.multipliers)
+        first = np.asarray(
+            statics.assembly_stress(model, deviated, eq.q, k, structure=eq.structure).multipliers
+        )
+        exact = np.asarray(
+            statics.compliant_equilibrium(deviated, eq.q, k).multipliers - nominal.multipliers
+        )
         scale = np.abs(first).max()
         assert scale == pytest.approx(1.9763e5 * delta, rel=1e-4)  # linear in δ
         np.testing.assert_allclose(exact, first, atol=1e-3 * scale)
@@ -394,7 +430,13 @@ def test_assembly_stress_of_bricard():
 
 def _folded_normal_quantile(p, mean, std):
     """The p-quantile of |X|, X ~ N(mean, std²), by bisection on its CDF."""
-    cdf = lambda x: 0.5 * (math.erf((x - mean) / (std * math.sqrt(2))) + math.erf((x + mean) / (std * math.sqrt(2))))  # noqa: E731
+    cdf = lambda x: (
+        0.5
+        * (
+            math.erf((x - mean) / (std * math.sqrt(2)))
+            + math.erf((x + mean) / (std * math.sqrt(2)))
+        )
+    )  # noqa: E731
     lo, hi = 0.0, abs(mean) + 10 * std
     for _ in range(100):
         mid = 0.5 * (lo + hi)
@@ -421,7 +463,11 @@ def test_tolerance_study_of_bricard(capsys, tmp_path):
 
     def change(delta):  # −λ_s of every row, at the study's configuration
         deviated = statics.deviate(model, dict(zip(addresses, delta, strict=True)))
-        return -np.asarray(statics.assembly_stress(model, deviated, q, tol.stiffness, structure=structure).multipliers)
+        return -np.asarray(
+            statics.assembly_stress(
+                model, deviated, q, tol.stiffness, structure=structure
+            ).multipliers
+        )
 
     h = 1e-6
     rows = model.pair("J2").rows
@@ -446,11 +492,22 @@ def test_tolerance_study_of_bricard(capsys, tmp_path):
         assert mc[f"p{p}"] == pytest.approx(_folded_normal_quantile(p / 100, mean, std), rel=0.1), p
     # Bad input, each named.
     bad = tmp_path / "bad.toml"
-    text = path.read_text().replace('mechanism = "bricard.toml"', f'mechanism = "{CONFIGS / "bricard.toml"}"')
+    text = path.read_text().replace(
+        'mechanism = "bricard.toml"', f'mechanism = "{CONFIGS / "bricard.toml"}"'
+    )
     for edit, message in (
-        (("std = 2e-5                      # m", "std = -1e-5"), "deviations[0] key 'std': expected a number ≥ 0"),
-        (('address = "pairs.J0.point_i.z"', 'address = "pairs.J9.point_i.z"'), "deviations[0] key 'address': unknown"),
-        (("samples = 1000", 'samples = 1000\ndistribution = "normal"'), "unknown key 'distribution'"),
+        (
+            ("std = 2e-5                      # m", "std = -1e-5"),
+            "deviations[0] key 'std': expected a number ≥ 0",
+        ),
+        (
+            ('address = "pairs.J0.point_i.z"', 'address = "pairs.J9.point_i.z"'),
+            "deviations[0] key 'address': unknown",
+        ),
+        (
+            ("samples = 1000", 'samples = 1000\ndistribution = "normal"'),
+            "unknown key 'distribution'",
+        ),
     ):
         bad.write_text(text.replace(*edit, 1))
         status, out, err = _cli(capsys, "tolerances", bad)
@@ -473,11 +530,20 @@ def test_tolerance_allocation_for_bricard():
 
     def change(delta):
         deviated = statics.deviate(model, dict(zip(addresses, delta, strict=True)))
-        return np.asarray(statics.assembly_stress(model, deviated, eq.q, tol.stiffness, structure=eq.structure).multipliers)
+        return np.asarray(
+            statics.assembly_stress(
+                model, deviated, eq.q, tol.stiffness, structure=eq.structure
+            ).multipliers
+        )
 
     h = 1e-6
     J = np.stack([(change(h * e) - change(-h * e)) / (2 * h) for e in np.eye(3)], axis=1)
-    force = [r for p in model.pairs for label, r in zip(p.components, p.rows, strict=True) if "force" in label]
+    force = [
+        r
+        for p in model.pairs
+        for label, r in zip(p.components, p.rows, strict=True)
+        if "force" in label
+    ]
     star = force[int(np.argmax(np.linalg.norm(J[force], axis=1)))]
     bound = 50.0
     want = bound / (2.5758293035489004 * math.sqrt(3) * np.abs(J[star]))
@@ -492,7 +558,9 @@ def test_tolerance_allocation_for_bricard():
     drawn = dataclasses.replace(
         tol,
         deviations=tuple(
-            dataclasses.replace(d, value=0.0, distribution="normal", spread=allocation.std[d.address])
+            dataclasses.replace(
+                d, value=0.0, distribution="normal", spread=allocation.std[d.address]
+            )
             for d in tol.deviations
         ),
         samples=20_000,

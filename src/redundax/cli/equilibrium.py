@@ -121,12 +121,18 @@ def _table(config, s: dict) -> str:
         "",
         "  q:",
     ]
-    lines += [f"    {label:<24} {value:+.9g}" for label, value in zip(s["coordinates"], s["q"], strict=True)]
+    lines += [
+        f"    {label:<24} {value:+.9g}"
+        for label, value in zip(s["coordinates"], s["q"], strict=True)
+    ]
     if s["frequencies_hz"]:
         lines += ["", "  modes (an unstable one has a negative frequency: -growth rate / 2π):"]
         for n, (f, z) in enumerate(zip(s["frequencies_hz"], s["damping_ratios"], strict=True)):
             lines.append(f"    {n + 1:3d}  {f:+.6g} Hz  damping ratio {z:.4g}")
-    lines += ["", "  static reactions (on the pair's first body; the moment about the joint point):"]
+    lines += [
+        "",
+        "  static reactions (on the pair's first body; the moment about the joint point):",
+    ]
     for name, p in s["pairs"].items():
         force = ", ".join(f"{v:+.6g}" for v in p["force"])
         moment = p["moment"] if isinstance(p["moment"], list) else [p["moment"]]

@@ -22,7 +22,9 @@ DESCRIPTION = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of `redundax tolerances`."""
-    parser.add_argument("file", metavar="FILE", help="a tolerance file, e.g. configs/tolerances_bricard.toml")
+    parser.add_argument(
+        "file", metavar="FILE", help="a tolerance file, e.g. configs/tolerances_bricard.toml"
+    )
     parser.add_argument(
         "--json",
         action="store_true",
@@ -41,7 +43,9 @@ def _table(tol, study) -> str:
         "  nominal deviations: " + ", ".join(f"{d.address} = {d.value:g}" for d in tol.deviations),
         "  change of the reaction components (N, N m):",
     ]
-    largest = max((abs(v) for comps in study.nominal.values() for v, _ in comps.values()), default=0.0)
+    largest = max(
+        (abs(v) for comps in study.nominal.values() for v, _ in comps.values()), default=0.0
+    )
     for pair, comps in study.nominal.items():
         # Round-off (below 1e-9 of the largest change) is shown as 0.
         parts = [

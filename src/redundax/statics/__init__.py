@@ -14,6 +14,12 @@ from ._equilibrium import (
     Equilibrium as Equilibrium,
     equilibrium as equilibrium,
 )
+from ._linearize import (
+    Linearization as Linearization,
+    Modes as Modes,
+    coordinate_labels as coordinate_labels,
+    linearize as linearize,
+)
 from ._tolerances import (
     Allocation as Allocation,
     Deviation as Deviation,
@@ -22,12 +28,6 @@ from ._tolerances import (
     allocate_tolerances as allocate_tolerances,
     load_tolerances as load_tolerances,
     tolerance_study as tolerance_study,
-)
-from ._linearize import (
-    Linearization as Linearization,
-    Modes as Modes,
-    coordinate_labels as coordinate_labels,
-    linearize as linearize,
 )
 
 __all__ = [

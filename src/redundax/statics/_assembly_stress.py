@@ -35,7 +35,7 @@ import numpy as np
 import optimistix as optx
 from jaxtyping import Array, ArrayLike, Bool, Float
 
-from .._assembly import constraint_matrix, generalized_forces, position_residual
+from .._assembly import CONSISTENCY_TOL, constraint_matrix, generalized_forces, position_residual
 from .._errors import ModelError
 from .._model import Model, State
 from .._parameters import apply_parameters, resolve_parameters
@@ -44,7 +44,6 @@ from .._qr import pivoted_qr
 from .._structure import Structure, decide
 from .._types import Scalar
 from .._validation import check_vector
-from .._assembly import CONSISTENCY_TOL
 from ._equilibrium import FORCE_RTOL, force_scale
 from ._linearize import refuse_pfaffian, static_rank
 
@@ -55,12 +54,23 @@ def deviate(model: Model, deviations: Mapping[str, ArrayLike], state: State | No
     FILE --list-parameters` lists them). Differentiable in the values.
 
     **Raises:** `ValueError` naming an unknown address (with the closest known ones)."""
-    state = state if state is not None else State(0.0, jnp.zeros(model.n_coordinates), jnp.zeros(model.n_coordinates))
+    state = (
+        state
+        if state is not None
+        else State(0.0, jnp.zeros(model.n_coordinates), jnp.zeros(model.n_coordinates))
+    )
     names = list(deviations)
     targets = resolve_parameters(model, state, names)
-    values = jnp.stack(
-        [t.nominal + jnp.asarray(deviations[n], dtype=float) for t, n in zip(targets, names, strict=True)]
-    ) if names else jnp.zeros(0)
+    values = (
+        jnp.stack(
+            [
+                t.nominal + jnp.asarray(deviations[n], dtype=float)
+                for t, n in zip(targets, names, strict=True)
+            ]
+        )
+        if names
+        else jnp.zeros(0)
+    )
     return apply_parameters(model, state, targets, values)[0]
 
 
@@ -89,7 +99,9 @@ class AssemblyStress(eqx.Module):
         try:
             k = self.names.index(pair)
         except ValueError:
-            raise KeyError(f"no pair named {pair!r}; known pairs: {', '.join(self.names)}") from None
+            raise KeyError(
+                f"no pair named {pair!r}; known pairs: {', '.join(self.names)}"
+            ) from None
         return {
             label: (-self.multipliers[..., r], self.row_unique[..., r])
             for label, r in zip(self.labels[k], self.rows[k], strict=True)
@@ -150,7 +162,9 @@ def assembly_stress(
     W = _compliance(model, stiffness)
     result = _first_order(model, deviated, q, t, W, structure.stable_row_unique, rank)
     trapped = result.trapped
-    if not isinstance(trapped, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(result.multipliers))):
+    if not isinstance(trapped, jax.core.Tracer) and not np.all(
+        np.isfinite(np.asarray(result.multipliers))
+    ):
         raise ModelError(
             "assembly_stress: a self-stress of this mechanism lies on rigid rows only (Nᵀ W N is "
             "singular): give the pairs whose rows carry it a finite stiffness",
@@ -275,7 +289,11 @@ def _compliant(model, q0, t, k, rigid, scale, rtol, atol, max_steps: int) -> Com
         return jnp.concatenate([phi_r, _unbalanced(model, q, t, k, rigid)[0] / scale])
 
     solution = optx.least_squares(
-        residual, optx.LevenbergMarquardt(rtol=rtol, atol=atol), q0, max_steps=max_steps, throw=False
+        residual,
+        optx.LevenbergMarquardt(rtol=rtol, atol=atol),
+        q0,
+        max_steps=max_steps,
+        throw=False,
     )
     q = solution.value
     unbalanced, lam_rigid = _unbalanced(model, q, t, k, rigid)

@@ -252,7 +252,12 @@ def _checked(model: Model, eq: Equilibrium, scale, max_steps: int) -> Equilibriu
         return eqx.tree_at(lambda e: e.q, eq, q)
     if not bool(failed):
         return eq
-    residual, violation, scale, steps = float(eq.residual), float(eq.violation), float(scale), int(eq.steps)
+    residual, violation, scale, steps = (
+        float(eq.residual),
+        float(eq.violation),
+        float(scale),
+        int(eq.steps),
+    )
     if violation > POSITION_TOL:
         reason = (
             f"the constraints cannot be met near q0 (max |Φ| = {violation:.3g} after "

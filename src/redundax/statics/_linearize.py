@@ -38,8 +38,9 @@ from .._validation import check_vector
 
 SYMMETRY_RTOL = precise(1e-8, 1e-4)
 """Largest |K_r − K_rᵀ| relative to |K_r| for which the stiffness counts as
-symmetric (conservative loads); above it [`Linearization.modes`][redundax.statics.Linearization.modes]
-refuses (a follower load: the undamped modes are not real)."""
+symmetric (conservative loads); above it
+[`Linearization.modes`][redundax.statics.Linearization.modes] refuses (a follower
+load: the undamped modes are not real)."""
 
 STABILITY_RTOL = precise(1e-9, 1e-5)
 """An eigenvalue ω² of (K_r, M_r) counts as positive above this fraction of the

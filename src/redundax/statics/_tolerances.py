@@ -39,6 +39,8 @@ CHUNK = 4096
 _KEYS = ("mechanism", "stiffness", "pair_stiffness", "samples", "seed", "at", "deviations")
 _DEVIATION_KEYS = ("address", "value", "distribution", "std", "half_width")
 _AT = ("equilibrium", "initial")
+_DISTRIBUTION_OF = {"std": "normal", "half_width": "uniform"}
+_MEANING = {"std": "standard deviation", "half_width": "half width"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +91,11 @@ def load_tolerances(path: str | Path) -> Tolerances:
     mechanism = table.get("mechanism")
     if not isinstance(mechanism, str):
         raise ConfigError(
-            path, [*problems, Problem("tolerances", "missing key 'mechanism' (the mechanism's TOML file)")]
+            path,
+            [
+                *problems,
+                Problem("tolerances", "missing key 'mechanism' (the mechanism's TOML file)"),
+            ],
         )
     config = load_config(referenced_file(path, "tolerances", mechanism))
     known = parameter_targets(config.model, config.state)
@@ -103,13 +109,16 @@ def load_tolerances(path: str | Path) -> Tolerances:
         problems.append(
             Problem(
                 Where("tolerances", "stiffness"),
-                f"expected a positive number or [force rows N/m, moment rows N m/rad], got {stiffness!r}",
+                "expected a positive number or [force rows N/m, moment rows N m/rad], "
+                f"got {stiffness!r}",
             )
         )
         stiffness = [1e8, 1e6]
     pair_stiffness = table.get("pair_stiffness", {})
     if not isinstance(pair_stiffness, dict):
-        problems.append(Problem(Where("tolerances", "pair_stiffness"), "expected a table { PAIR = k }"))
+        problems.append(
+            Problem(Where("tolerances", "pair_stiffness"), "expected a table { PAIR = k }")
+        )
         pair_stiffness = {}
     for name in pair_stiffness:
         if name not in config.model.pair_names:
@@ -122,18 +131,35 @@ def load_tolerances(path: str | Path) -> Tolerances:
     samples = table.get("samples", 1000)
     if not (is_integer(samples) and 0 <= samples <= MAX_SAMPLES):
         problems.append(
-            Problem(Where("tolerances", "samples"), f"expected an integer from 0 to {MAX_SAMPLES:,}, got {samples!r}")
+            Problem(
+                Where("tolerances", "samples"),
+                f"expected an integer from 0 to {MAX_SAMPLES:,}, got {samples!r}",
+            )
         )
     seed = table.get("seed", 0)
     if not (is_integer(seed) and 0 <= seed < 2**32):
-        problems.append(Problem(Where("tolerances", "seed"), f"expected an integer from 0 to 2^32 − 1, got {seed!r}"))
+        problems.append(
+            Problem(
+                Where("tolerances", "seed"), f"expected an integer from 0 to 2^32 − 1, got {seed!r}"
+            )
+        )
     at = table.get("at", "equilibrium")
     if at not in _AT:
-        problems.append(Problem(Where("tolerances", "at"), f"expected one of {', '.join(map(repr, _AT))}, got {at!r}"))
+        problems.append(
+            Problem(
+                Where("tolerances", "at"),
+                f"expected one of {', '.join(map(repr, _AT))}, got {at!r}",
+            )
+        )
 
     entries = table.get("deviations", [])
     if not isinstance(entries, list) or not entries:
-        problems.append(Problem(Where("tolerances", "deviations"), "expected [[tolerances.deviations]] entries (at least one)"))
+        problems.append(
+            Problem(
+                Where("tolerances", "deviations"),
+                "expected [[tolerances.deviations]] entries (at least one)",
+            )
+        )
         entries = []
     deviations = []
     for k, entry in enumerate(entries):
@@ -144,41 +170,78 @@ def load_tolerances(path: str | Path) -> Tolerances:
         problems += unknown_keys(entry, _DEVIATION_KEYS, where)
         address = entry.get("address")
         if not isinstance(address, str):
-            problems.append(Problem(Where(where, "address"), "missing: the parameter's address, e.g. \"pairs.J2.point_i.y\""))
+            problems.append(
+                Problem(
+                    Where(where, "address"),
+                    'missing: the parameter\'s address, e.g. "pairs.J2.point_i.y"',
+                )
+            )
             continue
         if address not in known:
-            problems.append(Problem(Where(where, "address"), unknown_parameter(address, list(known))))
+            problems.append(
+                Problem(Where(where, "address"), unknown_parameter(address, list(known)))
+            )
             continue
         if address in [d.address for d in deviations]:
             problems.append(Problem(Where(where, "address"), f"{address!r} is listed twice"))
         value = entry.get("value", 0.0)
         if not (is_number(value) and math.isfinite(value)):
-            problems.append(Problem(Where(where, "value"), f"expected a finite number, got {value!r}"))
+            problems.append(
+                Problem(Where(where, "value"), f"expected a finite number, got {value!r}")
+            )
             value = 0.0
         distribution = entry.get("distribution", "normal")
         if distribution not in DISTRIBUTIONS:
             problems.append(
-                Problem(Where(where, "distribution"), f"expected one of {', '.join(map(repr, DISTRIBUTIONS))}, got {distribution!r}")
+                Problem(
+                    Where(where, "distribution"),
+                    f"expected one of {', '.join(map(repr, DISTRIBUTIONS))}, got {distribution!r}",
+                )
             )
             continue
         key = "std" if distribution == "normal" else "half_width"
         other = "half_width" if distribution == "normal" else "std"
         if other in entry:
-            problems.append(Problem(Where(where, other), f"only for distribution = {'uniform' if other == 'half_width' else 'normal'!r}; use {key!r}"))
+            problems.append(
+                Problem(
+                    Where(where, other),
+                    f"only for distribution = {_DISTRIBUTION_OF[other]!r}; use {key!r}",
+                )
+            )
         spread = entry.get(key, 0.0)
         if not (is_number(spread) and math.isfinite(spread) and spread >= 0):
             problems.append(
-                Problem(Where(where, key), f"expected a number ≥ 0 (the {'standard deviation' if key == 'std' else 'half width'}, in the parameter's unit), got {spread!r}")
+                Problem(
+                    Where(where, key),
+                    f"expected a number ≥ 0 (the {_MEANING[key]}, in the parameter's unit), "
+                    f"got {spread!r}",
+                )
             )
             continue
         deviations.append(Deviation(address, float(value), distribution, float(spread)))
     if problems:
         raise ConfigError(path, problems)
     try:
-        k = joint_stiffness(config.model, tuple(stiffness) if isinstance(stiffness, list) else stiffness, pair_stiffness)
+        k = joint_stiffness(
+            config.model,
+            tuple(stiffness) if isinstance(stiffness, list) else stiffness,
+            pair_stiffness,
+        )
     except ValueError as error:
-        raise ConfigError(path, [Problem(Where("tolerances", "pair_stiffness"), str(error))]) from None
-    return Tolerances(path, config.model, config.state, config.name, k, tuple(deviations), int(samples), int(seed), at)
+        raise ConfigError(
+            path, [Problem(Where("tolerances", "pair_stiffness"), str(error))]
+        ) from None
+    return Tolerances(
+        path,
+        config.model,
+        config.state,
+        config.name,
+        k,
+        tuple(deviations),
+        int(samples),
+        int(seed),
+        at,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,7 +299,9 @@ def tolerance_study(tol: Tolerances, *, structure: Structure | None = None) -> T
     @eqx.filter_jit
     def stress(delta):
         deviated = deviate(model, dict(zip(addresses, delta, strict=True)), state)
-        return assembly_stress(model, deviated, q, tol.stiffness, state.t, structure=structure).multipliers
+        return assembly_stress(
+            model, deviated, q, tol.stiffness, state.t, structure=structure
+        ).multipliers
 
     nominal_delta = jnp.array([d.value for d in tol.deviations])
     lam = np.asarray(stress(nominal_delta))
@@ -244,7 +309,10 @@ def tolerance_study(tol: Tolerances, *, structure: Structure | None = None) -> T
     unique = np.asarray(structure.stable_row_unique)
     rows = {p.name: p for p in model.pairs}
     nominal = {
-        name: {label: (float(-lam[r]), bool(unique[r])) for label, r in zip(p.components, p.rows, strict=True)}
+        name: {
+            label: (float(-lam[r]), bool(unique[r]))
+            for label, r in zip(p.components, p.rows, strict=True)
+        }
         for name, p in rows.items()
     }
     sensitivity = {
@@ -300,7 +368,6 @@ def _monte_carlo(tol: Tolerances, stress, model: Model) -> dict:
     return out
 
 
-
 Z99 = 2.5758293035489004
 """The two-sided 99 % point of the standard normal: the 99th percentile of |X|,
 X ~ N(0, s²), is Z99 · s."""
@@ -351,7 +418,9 @@ def allocate_tolerances(
     import optax  # noqa: PLC0415 - only here
 
     if not (isinstance(max_force, int | float) and math.isfinite(max_force) and max_force > 0):
-        raise ValueError(f"allocate_tolerances: max_force: expected a positive number [N], got {max_force!r}")
+        raise ValueError(
+            f"allocate_tolerances: max_force: expected a positive number [N], got {max_force!r}"
+        )
     model, state = tol.model, tol.state
     if tol.at == "equilibrium":
         eq = equilibrium(model, state.q, state.t)
@@ -365,12 +434,21 @@ def allocate_tolerances(
 
     def stress(delta):
         deviated = deviate(model, dict(zip(addresses, delta, strict=True)), state)
-        return assembly_stress(model, deviated, q, tol.stiffness, state.t, structure=structure).multipliers
+        return assembly_stress(
+            model, deviated, q, tol.stiffness, state.t, structure=structure
+        ).multipliers
 
     J = np.asarray(jax.jacfwd(stress)(jnp.zeros(len(addresses))))
-    force_rows = [r for p in model.pairs for label, r in zip(p.components, p.rows, strict=True) if not _moment(label)]
+    force_rows = [
+        r
+        for p in model.pairs
+        for label, r in zip(p.components, p.rows, strict=True)
+        if not _moment(label)
+    ]
     loads = np.abs(J[force_rows]).max(axis=0)
-    idle = [a for a, v in zip(addresses, loads, strict=True) if not v > 1e-12 * loads.max(initial=0.0)]
+    idle = [
+        a for a, v in zip(addresses, loads, strict=True) if not v > 1e-12 * loads.max(initial=0.0)
+    ]
     if idle:
         raise ValueError(
             f"allocate_tolerances: {', '.join(map(repr, idle))} load(s) no assembly force at this "
@@ -398,15 +476,26 @@ def allocate_tolerances(
         updates, s = optimiser.update(g, s)
         return optax.apply_updates(w, updates), s
 
-    w = jnp.zeros(len(addresses)) if initial is None else jnp.log(jnp.array([initial[a] for a in addresses]))
+    w = (
+        jnp.zeros(len(addresses))
+        if initial is None
+        else jnp.log(jnp.array([initial[a] for a in addresses]))
+    )
     state_opt = optimiser.init(w)
     for _ in range(steps):
         w, state_opt = step(w, state_opt)
     z = jnp.log(on_bound(w))
-    per_row = np.asarray(Z99 * np.sqrt(((J[force_rows] * np.exp(np.asarray(z))[None, :]) ** 2).sum(axis=1)))
+    per_row = np.asarray(
+        Z99 * np.sqrt(((J[force_rows] * np.exp(np.asarray(z))[None, :]) ** 2).sum(axis=1))
+    )
     row_p99 = dict(zip(force_rows, per_row, strict=True))
     p99_pairs = {
-        p.name: float(max((row_p99[r] for label, r in zip(p.components, p.rows, strict=True) if r in row_p99), default=0.0))
+        p.name: float(
+            max(
+                (row_p99[r] for label, r in zip(p.components, p.rows, strict=True) if r in row_p99),
+                default=0.0,
+            )
+        )
         for p in model.pairs
     }
     std = {a: float(v) for a, v in zip(addresses, np.exp(np.asarray(z)), strict=True)}
