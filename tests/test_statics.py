@@ -19,7 +19,7 @@ import pytest
 
 import redundax as rx
 from redundax import cli, models, statics
-from redundax.forces import RotationalSpringDamper, SpringDamper
+from redundax.forces import Bushing, RotationalSpringDamper, SpringDamper
 from redundax.joints import Translational
 
 G = 9.81
@@ -568,3 +568,53 @@ def test_tolerance_allocation_for_bricard():
     study = statics.tolerance_study(drawn, structure=eq.structure)
     pair = next(p.name for p in model.pairs if star in p.rows)
     assert study.percentiles[pair]["force"]["p99"] == pytest.approx(bound, rel=0.05)
+
+
+def test_compliant_joint_is_the_bushing_model():
+    """The exact compliant assembly against an independent model of the same physics:
+    the spatial four-bar whose joint D is a 6-D bushing force element (`Bushing`:
+    1e6 N/m in translation, 1e4 N m/rad in bending, free about the axis) instead of a
+    revolute, solved by `rx.equilibrium` — with D's ground point moved out of the
+    plane by δ = 0.1 mm, a misfit the rigid chain O–A–B cannot follow. The compliant
+    model (D's rows springs, the others rigid) has the bushing model's configuration
+    and reactions; D carries k δ along its axis; the first-order formula agrees."""
+    kf, km, delta = 1e6, 1e4, 1e-4
+    mech = _four_bar_with_spring(spatial=True)
+    model = mech.build()
+    eq = rx.equilibrium(model, mech.initial_state().q)
+    D = model.pair("D")
+    k = np.full(model.n_constraints, np.inf)
+    for r, label in zip(D.rows, D.components, strict=True):
+        k[r] = km if "moment" in label else kf
+    k = jnp.asarray(k)
+    deviated = statics.deviate(model, {"pairs.D.point_j.z": delta})
+    compliant = statics.compliant_equilibrium(deviated, eq.q, k)
+
+    bushing = Bushing(
+        "rocker",
+        "ground",
+        point=(1.0, 0.0, 0.0),
+        stiffness=(kf, kf, kf),
+        rotational_stiffness=(km, km, 0.0),
+    )
+    bushed = dataclasses.replace(
+        mech, pairs=[p for p in mech.pairs if p.name != "D"], forces=[*mech.forces, bushing]
+    ).build()
+    group = len(bushed.forces) - 1  # the bushing's group (after the spring-dampers)
+    s_j = bushed.forces[group].s_j
+    bushed = eqx.tree_at(lambda m: m.forces[group].s_j, bushed, s_j.at[0, 2].add(delta))
+    reference = rx.equilibrium(bushed, eq.q)
+    np.testing.assert_allclose(np.asarray(compliant.q), np.asarray(reference.q), atol=1e-12)
+    for name in "OAB":
+        mine = -np.asarray(compliant.multipliers)[list(model.pair(name).rows)]
+        theirs = -np.asarray(reference.reactions.multipliers)[list(bushed.pair(name).rows)]
+        np.testing.assert_allclose(mine, theirs, atol=1e-8 * np.abs(theirs).max())
+    axial = -float(compliant.multipliers[D.rows[0]])
+    assert abs(axial) == pytest.approx(kf * delta, rel=1e-3)  # the bushing's k δ
+    first = statics.assembly_stress(model, deviated, eq.q, k, structure=eq.structure)
+    change = np.asarray(compliant.multipliers) - np.asarray(
+        statics.compliant_equilibrium(model, eq.q, k).multipliers
+    )
+    np.testing.assert_allclose(
+        np.asarray(first.multipliers), change, atol=1e-3 * np.abs(change).max()
+    )
