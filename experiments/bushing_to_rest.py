@@ -52,9 +52,14 @@ def main() -> None:
     compliant = statics.compliant_equilibrium(deviated, eq.q, jnp.asarray(k))
 
     bushing = Bushing(
-        "rocker", "ground", point=(1.0, 0.0, 0.0), stiffness=(KF, KF, KF),
-        rotational_stiffness=(KM, KM, 0.0), damping=(2e3, 2e3, 2e3), rotational_damping=(20.0, 20.0, 0.0),
-    )  # fmt: skip
+        "rocker",
+        "ground",
+        point=(1.0, 0.0, 0.0),
+        stiffness=(KF, KF, KF),
+        rotational_stiffness=(KM, KM, 0.0),
+        damping=(2e3, 2e3, 2e3),
+        rotational_damping=(20.0, 20.0, 0.0),
+    )
     bushed = dataclasses.replace(
         mech, pairs=[p for p in mech.pairs if p.name != "D"], forces=[spring, bushing]
     ).build()
@@ -80,13 +85,19 @@ def main() -> None:
             "max_difference_simulated_N": float(np.abs(mine - sim).max()),
         }
     summary = {
-        "mechanism": "spatial four-bar with a diagonal spring (c = 60 N s/m), D a bushing, its ground point 0.1 mm out of plane",
+        "mechanism": "spatial four-bar with a diagonal spring (c = 60 N s/m), D a bushing, "
+        "its ground point 0.1 mm out of plane",
         "D_axial_force_N": -float(compliant.multipliers[D.rows[0]]),
         "k_delta_N": KF * DELTA,
         "max_dq_compliant_vs_bushing_equilibrium": float(jnp.abs(compliant.q - static.q).max()),
         "max_dq_compliant_vs_simulated": float(jnp.abs(compliant.q - run.q[-1]).max()),
         "max_speed_at_end": float(jnp.abs(run.qd[-1]).max()),
-        "simulation": {"t_final_s": T_REST, "steps": int(run.num_steps), "wall_s": round(wall, 1), "valid": bool(np.all(run.valid))},
+        "simulation": {
+            "t_final_s": T_REST,
+            "steps": int(run.num_steps),
+            "wall_s": round(wall, 1),
+            "valid": bool(np.all(run.valid)),
+        },
         "pairs": rows,
         "wall_s": round(time.perf_counter() - start, 1),
     }
