@@ -618,3 +618,26 @@ def test_compliant_joint_is_the_bushing_model():
     np.testing.assert_allclose(
         np.asarray(first.multipliers), change, atol=1e-3 * np.abs(change).max()
     )
+
+
+def test_linearisation_about_a_moving_state():
+    """A swinging pendulum (no spring) at angle φ from the bottom with angular speed
+    ω. In its angle the reduced equation (J + M L²) φ̈ = −M g L sin φ has no velocity
+    term; the linearisation's chart is ξ = Zᵀ (q − q₀) instead, and at a moving state
+    the linearisation depends on the chart (only at an equilibrium does it not). By
+    hand: with the bob at angle α from the −x axis, q(α) = (−L cos α, −L sin α, α),
+    ξ = g(α) = [L² sin(α − α₀) + (α − α₀)] / s, s = √(1 + L²): g′ = s, g″ = 0 and
+    g‴ = −L²/s at α₀, so ξ̈ = g′ α̈ + g″ α̇² gives
+    −∂ξ̈/∂ξ = M g L cos φ / (J + M L²) + L² ω² / (1 + L²) and ∂ξ̈/∂ξ̇ = 0."""
+    mech = models.pendulum(length=L, mass=M, inertia=J)
+    model = mech.build()
+    for phi, omega in ((0.3, 2.0), (1.0, -3.0), (0.5, 0.0)):
+        a = phi + math.pi / 2  # the model's angle, from the −x axis
+        q = jnp.array([-L * math.cos(a), -L * math.sin(a), a])
+        qd = omega * jnp.array([L * math.sin(a), -L * math.cos(a), 1.0])
+        lin = statics.linearize(model, q, qd)
+        ratio = float(lin.stiffness[0, 0] / lin.mass[0, 0])
+        want = M * G * L * math.cos(phi) / (J + M * L * L) + L * L * omega**2 / (1 + L * L)
+        assert ratio == pytest.approx(want, rel=1e-9), (phi, omega)
+        assert float(lin.mass[0, 0]) == pytest.approx((J + M * L * L) / (1 + L * L), rel=1e-12)
+        assert abs(float(lin.damping[0, 0])) < 1e-9 * float(lin.mass[0, 0]) * (1 + abs(omega))

@@ -1,23 +1,30 @@
 """The equations of motion linearised about a state, in independent coordinates.
 
-About a state (q, q̇, t) with accelerations q̈ and multipliers λ (any λ with
-M q̈ + Cᵀ λ = F: the self-stresses of a redundant mechanism change nothing below),
-small motions q + Z ξ, with Z an orthonormal basis of the null space of C, obey
+Small motions about a state (q, q̇, t) of a holonomic mechanism, in coordinates ξ
+along Z, an orthonormal basis of the null space of C, obey
 
-    M_r ξ̈ + D_r ξ̇ + K_r ξ = 0,   M_r = Zᵀ M Z,   K_r = Zᵀ ∂R/∂q Z,   D_r = Zᵀ ∂R/∂q̇ Z,
+    M_r ξ̈ + D_r ξ̇ + K_r ξ = 0,   M_r = Zᵀ M Z.
 
-with R(q, q̇) = M q̈ + C(q)ᵀ λ − F(q, q̇, t) at fixed q̈ and λ (autodiff). K_r holds the
-applied forces' stiffness and the geometric stiffness λ · Φ_qq of the constraints,
-which is how the curvature of the constraint manifold enters. Where C keeps its rank
-along the manifold (every regular configuration), a self-stress N μ adds nothing to
-ξᵀ K_r ξ: differentiating Nᵀ C = 0 along the manifold gives Σ μ_k Zᵀ ∇²Φ_k Z = 0.
-So redundancy changes no frequency: the answer does not depend on which of the
-non-unique multipliers the method chose.
+K_r and D_r come from a chart of the constraint manifold, q(ξ) = q + Z ξ + Y η(ξ) (Y
+spanning the range of Cᵀ, η by Newton steps so that Φ = 0), in which the equations
+of motion hold no multiplier: Jᵀ M J ξ̈ = Jᵀ (F − M J̇ ξ̇), J = ∂q/∂ξ; both matrices
+are its autodiff (`linearization`). At rest K_r equals Zᵀ (Σ λ_k ∇²Φ_k − ∂F/∂q) Z:
+the applied forces' stiffness and the geometric stiffness of the constraints, through
+which the curvature of the manifold enters (a pendulum's restoring stiffness under
+gravity is all geometric). Where C keeps its rank along the manifold (every regular
+configuration), a self-stress N μ adds nothing to it: differentiating Nᵀ C = 0 along
+the manifold gives Σ μ_k Zᵀ ∇²Φ_k Z = 0. So redundancy changes no frequency: the
+answer does not depend on which of the non-unique multipliers a method would choose,
+and the chart never chooses any.
 
-About an equilibrium (q̇ = 0, q̈ = 0) this is exact to first order. About a moving
-state of a trajectory it is the frozen-time linearisation (the null space turns
-as the mechanism moves, which is left out): its modes describe the motion's local
-behaviour, not a periodic solution.
+About an equilibrium (q̇ = 0, q̈ = 0) the modes are the small oscillations, the same
+in any coordinates. About a moving state of a trajectory the linearisation is exact
+to first order in a perturbation of the state at that instant, in the chart's
+coordinates ξ = Zᵀ (q − q₀); there K_r and D_r depend on the coordinates (a change
+of coordinates φ = f(ξ) adds f‴ ξ̇² terms: a swinging pendulum's K_r/M_r in ξ exceeds
+the one in its angle by L² ω² / (1 + L²), tests/test_statics.py), and the
+eigenvalues describe the local growth or decay at that instant in those coordinates,
+not a periodic solution.
 """
 
 import equinox as eqx
@@ -26,12 +33,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._assembly import constraint_matrix, generalized_forces, mass_matrix
+from .._assembly import constraint_matrix, generalized_forces, mass_matrix, position_residual
 from .._errors import ModelError
 from .._model import Model
 from .._precision import precise
 from .._qr import pivoted_qr
-from .._solve import solve_terms
 from .._structure import Structure, decide
 from .._types import Scalar
 from .._validation import check_vector
@@ -257,27 +263,59 @@ def static_rank(structure: Structure, what: str) -> int:
         ) from None
 
 
+CHART_NEWTON_STEPS = 3
+"""Newton steps of the chart η(ξ) (module docstring): it is evaluated at ξ = 0, on the
+manifold, where each step makes one more derivative exact (the third derivative of Φ
+enters the stiffness at a moving state)."""
+
+
 def linearization(model, q, qd, t, structure, rank: int) -> Linearization:
     """The [`Linearization`][redundax.statics.Linearization] about (q, q̇, t) (traced inside a
-    caller's program; `rank`, the rank of C, static)."""
-    _, qdd, lam = solve_terms(model, q, qd, t, structure=structure)
+    caller's program; `rank`, the rank of C, static).
 
-    def balance(q, qd):
-        C = constraint_matrix(model, q, t)
-        return mass_matrix(model, q) @ qdd + C.T @ lam - generalized_forces(model, q, qd, t)
+    In the chart q(ξ) = q₀ + Z ξ + Y η(ξ) of the constraint manifold (Y spanning the
+    range of Cᵀ, η by Newton steps so that Φ(q(ξ)) = 0), velocities are q̇ = J(ξ) ξ̇
+    with J = ∂q/∂ξ, and the reduced equations of motion are
+    Jᵀ M J ξ̈ = Jᵀ (F(q, J ξ̇, t) − M J̇ ξ̇): no multiplier appears, and all of it is
+    autodiff of the chart. Linearised about ξ = 0, ξ̇ = Zᵀ q̇: M_r = Zᵀ M Z (J(0) = Z),
+    K_r = −M_r ∂ξ̈/∂ξ, D_r = −M_r ∂ξ̈/∂ξ̇. At rest this is the module docstring's
+    M_r, K_r (geometric stiffness included, through the chart's curvature); at a moving
+    state it adds the velocity terms the turning chart brings, exactly."""
+    del structure
+    C0 = constraint_matrix(model, q, t)
+    basis = pivoted_qr(C0.T, rank=rank).q
+    Y, Z = basis[:, :rank], basis[:, rank:]
 
-    K = jax.jacfwd(balance, argnums=0)(q, qd)
-    D = jax.jacfwd(balance, argnums=1)(q, qd)
-    C = constraint_matrix(model, q, t)
-    Z = pivoted_qr(C.T, rank=rank).q[:, rank:]
-    M = mass_matrix(model, q)
+    def position(xi):
+        def newton(eta, _):
+            point = q + Z @ xi + Y @ eta
+            A = constraint_matrix(model, point, t) @ Y
+            phi = position_residual(model, point, t)
+            return eta - jnp.linalg.solve(A.T @ A, A.T @ phi), None
+
+        eta, _ = jax.lax.scan(newton, jnp.zeros(rank), None, length=CHART_NEWTON_STEPS)
+        return q + Z @ xi + Y @ eta
+
+    def chart_jacobian(xi):
+        return jax.jacfwd(position)(xi)
+
+    def reduced_acceleration(xi, xid):
+        J = chart_jacobian(xi)
+        point = position(xi)
+        bias = jax.jvp(lambda x: chart_jacobian(x) @ xid, (xi,), (xid,))[1]  # J̇ ξ̇
+        M = mass_matrix(model, point)
+        F = generalized_forces(model, point, J @ xid, t)
+        return jnp.linalg.solve(J.T @ M @ J, J.T @ (F - M @ bias))
+
+    xi0, xid0 = jnp.zeros(Z.shape[1]), Z.T @ qd
+    Mr = Z.T @ mass_matrix(model, q) @ Z
     return Linearization(
         q=q,
         qd=qd,
         t=t,
         basis=Z,
-        mass=Z.T @ M @ Z,
-        stiffness=Z.T @ K @ Z,
-        damping=Z.T @ D @ Z,
+        mass=Mr,
+        stiffness=-Mr @ jax.jacfwd(reduced_acceleration, argnums=0)(xi0, xid0),
+        damping=-Mr @ jax.jacfwd(reduced_acceleration, argnums=1)(xi0, xid0),
         labels=coordinate_labels(model),
     )
