@@ -137,7 +137,7 @@ def _equilibrium(model, q, t, structure, scale, method, rtol, atol, max_steps: i
         throw=False,
     )
     q = solution.value
-    lin = linearization(model, q, jnp.zeros_like(q), t, structure, rank)
+    lin = linearization(model, q, jnp.zeros_like(q), t, structure, rank, at_rest=True)
     return Equilibrium(
         q=q,
         t=t,
