@@ -76,6 +76,14 @@ programs took 40.6 s of XLA's 41.3 s (the other 52, eager operations between the
 0.7 s). What moves it is fewer large programs (a test that compiles a run eagerly, under
 `jit` and under `vmap` pays three) or smaller ones.
 
+2026-11-28, evening (48 files: issue 37's test_statics.py and notebook 07 added; a fresh
+clone, empty cache, idle): 974 s and 1,041 s of tests, all passing (the two workers
+balanced: the files' times sum to twice the wall time). A census of the whole suite's
+compilations (a pytest plugin logging JAX's compile events) put XLA's compile at 963 s
+and lowering at 254 s of the ~1,940 worker-seconds; `jit(_simulate)` 96 compiles,
+313 s; reverse-mode gradients through Diffrax 20-45 s each are the heaviest single
+tests. A third worker (`-j 3`) on the 2-core machine made every file ~1.5x slower.
+
 Files that compile the same programs share a process (`TOGETHER`): the joint
 coordinates' two files build the same joint models, structures and DCA programs
 (measured cold: 129 s as two processes, 105 s as one). So do the twelve short
@@ -117,7 +125,7 @@ LONGEST_FIRST = (
     "test_solvability.py",  # with ten other short files: 122 s
     "test_config_spatial.py",  # with the MJCF files: 93-115 s
     "test_sweep.py",  # 94 s
-    "test_statics.py",  # new (issue 37): ~50-60 s with a warm cache
+    "test_statics.py",  # 105 s alone (issue 37), 145 s in a full run
     "test_dynamics.py",  # 92 s
     "test_generated.py",  # 64-70 s
     "test_design.py",  # 64 s
