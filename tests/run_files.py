@@ -118,6 +118,7 @@ LONGEST_FIRST = (
     "test_joint_coordinates.py",  # with test_joint_runs.py: 195-207 s
     "test_validity.py",  # with the other files of issue 34: 140-161 s
     "test_optimize.py",  # with test_cli_simulate.py: 146 s
+    "test_statics.py",  # 105 s alone (issue 37), 145 s in a full run
     "test_plot.py",  # with the force elements' and user mistakes' files: 121-154 s
     "test_block.py",  # 134-147 s
     "test_docs.py",  # every python block of the site's pages: 129-145 s
@@ -125,7 +126,6 @@ LONGEST_FIRST = (
     "test_solvability.py",  # with ten other short files: 122 s
     "test_config_spatial.py",  # with the MJCF files: 93-115 s
     "test_sweep.py",  # 94 s
-    "test_statics.py",  # 105 s alone (issue 37), 145 s in a full run
     "test_dynamics.py",  # 92 s
     "test_generated.py",  # 64-70 s
     "test_design.py",  # 64 s
