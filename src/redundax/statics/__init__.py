@@ -1,7 +1,9 @@
-"""Statics of imperfect and perfect mechanisms: static equilibrium with its
-reactions and their verdicts, and the equations of motion linearised about a state
-(natural frequencies, damping ratios, mode shapes, stability) in independent
-coordinates — redundant constraints handled as the dynamics handles them."""
+"""Statics of perfect and imperfect mechanisms: static equilibrium with its reactions
+and their verdicts; the equations of motion linearised about a state (natural
+frequencies, damping ratios, mode shapes, stability) in independent coordinates; and
+the assembly stresses that manufacturing deviations cause in a redundant mechanism
+(first order and exact, tolerance studies with a Monte Carlo, tolerance allocation).
+Redundant constraints are handled as the dynamics handles them."""
 
 from ._assembly_stress import (
     AssemblyStress as AssemblyStress,
