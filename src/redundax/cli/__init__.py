@@ -1,8 +1,9 @@
 """The `redundax` command line: parse, load, call the library, write. No physics here.
 
 Each subcommand is one module of this package (`analyze`, `simulate`,
-`equilibrium`, `tolerances`, `plot`, `sweep`, `optimize`) that defines its help texts `SUMMARY` and `DESCRIPTION`, a
-function `add_arguments(parser)` and a handler `run(args) -> exit status`; it is
+`equilibrium`, `tolerances`, `plot`, `sweep`, `optimize`) that defines its help texts
+`SUMMARY` and `DESCRIPTION`, a function `add_arguments(parser)` and a handler
+`run(args) -> exit status`; it is
 one entry of `COMMANDS`. To add a subcommand, write such a module and add an
 entry; `main` does the rest (parsing, error reporting, exit status).
 
