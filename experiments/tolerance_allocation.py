@@ -23,7 +23,6 @@ Run:
 Writes experiments/results/tolerance_allocation/summary.json and tolerance_allocation.png.
 """
 
-import dataclasses
 import json
 import pathlib
 import platform
@@ -85,16 +84,7 @@ def main() -> None:
         stiffness.append({"force_rows_N_per_m": float(k), "largest_N": float(np.abs(lam).max())})
 
     allocation = statics.allocate_tolerances(tol, BOUND, structure=eq.structure)
-    drawn = dataclasses.replace(
-        tol,
-        deviations=tuple(
-            dataclasses.replace(
-                d, value=0.0, distribution="normal", spread=allocation.std[d.address]
-            )
-            for d in tol.deviations
-        ),
-        samples=20_000,
-    )
+    drawn = tol.with_std(allocation.std, samples=20_000)
     study = statics.tolerance_study(drawn, structure=eq.structure)
     summary = {
         "mechanism": "Bricard (configs/bricard.toml) at rest under gravity, p = 1",

@@ -114,21 +114,24 @@ def _four_bar_with_spring(spatial: bool):
     return dataclasses.replace(mech, forces=[spring])
 
 
+def _four_bar_pins(th):
+    """The crank pin A and the coupler pin B at crank angle θ (closed form: B on the
+    upper intersection of |B − A| = coupler and |B − D| = rocker)."""
+    A = jnp.stack([A_ * jnp.cos(th), A_ * jnp.sin(th)])
+    d = jnp.array([1.0, 0.0]) - A
+    dist = jnp.linalg.norm(d)
+    along = (C_**2 - R_**2 + dist**2) / (2 * dist)
+    h = jnp.sqrt(C_**2 - along**2)
+    B = A + along * d / dist + h * jnp.stack([-d[1], d[0]]) / dist
+    return A, B
+
+
 def _four_bar_reduced():
     """(V, T): potential energy V(θ) and kinetic-energy coefficient I(θ) (T = ½ I θ̇²)
     of the four-bar in its crank angle, from the closed-form position analysis."""
 
-    def points(th):
-        A = jnp.stack([A_ * jnp.cos(th), A_ * jnp.sin(th)])
-        d = jnp.array([1.0, 0.0]) - A
-        dist = jnp.linalg.norm(d)
-        along = (C_**2 - R_**2 + dist**2) / (2 * dist)
-        h = jnp.sqrt(C_**2 - along**2)
-        B = A + along * d / dist + h * jnp.stack([-d[1], d[0]]) / dist
-        return A, B
-
     def centres_and_angles(th):
-        A, B = points(th)
+        A, B = _four_bar_pins(th)
         D = jnp.array([1.0, 0.0])
         centres = jnp.stack([A / 2, (A + B) / 2, (B + D) / 2])
         angles = jnp.stack(
@@ -141,7 +144,7 @@ def _four_bar_reduced():
 
     def V(th):
         centres, _ = centres_and_angles(th)
-        _, B = points(th)
+        _, B = _four_bar_pins(th)
         stretch = jnp.linalg.norm(B - jnp.array(SPRING_ANCHOR)) - SPRING["free_length"]
         return G * masses @ centres[:, 1] + 0.5 * SPRING["stiffness"] * stretch**2
 
@@ -168,18 +171,10 @@ def _check_mode_plot(model, eq, theta):
     # The coupler (second body) runs A → B: its last point is B.
     B_rest = lines["rest"][1].get_xydata()[-1]
     B_moved = lines["mode+"][1].get_xydata()[-1]
-    A = jnp.stack([A_ * jnp.cos(theta), A_ * jnp.sin(theta)])
+    A, _ = _four_bar_pins(theta)
     np.testing.assert_allclose(lines["rest"][0].get_xydata()[-1], np.asarray(A), atol=1e-9)
 
-    def pin_B(th):
-        A = jnp.stack([A_ * jnp.cos(th), A_ * jnp.sin(th)])
-        d = jnp.array([1.0, 0.0]) - A
-        dist = jnp.linalg.norm(d)
-        along = (C_**2 - R_**2 + dist**2) / (2 * dist)
-        h = jnp.sqrt(C_**2 - along**2)
-        return A + along * d / dist + h * jnp.stack([-d[1], d[0]]) / dist
-
-    tangent = np.asarray(jax.jacfwd(pin_B)(theta))
+    tangent = np.asarray(jax.jacfwd(lambda th: _four_bar_pins(th)[1])(theta))
     moved = B_moved - B_rest
     cosine = abs(moved @ tangent) / (np.linalg.norm(moved) * np.linalg.norm(tangent))
     assert cosine > 0.99999, cosine  # parallel up to the drawing's finite amplitude
@@ -555,16 +550,7 @@ def test_tolerance_allocation_for_bricard():
     assert max(allocation.p99.values()) == pytest.approx(bound, rel=1e-6)
     # A Monte Carlo of 20,000 draws at the allocated tolerances: the largest force on
     # the binding row's pair stays at the bound at the 99th percentile.
-    drawn = dataclasses.replace(
-        tol,
-        deviations=tuple(
-            dataclasses.replace(
-                d, value=0.0, distribution="normal", spread=allocation.std[d.address]
-            )
-            for d in tol.deviations
-        ),
-        samples=20_000,
-    )
+    drawn = tol.with_std(allocation.std, samples=20_000)
     study = statics.tolerance_study(drawn, structure=eq.structure)
     pair = next(p.name for p in model.pairs if star in p.rows)
     assert study.percentiles[pair]["force"]["p99"] == pytest.approx(bound, rel=0.05)
@@ -641,3 +627,36 @@ def test_linearisation_about_a_moving_state():
         assert ratio == pytest.approx(want, rel=1e-9), (phi, omega)
         assert float(lin.mass[0, 0]) == pytest.approx((J + M * L * L) / (1 + L * L), rel=1e-12)
         assert abs(float(lin.damping[0, 0])) < 1e-9 * float(lin.mass[0, 0]) * (1 + abs(omega))
+
+
+def test_a_generated_four_bar_and_its_twin_of_flat_plates_rest_alike():
+    """Beyond the shipped mechanisms: a generated four-bar (random lengths, masses and
+    gravity, `tests/mechanism_generator.py`) and its spatial twin whose every body is
+    a flat plate in the plane of motion (I_z = I_x + I_y = the planar moment: a
+    singular block of M in natural coordinates). The twin (p = 3) rests where the
+    planar model rests, with its frequency; its mode shape is finite."""
+    from mechanism_generator import four_bar
+
+    planar = four_bar(1).mechanism
+    twin = models.spatial_twin(planar)
+    rng = np.random.default_rng(0)
+    plates = []
+    for b in twin.bodies:
+        J = float(b.inertia[2])
+        a = float(rng.uniform(0.2, 0.8)) * J
+        plates.append(dataclasses.replace(b, inertia=(a, J - a, J)))
+    twin = dataclasses.replace(twin, bodies=plates)
+    results = []
+    for mech in (planar, twin):
+        model = mech.build()
+        eq = rx.equilibrium(model, mech.initial_state().q)
+        modes = eq.linearization.modes()
+        assert np.all(np.isfinite(np.asarray(modes.shapes)))
+        results.append((model, eq, float(modes.frequencies_hz[0])))
+    (pm, pe, pf), (tm, te, tf) = results
+    assert int(te.structure.m - te.structure.rank) == 3
+    assert bool(pe.stable) == bool(te.stable)
+    assert tf == pytest.approx(pf, rel=1e-6)
+    crank_angle = float(pe.q[2])
+    u = te.q[3:6]  # the twin's first body's x axis
+    assert abs(math.atan2(float(u[1]), float(u[0])) - crank_angle) < TOL_ANGLE

@@ -71,6 +71,17 @@ class Tolerances:
     seed: int
     at: str
 
+    def with_std(self, std: dict[str, float], samples: int | None = None) -> "Tolerances":
+        """This study with every deviation normal about zero with the standard
+        deviation `std[address]` (e.g. an [`Allocation`][redundax.statics.Allocation]'s
+        `std`, to check it by Monte Carlo), and `samples` draws (default: as is)."""
+        deviations = tuple(
+            dataclasses.replace(d, value=0.0, distribution="normal", spread=float(std[d.address]))
+            for d in self.deviations
+        )
+        n = self.samples if samples is None else samples
+        return dataclasses.replace(self, deviations=deviations, samples=n)
+
 
 def load_tolerances(path: str | Path) -> Tolerances:
     """Read and validate a tolerance file.
