@@ -445,12 +445,17 @@ def test_tolerance_study_of_bricard(capsys, tmp_path):
     the sensitivities equal central differences of `assembly_stress` computed here,
     the nominal change is their sum weighted by the nominal deviations, and the
     Monte Carlo's percentiles of the largest force are those of a folded normal
-    (closed form) within sampling error. Bad input is named."""
+    (closed form) within sampling error. The Monte Carlo is a sweep: its 1,000 draws
+    are in the sweep file, normal about the nominal deviations, each one's stress
+    the central differences' J δ, and a second run finds nothing left to compute.
+    Bad input is named."""
     path = CONFIGS / "tolerances_bricard.toml"
-    status, out, err = _cli(capsys, "tolerances", path, "--json")
+    mc = tmp_path / "mc"
+    status, out, err = _cli(capsys, "tolerances", path, "--json", "--out", mc)
     assert status == 0, err
     s = json.loads(out)
     assert s["redundancy"] == 1 and s["monte_carlo"]["samples"] == 1000
+    assert s["monte_carlo"]["sweep"] == str(mc / "sweep.npz")
     tol = statics.load_tolerances(path)
     model, q = tol.model, jnp.asarray(s["q"])
     structure = rx.decide(model, q)
@@ -482,9 +487,28 @@ def test_tolerance_study_of_bricard(capsys, tmp_path):
     forces = [k for k, label in enumerate(labels) if "force" in label]
     r = forces[int(np.argmax(np.abs(sens[forces] @ np.ones(3))))]
     mean, std = float(sens[r] @ nominal), float(np.linalg.norm(sens[r]) * 2e-5)
-    mc = s["monte_carlo"]["pairs"]["J2"]["force"]
+    got = s["monte_carlo"]["pairs"]["J2"]["force"]
     for p in (50, 90):
-        assert mc[f"p{p}"] == pytest.approx(_folded_normal_quantile(p / 100, mean, std), rel=0.1), p
+        assert got[f"p{p}"] == pytest.approx(_folded_normal_quantile(p / 100, mean, std), rel=0.1)
+    # Every draw, from the sweep file.
+    data = rx.sweep.read_sweep(mc / "sweep.npz")
+    delta = data["values"] - data["nominal_values"][None, :]
+    assert delta.shape == (1000, 3)
+    error = 2e-5 / math.sqrt(1000)  # the standard error of a sample mean
+    np.testing.assert_allclose(delta.mean(axis=0), nominal, atol=4 * error)
+    np.testing.assert_allclose(delta.std(axis=0), 2e-5, rtol=0.1)
+    J = np.stack([(change(h * e) - change(-h * e)) / (2 * h) for e in np.eye(3)], axis=1)
+    want = delta @ J.T
+    np.testing.assert_allclose(
+        -data["assembly_multipliers"], want, rtol=1e-6, atol=1e-6 * np.abs(want).max()
+    )
+    force = [r for r, label in zip(rows, labels, strict=True) if "force" in label]
+    j2 = model.pair_names.index("J2")
+    np.testing.assert_allclose(
+        data["assembly_force"][:, j2], np.abs(want[:, force]).max(axis=1), rtol=1e-6
+    )
+    sweep = statics.tolerance_sweep(tol, q)
+    assert rx.sweep.plan_sweep(sweep, mc).pending == 0  # resumed: nothing to compute
     # Bad input, each named.
     bad = tmp_path / "bad.toml"
     text = path.read_text().replace(

@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import signal
 import subprocess
@@ -499,6 +500,59 @@ def test_invalid_parameter_names_are_named(robot, tmp_path):
         in first
     )
     assert "did you mean" in first and "'pairs.W4.normal.x'" in first
+
+
+NORMAL_SWEEP = """\
+[sweep]
+mechanism = "{mechanism}"
+sample = "random"
+samples = 4000
+seed = 7
+
+[[sweep.parameters]]
+name = "pairs.W4.normal.x"
+mean = 0.01
+std = 0.002
+
+[[sweep.parameters]]
+name = "bodies.platform.mass"
+range = [8.0, 12.0]
+"""
+
+
+def test_normal_draws_and_their_refusals(tmp_path):
+    """`mean` and `std` draw a parameter from a normal distribution (a random sample
+    only): the sample's mean and standard deviation within four standard errors of
+    the file's; the uniform column keeps to its range. Refused, each named: a
+    negative standard deviation, a mean without a standard deviation, normal draws
+    in a grid, and a normal mass (it could be drawn ≤ 0)."""
+    mechanism = MOBILE_ROBOT.as_posix()
+    path = tmp_path / "normal.toml"
+    path.write_text(NORMAL_SWEEP.format(mechanism=mechanism))
+    sweep = sw.load_sweep(path)
+    table = sweep.table()
+    n = table.shape[0]
+    assert n == 4000
+    assert abs(table[:, 0].mean() - 0.01) < 4 * 0.002 / math.sqrt(n)
+    assert table[:, 0].std() == pytest.approx(0.002, rel=4 / math.sqrt(2 * n))
+    assert 8.0 <= table[:, 1].min() and table[:, 1].max() <= 12.0
+    text = NORMAL_SWEEP.format(mechanism=mechanism)
+    for edit, message in (
+        (("std = 0.002", "std = -0.002"), "key 'std': expected a standard deviation ≥ 0"),
+        (("std = 0.002", ""), "a normal distribution needs both 'mean' and 'std'"),
+        (
+            ('sample = "random"\nsamples = 4000', 'sample = "grid"'),
+            "'mean' and 'std' draw random values: use sample = \"random\"",
+        ),
+        (
+            ("range = [8.0, 12.0]", "mean = 10.0\nstd = 1.0"),
+            "a mass [kg] must be positive, and a normal distribution draws values of any sign",
+        ),
+    ):
+        path.write_text(text.replace(*edit))
+        with pytest.raises(ConfigError) as error:
+            sw.load_sweep(path)
+        assert message in str(error.value), str(error.value)
 
 
 def test_command_line_lists_parameters_and_runs_the_example(capsys):

@@ -45,6 +45,22 @@ class Pair(NamedTuple):
     bodies: tuple[str, ...]
     components: tuple[str, ...] = ()
 
+    def split_rows(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """`(force rows, moment rows)`: the pair's rows whose component is a force, and
+        those whose component is a moment or a torque (by its label)."""
+        labels = self.components or ("",) * len(self.rows)
+        moment = [is_moment(label) for label in labels]
+        return (
+            tuple(r for r, m in zip(self.rows, moment, strict=True) if not m),
+            tuple(r for r, m in zip(self.rows, moment, strict=True) if m),
+        )
+
+
+def is_moment(label: str) -> bool:
+    """Whether the reaction component called `label` is a moment or a torque [N m]
+    (else a force [N])."""
+    return "moment" in label or "torque" in label
+
 
 class Model(eqx.Module):
     """A mechanism: bodies, constraints stacked by type, loads, force elements and

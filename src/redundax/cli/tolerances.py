@@ -4,7 +4,8 @@ import argparse
 import json
 
 from ..statics import load_tolerances, tolerance_study
-from ._common import EXIT_OK
+from ..sweep._store import check_out
+from ._common import EXIT_OK, check_out as _check_out
 
 SUMMARY = "assembly stresses that manufacturing tolerances cause (a tolerance file)"
 DESCRIPTION = (
@@ -14,8 +15,9 @@ DESCRIPTION = (
     "configuration), print the first-order assembly stress of the nominal deviations "
     "(which reaction components change, and by how much: the unique ones do not), "
     "its sensitivity to each deviation (dλ/dδ by autodiff), and a Monte Carlo over "
-    "the distributions: per pair, percentiles of the largest change of a force and of "
-    "a moment component. A rigid model of a redundant mechanism assumes perfect "
+    "the distributions, run as a sweep (--out keeps its files: every draw's deviations "
+    "and assembly stress, resumable): per pair, percentiles of the largest change of a "
+    "force and of a moment component. A rigid model of a redundant mechanism assumes perfect "
     "parts; this is what imperfect ones do to it."
 )
 
@@ -30,7 +32,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print one JSON object: q, redundancy, nominal (per pair, per component: "
         "change, unique), sensitivity (per address, per pair, per component: d change/dδ) "
-        "and monte_carlo (samples; per pair, force and moment: p50, p90, p99, max)",
+        "and monte_carlo (samples; per pair, force and moment: p50, p90, p99, max; sweep: "
+        "the combined sweep file, with --out)",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        default=None,
+        help="keep the Monte Carlo's sweep files in DIR (chunks, sweep.npz, summary.json; "
+        "redundax.sweep.read_sweep reads them); the same command resumes an interrupted "
+        "run there. Default: a temporary directory",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="discard the results of another sweep found in --out",
     )
 
 
@@ -60,13 +76,17 @@ def _table(tol, study) -> str:
                 lines.append(
                     f"    {pair} {kind:<6} " + "  ".join(f"{k} {v:.4g}" for k, v in stats.items())
                 )
+        if study.sweep is not None:
+            lines.append(f"  every draw: {study.sweep}")
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
     """The handler of `redundax tolerances`: returns the exit status."""
     tol = load_tolerances(args.file)
-    study = tolerance_study(tol)
+    if args.out is not None:
+        _check_out("--out", check_out, args.out, args.force)  # before anything is computed
+    study = tolerance_study(tol, out=args.out, force=args.force)
     if args.json:
         print(json.dumps(study.to_dict()))
     else:

@@ -6,7 +6,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from .._errors import ModelError
-from .._model import Model
+from .._model import Model, is_moment
 from ._base import AbstractNullSpaceMethod
 from ._kernels import weighted_multipliers
 
@@ -74,7 +74,7 @@ def joint_stiffness(
     k = np.full(model.n_constraints, np.inf)
     for p in model.pairs:
         for r, label in zip(p.rows, p.components or ("",) * len(p.rows), strict=True):
-            k[r] = angular if ("moment" in label or "torque" in label) else linear
+            k[r] = angular if is_moment(label) else linear
     for name, value in (pairs or {}).items():
         try:
             rows = model.pair(name).rows

@@ -30,6 +30,7 @@ from ._tolerances import (
     allocate_tolerances as allocate_tolerances,
     load_tolerances as load_tolerances,
     tolerance_study as tolerance_study,
+    tolerance_sweep as tolerance_sweep,
 )
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "Allocation",
     "allocate_tolerances",
     "tolerance_study",
+    "tolerance_sweep",
     "Equilibrium",
     "equilibrium",
     "Linearization",

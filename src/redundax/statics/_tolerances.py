@@ -5,22 +5,28 @@ Where: the mechanism's static equilibrium under its loads (or its initial
 configuration). What: the first-order assembly stress of the nominal deviations,
 its sensitivity dλ/dδ to each deviation by autodiff (exact: the formula is linear in
 the misfit, and the misfit is differentiated through the geometry), and a Monte Carlo
-over the deviations' distributions — one compiled, `jax.vmap`ped program over the
-draws, in chunks — reported per pair as percentiles of the largest change of a force
-component and of a moment component.
+over the deviations' distributions, run as a sweep
+([`tolerance_sweep`][redundax.statics.tolerance_sweep]: [`redundax.sweep`][]'s chunk
+files, resuming, devices and processes), reported per pair as percentiles of the
+largest change of a force component and of a moment component.
 """
 
 import dataclasses
+import json
 import math
+import tempfile
+from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import ArrayLike, Float
 
-from .._model import Model, State
+from .._model import Model, State, is_moment
 from .._parameters import parameter_targets, unknown_parameter
 from .._structure import Structure
 from ..io._checks import is_integer, is_number, read_table, referenced_file, unknown_keys
@@ -30,11 +36,13 @@ from ..methods import joint_stiffness
 from ._assembly_stress import assembly_stress, deviate
 from ._equilibrium import equilibrium
 
+if TYPE_CHECKING:  # the sweep is imported on first use, as `redundax.sweep` is
+    from ..sweep import Progress, Sweep
+
 DISTRIBUTIONS = ("normal", "uniform")
-PERCENTILES = (50.0, 90.0, 99.0)
 MAX_SAMPLES = 10_000_000
-CHUNK = 4096
-"""Draws evaluated together (one `vmap`ped call each)."""
+"""The most draws of a Monte Carlo: the sweep's `MAX_VARIANTS` (not imported from it, so
+that `import redundax` does not load the sweep)."""
 
 _KEYS = ("mechanism", "stiffness", "pair_stiffness", "samples", "seed", "at", "deviations")
 _DEVIATION_KEYS = ("address", "value", "distribution", "std", "half_width")
@@ -264,8 +272,12 @@ class ToleranceStudy:
       under the nominal deviations.
     - `sensitivity`: per deviation address, per pair, per component, d(component)/dδ.
     - `percentiles`: per pair, `{"force": {...}, "moment": {...}}`: percentiles
-      (`PERCENTILES`) and the maximum, over the draws, of the largest |change| of a
-      force component and of a moment component.
+      (`redundax.sweep.ASSEMBLY_PERCENTILES`: 50, 90, 99) and the maximum, over the
+      draws, of the largest |change| of a force component and of a moment component
+      (of a pair that has that kind).
+    - `sweep`: the Monte Carlo's combined sweep file (`out/sweep.npz`: every draw's
+      deviations and assembly stress, [`read_sweep`][redundax.sweep.read_sweep]), where
+      the study was given `out`.
     """
 
     q: np.ndarray
@@ -274,6 +286,7 @@ class ToleranceStudy:
     sensitivity: dict
     percentiles: dict
     samples: int
+    sweep: Path | None = None
 
     def to_dict(self) -> dict:
         """The JSON of `redundax tolerances --json`."""
@@ -285,17 +298,38 @@ class ToleranceStudy:
                 for pair, comps in self.nominal.items()
             },
             "sensitivity": self.sensitivity,
-            "monte_carlo": {"samples": self.samples, "pairs": self.percentiles},
+            "monte_carlo": {
+                "samples": self.samples,
+                "pairs": self.percentiles,
+                **({"sweep": str(self.sweep)} if self.sweep is not None else {}),
+            },
         }
 
 
-def _moment(label: str) -> bool:
-    return "moment" in label or "torque" in label
-
-
-def tolerance_study(tol: Tolerances, *, structure: Structure | None = None) -> ToleranceStudy:
+def tolerance_study(
+    tol: Tolerances,
+    *,
+    structure: Structure | None = None,
+    out: str | Path | None = None,
+    force: bool = False,
+    on_chunk: "Callable[[Progress], None] | None" = None,
+) -> ToleranceStudy:
     """The nominal assembly stress, its sensitivities and the Monte Carlo of a
-    [`Tolerances`][redundax.statics.Tolerances] (module docstring)."""
+    [`Tolerances`][redundax.statics.Tolerances] (module docstring).
+
+    **Arguments:**
+
+    - `tol`: the study ([`load_tolerances`][redundax.statics.load_tolerances]).
+    - `structure`: the nominal mechanism's verdicts where it is assembled (default:
+      decided there).
+    - `out`: a directory for the Monte Carlo's sweep files (its chunks, `sweep.npz`
+      with every draw's assembly stress, `summary.json`); a study stopped part way
+      resumes there. Default: a temporary directory, removed afterwards.
+    - `force`, `on_chunk`: as [`run_sweep`][redundax.sweep.run_sweep]'s.
+
+    **Raises:** as [`equilibrium`][redundax.statics.equilibrium] (no equilibrium near
+    the initial configuration) and [`run_sweep`][redundax.sweep.run_sweep] (`out`
+    holds another sweep)."""
     model, state = tol.model, tol.state
     if tol.at == "equilibrium":
         eq = equilibrium(model, state.q, state.t)
@@ -333,50 +367,49 @@ def tolerance_study(tol: Tolerances, *, structure: Structure | None = None) -> T
         }
         for j, a in enumerate(addresses)
     }
-    percentiles = _monte_carlo(tol, stress, model) if tol.samples else {}
+    percentiles, sweep_file = {}, None
+    if tol.samples:
+        from ..sweep import run_sweep  # noqa: PLC0415 - on first use
+
+        sweep = tolerance_sweep(tol, q)
+        with tempfile.TemporaryDirectory() if out is None else nullcontext(out) as where:
+            path = run_sweep(sweep, where, force=force, on_chunk=on_chunk)
+            percentiles = json.loads((path.parent / "summary.json").read_text())["assembly"]
+        sweep_file = None if out is None else path
     redundancy = structure.m + structure.h - int(np.asarray(structure.rank))
-    return ToleranceStudy(np.asarray(q), redundancy, nominal, sensitivity, percentiles, tol.samples)
+    return ToleranceStudy(
+        np.asarray(q), redundancy, nominal, sensitivity, percentiles, tol.samples, sweep_file
+    )
 
 
-def _monte_carlo(tol: Tolerances, stress, model: Model) -> dict:
-    key = jax.random.PRNGKey(tol.seed)
-    value = jnp.array([d.value for d in tol.deviations])
-    spread = jnp.array([d.spread for d in tol.deviations])
-    normal = jnp.array([d.distribution == "normal" for d in tol.deviations])
-    batched = eqx.filter_jit(jax.vmap(stress))
-    groups = []
-    for p in model.pairs:
-        force = [r for label, r in zip(p.components, p.rows, strict=True) if not _moment(label)]
-        moment = [r for label, r in zip(p.components, p.rows, strict=True) if _moment(label)]
-        groups.append((p.name, force, moment))
-    peaks = {name: {"force": [], "moment": []} for name, _, _ in groups}
-    batch = min(CHUNK, tol.samples)  # every chunk this size: one compilation
-    for start in range(0, tol.samples, batch):
-        n = min(batch, tol.samples - start)
-        key, k1, k2 = jax.random.split(key, 3)
-        shape = (batch, len(tol.deviations))
-        z = jnp.where(
-            normal[None, :],
-            jax.random.normal(k1, shape),
-            jax.random.uniform(k2, shape, minval=-1.0, maxval=1.0),
-        )
-        lam = np.abs(np.asarray(batched(value[None, :] + spread[None, :] * z)))[:n]
-        for name, force, moment in groups:
-            if force:
-                peaks[name]["force"].append(lam[:, force].max(axis=1))
-            if moment:
-                peaks[name]["moment"].append(lam[:, moment].max(axis=1))
-    out = {}
-    for name, kinds in peaks.items():
-        out[name] = {}
-        for kind, chunks in kinds.items():
-            if chunks:
-                values = np.concatenate(chunks)
-                out[name][kind] = {
-                    **{f"p{int(p)}": float(np.percentile(values, p)) for p in PERCENTILES},
-                    "max": float(values.max()),
-                }
-    return out
+def tolerance_sweep(tol: Tolerances, q: Float[ArrayLike, " nq"]) -> "Sweep":
+    """The Monte Carlo of a tolerance study as a [`Sweep`][redundax.sweep.Sweep]: each
+    deviation a parameter drawn about its nominal value plus `value` (normal with its
+    standard deviation, or uniform on ± its half width), `tol.samples` draws with
+    `tol.seed`, each evaluated as the first-order assembly stress of the parts so made,
+    assembled at `q` ([`AssemblyStresses`][redundax.sweep.AssemblyStresses]).
+
+    Run it with [`run_sweep`][redundax.sweep.run_sweep] like any sweep: chunk files,
+    resuming, every device, several processes or hosts."""
+    from ..sweep import AssemblyStresses, Parameter, RandomSample, Sweep  # noqa: PLC0415
+
+    targets = parameter_targets(tol.model, tol.state)
+    parameters = []
+    for d in tol.deviations:
+        centre = targets[d.address].nominal + d.value
+        if d.distribution == "normal":
+            parameters.append(Parameter(d.address, mean=centre, std=d.spread))
+        else:
+            parameters.append(Parameter(d.address, low=centre - d.spread, high=centre + d.spread))
+    return Sweep(
+        model=tol.model,
+        state=tol.state,
+        parameters=tuple(parameters),
+        sample=RandomSample(max(tol.samples, 1), tol.seed),
+        analyze=False,
+        stresses=AssemblyStresses(np.asarray(tol.stiffness), np.asarray(q)),
+        name=f"{tol.path.stem} ({tol.name}): Monte Carlo of the assembly stresses",
+    )
 
 
 Z99 = 2.5758293035489004
@@ -454,7 +487,7 @@ def allocate_tolerances(
         r
         for p in model.pairs
         for label, r in zip(p.components, p.rows, strict=True)
-        if not _moment(label)
+        if not is_moment(label)
     ]
     loads = np.abs(J[force_rows]).max(axis=0)
     idle = [

@@ -2,10 +2,14 @@
 
 A sweep changes a few named parameters of a mechanism (a body's mass, a joint point
 coordinate, the amplitude of a prescribed motion, the initial speed, ...) over a grid
-or a seeded random sample, and evaluates every variant: the solvability analysis at
-its initial configuration (rank, degree of redundancy, per-pair uniqueness) and/or a
-simulation (success, final tracked points, largest constraint violation, the rank of
-C along the motion). The result says which variants differ from the nominal model.
+or a seeded random sample (uniform in a range, among values, or normal), and
+evaluates every variant: the solvability analysis at its initial configuration
+(rank, degree of redundancy, per-pair uniqueness), a simulation (success, final
+tracked points, largest constraint violation, the rank of C along the motion),
+and/or its assembly stress against the nominal mechanism
+([`AssemblyStresses`][redundax.sweep.AssemblyStresses]: the Monte Carlo of a
+tolerance study, [`redundax.statics.tolerance_sweep`][]). The result says which
+variants differ from the nominal model.
 
 A variant's simulation is `redundax.simulate` with the mechanism's `[simulation]`
 options (the drift control too: a projection after every step by default), and the
@@ -151,6 +155,7 @@ from .._parameters import (
     unknown_parameter as unknown_parameter,
 )
 from ._constants import (
+    ASSEMBLY_PERCENTILES as ASSEMBLY_PERCENTILES,
     AXIS as AXIS,
     FORMAT as FORMAT,
     MAX_VARIANTS as MAX_VARIANTS,
@@ -164,6 +169,7 @@ from ._evaluate import (
     default_mesh as default_mesh,
 )
 from ._file import (
+    AssemblyStresses as AssemblyStresses,
     Grid as Grid,
     Parameter as Parameter,
     RandomSample as RandomSample,
@@ -186,6 +192,7 @@ __all__ = [
     "Parameter",
     "Grid",
     "RandomSample",
+    "AssemblyStresses",
     "Rule",
     "Plan",
     "plan_sweep",

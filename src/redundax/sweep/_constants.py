@@ -3,6 +3,10 @@
 FORMAT = "redundax sweep 1"
 """The `format` entry of the manifest and of the combined file."""
 
+ASSEMBLY_PERCENTILES = (50.0, 90.0, 99.0)
+"""The percentiles of the largest assembly force and moment per pair that a sweep's
+summary reports (`stresses`), beside the maximum."""
+
 AXIS = "variants"
 """Name of the mesh axis the variants are sharded over."""
 

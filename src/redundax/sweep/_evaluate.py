@@ -17,14 +17,18 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxtyping import Float
 
-from .. import Model, State, analyze_solvability, decide, simulate
+from .._model import Model, State
 from .._options import CheckInitial, Singularities
 from .._parameters import apply_parameters
 from .._reactions import MEMORY_BUDGET
+from .._run import simulate
+from .._solvability import analyze_solvability
+from .._structure import decide
 from ..drift import Projection
 from ..equations import marker_positions, position_residual, velocity_residual
 from ..methods import path_accurate, specialise
 from ..motions import SmoothSteps
+from ..statics._assembly_stress import assembly_stress
 from ._constants import AXIS, PROJECTION_STEPS
 from ._file import Sweep
 
@@ -184,8 +188,17 @@ class Evaluator:
             return jax.make_array_from_process_local_data(replicated, a, a.shape)
 
         self._dynamic = jax.tree.map(put, dynamic)
+        stresses = sweep.stresses
+        if stresses is not None:
+            # Where the nominal mechanism is assembled, and its verdicts there: the
+            # same for every variant (concrete, closed over).
+            assembled = np.asarray(sweep.state.q if stresses.q is None else stresses.q, float)
+            assembled_structure = decide(sweep.model, assembled, sweep.state.t)
+            stiffness = np.asarray(stresses.stiffness, float)
+            split = [p.split_rows() for p in sweep.model.pairs]
 
         def variant(model: Model, state: State, method, x) -> dict[str, Any]:
+            nominal = model
             model, state = apply_parameters(model, state, targets, x)
             for g, times in knots.items():
                 model = eqx.tree_at(lambda m, g=g: m.holonomic[g].motion.times, model, times)
@@ -246,6 +259,18 @@ class Evaluator:
                     max_position_violation=position,
                     max_velocity_violation=velocity,
                     **_rank_along(structure, trajectory.singularities),
+                )
+            if stresses is not None:
+                lam = assembly_stress(
+                    nominal, model, assembled, stiffness, sweep.state.t,
+                    structure=assembled_structure,
+                ).multipliers  # fmt: skip
+                out.update(
+                    assembly_multipliers=lam,
+                    assembly_force=jnp.stack([_max_abs(lam[np.asarray(f, int)]) for f, _ in split]),
+                    assembly_moment=jnp.stack(
+                        [_max_abs(lam[np.asarray(m, int)]) for _, m in split]
+                    ),
                 )
             return out
 
@@ -338,6 +363,12 @@ OUTPUTS = {
     "max_constraint_violation": "max over the saved states reached of max |Φ| and max |C q̇ + b|",
     "max_position_violation": "max |Φ| over the saved states reached [m, rad]",
     "max_velocity_violation": "max |C q̇ + b| over the saved states reached",
+    "assembly_multipliers": "(variants, rows): the first-order assembly stress λ_s of the "
+    "variant's deviations from the nominal mechanism, assembled at the nominal configuration "
+    "(`redundax.statics.assembly_stress`; the reaction components change by −λ_s) [N, N m]",
+    "assembly_force": "(variants, pairs): the largest |λ_s| of a pair's force components [N]",
+    "assembly_moment": "(variants, pairs): the largest |λ_s| of a pair's moment components "
+    "[N m] (0 for a pair without any)",
     "rank_start": "rank C at the variant's initial state (its `Structure`, relative tolerance "
     "1e-8)",
     "rank_min": "min of rank C over the start and the integrator's step ends, as the run's "
@@ -352,7 +383,8 @@ OUTPUTS = {
     "near 0: the motion passes close to a singular configuration (NaN where the run took no "
     "step or has no constraints)",
 }
-"""Per-variant results (the analysis ones with `analyze`, the others with `simulate`)."""
+"""Per-variant results (the analysis ones with `analyze`, the `assembly_*` ones with
+`stresses`, the others with `simulate`)."""
 
 
 def default_chunk_size(

@@ -12,10 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import (
-    Model,
-    State,
-)
+from .._model import Model, State
 from .._options import initial_projection
 from .._parameters import Target, parameter_targets, resolve_parameters, unknown_parameter
 from ..io._checks import (
@@ -97,9 +94,10 @@ def unknown_address(name: str, model: Model, state: State, known: Sequence[str])
 class Parameter:
     """One swept parameter: its address and its values.
 
-    Give either `values` (a grid axis, or the choices of a random sample) or the
+    Give one of: `values` (a grid axis, or the choices of a random sample); the
     range `low`, `high` (a grid of `count` equally spaced values, ends included,
-    or uniform samples).
+    or uniform samples); `mean` and `std` (normal samples, a random sample only:
+    manufacturing deviations, [`redundax.statics.tolerance_study`][]).
     """
 
     name: str
@@ -107,6 +105,13 @@ class Parameter:
     low: float | None = None
     high: float | None = None
     count: int | None = None
+    mean: float | None = None
+    std: float | None = None
+
+    @property
+    def normal(self) -> bool:
+        """Whether the parameter is drawn from a normal distribution."""
+        return self.mean is not None or self.std is not None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +133,8 @@ class Grid:
 @dataclasses.dataclass(frozen=True)
 class RandomSample:
     """`count` variants drawn with `numpy.random.default_rng(seed)`: uniform in a
-    parameter's range, or uniformly among its `values`; parameters in order."""
+    parameter's range, uniformly among its `values`, or normal with its `mean` and
+    `std`; parameters in order."""
 
     count: int
     seed: int = 0
@@ -138,6 +144,8 @@ class RandomSample:
         columns = [
             rng.choice(np.asarray(p.values, dtype=float), size=self.count)
             if p.values is not None
+            else rng.normal(p.mean, p.std, size=self.count)
+            if p.normal
             else rng.uniform(p.low, p.high, size=self.count)
             for p in parameters
         ]
@@ -167,6 +175,14 @@ def _domain_problems(p: Parameter, target: Target, where: str) -> list[str]:
     what = _POSITIVE.get(target.leaf[:2])
     if what is None:
         return []
+    if p.normal:
+        return [
+            Problem(
+                where,
+                f"{what} must be positive, and a normal distribution draws values of any "
+                "sign; give a 'range' = [low, high] with low > 0",
+            )
+        ]
     if p.values is not None:
         bad = [v for v in p.values if not v > 0]
         if bad:
@@ -189,12 +205,31 @@ def _domain_problems(p: Parameter, target: Target, where: str) -> list[str]:
 
 def _parameter_problems(p: Parameter, grid: bool, where: str) -> list[str]:
     problems = []
-    if (p.values is None) == (p.low is None or p.high is None):
-        problems.append(Problem(where, "give either 'values' or 'range' = [low, high]"))
+    kinds = (p.values is not None) + (p.low is not None or p.high is not None) + p.normal
+    if kinds != 1 or (p.low is None) != (p.high is None):
+        problems.append(
+            Problem(
+                where,
+                "give one of 'values', 'range' = [low, high], or 'mean' and 'std' (normal draws)",
+            )
+        )
+    if p.normal and (p.mean is None or p.std is None):
+        problems.append(Problem(where, "a normal distribution needs both 'mean' and 'std'"))
+    if p.normal and grid:
+        problems.append(
+            Problem(where, "'mean' and 'std' draw random values: use sample = \"random\"")
+        )
+    if p.std is not None and not p.std >= 0:
+        problems.append(
+            Problem(
+                Where(where, "std"),
+                f"expected a standard deviation ≥ 0 (in the parameter's unit), got {p.std:g}",
+            )
+        )
     if p.values is not None and len(p.values) == 0:
         problems.append(Problem(Where(where, "values"), "is empty"))
-    key = "values" if p.values is not None else "range"
-    given = [v for v in (*(p.values or ()), p.low, p.high) if v is not None]
+    key = "values" if p.values is not None else "mean" if p.normal else "range"
+    given = [v for v in (*(p.values or ()), p.low, p.high, p.mean, p.std) if v is not None]
     infinite = [v for v in given if not math.isfinite(v)]
     if infinite:
         problems.append(
@@ -228,6 +263,55 @@ def _parameter_problems(p: Parameter, grid: bool, where: str) -> list[str]:
 
 # -------------------------------------------------------------------------- sweep
 @dataclasses.dataclass(frozen=True, eq=False)
+class AssemblyStresses:
+    """Evaluate each variant's first-order assembly stress: the variant is the nominal
+    mechanism made with deviations (its parameter values), assembled at the nominal
+    configuration `q` with the compliance 1/`stiffness` per row
+    ([`redundax.statics.assembly_stress`][]; the outputs `assembly_multipliers`,
+    `assembly_force`, `assembly_moment`).
+
+    - `stiffness`: per row of C [N/m, N m/rad], ∞ for rigid rows
+      ([`redundax.methods.joint_stiffness`][] makes them).
+    - `q`: where the nominal mechanism is assembled (on its constraints; default: the
+      sweep's initial configuration), e.g. its static equilibrium.
+    """
+
+    stiffness: Any
+    q: Any = None
+
+
+def _stresses_problems(model: Model, stresses: AssemblyStresses) -> list[str]:
+    problems = []
+    k = np.asarray(stresses.stiffness, dtype=float)
+    if k.shape != (model.n_constraints,):
+        problems.append(
+            Problem(
+                Where("sweep", "stresses"),
+                f"stiffness: expected one per row of C ({model.n_constraints}; "
+                f"redundax.methods.joint_stiffness makes them), got shape {k.shape}",
+            )
+        )
+    elif not np.all(k > 0):
+        problems.append(Problem(Where("sweep", "stresses"), "stiffness: must be positive"))
+    if stresses.q is not None and np.shape(stresses.q) != (model.n_coordinates,):
+        problems.append(
+            Problem(
+                Where("sweep", "stresses"),
+                f"q: expected {model.n_coordinates} coordinates, got shape {np.shape(stresses.q)}",
+            )
+        )
+    if model.n_pfaffian:
+        problems.append(
+            Problem(
+                Where("sweep", "stresses"),
+                "assembly stresses are a static question of holonomic constraints; this "
+                "mechanism has Pfaffian pairs",
+            )
+        )
+    return problems
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class Sweep:
     """A sweep: the nominal mechanism, the parameters and what to evaluate.
 
@@ -239,6 +323,9 @@ class Sweep:
     - `analyze`: evaluate the solvability at each variant's initial configuration.
     - `simulate`: simulate each variant with the options `simulation` (its
       `t_final`, method, solver, tolerances, stabilisation, `n_save`, `max_steps`).
+    - `stresses`: [`AssemblyStresses`][redundax.sweep.AssemblyStresses]: evaluate
+      each variant's assembly stress against the nominal mechanism (a Monte Carlo
+      of manufacturing deviations), or None.
     - `project_initial`: project each variant's initial state onto its constraints
       (`rx.drift.Projection(iterations=PROJECTION_STEPS)`) before it is analysed and simulated.
     - `consistency_tolerance`: a variant's initial state is `consistent` when its
@@ -259,6 +346,7 @@ class Sweep:
     sample: Grid | RandomSample = Grid()
     analyze: bool = True
     simulate: bool = False
+    stresses: AssemblyStresses | None = None
     project_initial: bool = False
     simulation: SimulationOptions = dataclasses.field(default_factory=SimulationOptions)
     consistency_tolerance: float = 1e-8
@@ -285,14 +373,17 @@ class Sweep:
 
 def sweep_problems(sweep: Sweep) -> list[str]:
     """Every problem of a sweep, each naming its parameter (empty: valid)."""
-    return _problems(
+    problems = _problems(
         sweep.model,
         sweep.state,
         sweep.parameters,
         sweep.sample,
-        sweep.analyze or sweep.simulate,
+        sweep.analyze or sweep.simulate or sweep.stresses is not None,
         sweep.chunk_size,
     )
+    if sweep.stresses is not None:
+        problems += _stresses_problems(sweep.model, sweep.stresses)
+    return problems
 
 
 def _problems(
@@ -367,7 +458,7 @@ _SWEEP_KEYS = (
     "mechanism", "sample", "samples", "seed", "analyze", "simulate", "initial",
     "chunk_size", "t_final", "max_steps", "parameters",
 )  # fmt: skip
-_PARAMETER_KEYS = ("name", "values", "range", "count")
+_PARAMETER_KEYS = ("name", "values", "range", "count", "mean", "std")
 _SAMPLES = ("grid", "random")
 _MISSING_MECHANISM = Problem("sweep", "missing key 'mechanism' (the mechanism's TOML file)")
 _INITIAL = ("keep", "project")
@@ -405,12 +496,18 @@ def _parse_parameter(entry: Any, where: str, problems: list[str]) -> Parameter |
     if count is not None and not is_integer(count):
         problems.append(Problem(Where(where, "count"), f"expected an integer, got {count!r}"))
         return None
+    for key in ("mean", "std"):
+        if key in entry and not is_number(entry[key]):
+            problems.append(Problem(Where(where, key), f"expected a number, got {entry[key]!r}"))
+            return None
     return Parameter(
         name=name,
         values=None if values is None else tuple(float(v) for v in values),
         low=None if bounds is None else float(bounds[0]),
         high=None if bounds is None else float(bounds[1]),
         count=count,
+        mean=None if "mean" not in entry else float(entry["mean"]),
+        std=None if "std" not in entry else float(entry["std"]),
     )
 
 

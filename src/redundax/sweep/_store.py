@@ -18,11 +18,9 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh
 
-from .. import (
-    __version__,
-)
+from .._version import __version__
 from ..io._atomic import atomic_write, check_directory
-from ._constants import FORMAT
+from ._constants import ASSEMBLY_PERCENTILES, FORMAT
 from ._evaluate import Evaluator, default_chunk_size, default_mesh, local_devices
 from ._file import Sweep
 
@@ -101,6 +99,13 @@ def _describe(sweep: Sweep, table: np.ndarray, chunk_size: int) -> dict[str, Any
         }
         if sweep.simulate
         else None,
+        "stresses": None
+        if sweep.stresses is None
+        else {
+            "(stiffness, q) (sha256)": _digest(
+                (np.asarray(sweep.stresses.stiffness, float), sweep.stresses.q)
+            )
+        },
         "model (sha256)": _digest((sweep.model, sweep.state)),
         "values (sha256)": hashlib.sha256(np.ascontiguousarray(table).tobytes()).hexdigest(),
     }
@@ -511,7 +516,9 @@ def _changes(sweep: Sweep, nominal: Mapping[str, Any], data: Mapping[str, np.nda
     """Per-variant masks of what differs from the nominal model (`nominal`: its
     row of each output, NumPy scalars for the per-variant scalars)."""
     n = data["consistent"].shape[0]
-    masks = {"inconsistent": ~data["consistent"]}
+    # A variant's parts made with deviations do not fit the nominal configuration:
+    # that is what an assembly-stress sweep measures, not a defect of the variant.
+    masks = {"inconsistent": ~data["consistent"]} if sweep.analyze or sweep.simulate else {}
     if sweep.analyze:
         masks["rank"] = data["rank"] != nominal["rank"]
         masks["uniqueness"] = np.any(data["unique"] != nominal["unique"][None, :], axis=1)
@@ -523,7 +530,9 @@ def _changes(sweep: Sweep, nominal: Mapping[str, Any], data: Mapping[str, np.nda
         masks["failed"] = ~data["success"] & ~data["left_constraints"]
         masks["inaccurate_path"] = ~data["path_accurate"]
         masks["singular_along"] = data["rank_min"] < data["rank_start"]
-    masks["any"] = np.any(np.stack(list(masks.values())), axis=0).reshape(n)
+    masks["any"] = (
+        np.any(np.stack(list(masks.values())), axis=0).reshape(n) if masks else np.zeros(n, bool)
+    )
     return masks
 
 
@@ -603,7 +612,26 @@ def _summary(sweep, describe, nominal, data, masks) -> dict[str, Any]:
             if np.any(ok)
             else None
         )
+    if sweep.stresses is not None:
+        summary["assembly"] = {
+            pair.name: {
+                kind: _percentiles(data[f"assembly_{kind}"][:, g])
+                for kind, rows in zip(("force", "moment"), pair.split_rows(), strict=True)
+                if rows
+            }
+            for g, pair in enumerate(sweep.model.pairs)
+        }
     return summary
+
+
+def _percentiles(values: np.ndarray) -> dict[str, float]:
+    """`ASSEMBLY_PERCENTILES` and the maximum of per-variant values (0 without any)."""
+    if values.size == 0:
+        return {**{f"p{p:g}": 0.0 for p in ASSEMBLY_PERCENTILES}, "max": 0.0}
+    return {
+        **{f"p{p:g}": float(np.percentile(values, p)) for p in ASSEMBLY_PERCENTILES},
+        "max": float(np.max(values)),
+    }
 
 
 def read_sweep(path: str | Path) -> dict[str, Any]:
