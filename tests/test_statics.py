@@ -342,7 +342,8 @@ def test_assembly_stress_of_a_tilted_axis_against_the_compliant_equilibrium():
     equilibrium's multipliers (ratio → 1 over three decades of δ, the residue being
     the O(load/k) of finite stiffness), the unique (in-plane) components change only
     at second order, the non-unique ones scale with k δ; dλ/dδ by autodiff equals
-    central differences; a Monte Carlo of 1,000 tilts (vmap)."""
+    central differences; a Monte Carlo of 1,000 tilts (vmap). The tilt given by the
+    addresses of the axis (pairs.D.axis_i) is the same deviation."""
     mech = _four_bar_with_spring(spatial=True)
     model = mech.build()
     eq = rx.equilibrium(model, mech.initial_state().q)
@@ -370,6 +371,26 @@ def test_assembly_stress_of_a_tilted_axis_against_the_compliant_equilibrium():
     np.testing.assert_allclose(ratios, 1.0, atol=1e-4)
     assert errors[0] < 1e-3 and max(errors[1:]) < 1e-4, errors  # O(δ), then the floor
     assert abs(ratios[1] - ratios[2]) < 1e-6, ratios
+
+    # The same tilt by the sweep's addresses of joint D's axis in its first body
+    # (pairs.D.axis_i: the axis as made in that part, renormalised with its frame):
+    # the same stress, and a right-handed orthonormal frame.
+    tilted = _tilt(model, 3, 1e-4)
+    e0 = np.asarray(tilted.holonomic[0].frame_i[3, 0])
+    state = mech.initial_state()
+    addressed = statics.deviate(
+        model, {"pairs.D.axis_i.x": e0[0] / e0[2], "pairs.D.axis_i.y": e0[1] / e0[2]}, state
+    )
+    frame = np.asarray(addressed.holonomic[0].frame_i[3])
+    np.testing.assert_allclose(frame @ frame.T, np.eye(3), atol=1e-15)
+    assert np.linalg.det(frame) == pytest.approx(1.0, abs=1e-15)
+    want, got = (
+        np.asarray(
+            statics.assembly_stress(model, m, eq.q, k, structure=eq.structure).multipliers
+        )
+        for m in (tilted, addressed)
+    )
+    np.testing.assert_allclose(got, want, atol=1e-12 * np.abs(want).max())
 
     # dλ_s/dδ (autodiff) against central differences, on the largest component.
     def largest(delta):

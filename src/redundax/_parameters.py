@@ -30,6 +30,15 @@ _PAIR_FIELDS = {
 }
 """Configuration key → (field of the constraint member, unit)."""
 _UNIT_VECTORS = ("normal", "direction")
+_AXIS_KINDS = (
+    "revolute-3d",
+    "prismatic-3d",
+    "cylindrical",
+    "revolute-driver-3d",
+    "translational-driver-3d",
+)
+"""Spatial pairs whose joint frame's e₀ is their axis: `pairs.<PAIR>.axis_i|axis_j`."""
+_FRAMES = {"axis_i": "frame_i", "axis_j": "frame_j"}
 _LOAD_FIELDS = {"force": ("forces", "N"), "point": ("points", "m"), "torque": ("torques", "N m")}
 
 
@@ -183,9 +192,30 @@ def parameter_targets(model: Model, state: State) -> dict[str, Target]:
                 targets += _vector_targets(
                     f"{prefix}.{key}", leaf, (k,), value, unit, key in _UNIT_VECTORS
                 )
+        if pair.kind in _AXIS_KINDS:
+            for key, field in _FRAMES.items():
+                axis = np.asarray(getattr(group, field))[k, 0]
+                targets += [
+                    Target(
+                        f"{prefix}.{key}.{_AXES[c]}",
+                        (section, g, field),
+                        (k, 0, c),
+                        Rule.SET,
+                        "1",
+                        float(v),
+                        1.0,
+                        True,
+                    )
+                    for c, v in enumerate(axis)
+                ]
         if "motion" in fields:
             unit = "rad" if "revolute" in pair.kind else "m"
             targets += _motion_targets(f"{prefix}.motion", (section, g), k, group.motion, unit)
+    points = np.asarray(model.markers.points)
+    for k, name in enumerate(model.markers.names):
+        targets += _vector_targets(
+            f"markers.{name}.point", ("markers", "points"), (k,), points[k], "m"
+        )
     targets += _vector_targets("gravity", ("gravity",), (), np.asarray(model.gravity), "m/s²")
     loads = model.loads
     for k in range(np.asarray(loads.bodies).shape[0]):
@@ -221,7 +251,8 @@ def parameter_targets(model: Model, state: State) -> dict[str, Target]:
 
 _ADDRESS_FORMS = (
     "bodies.<BODY>.mass|inertia, pairs.<PAIR>.point_i|point_j|point|normal|direction.x|y|z, "
-    "pairs.<PAIR>.angle, pairs.<PAIR>.motion.amplitude|value|values[k]|coefficients[k], "
+    "pairs.<PAIR>.axis_i|axis_j.x|y|z (spatial), pairs.<PAIR>.angle, "
+    "pairs.<PAIR>.motion.amplitude|value|values[k]|coefficients[k], markers.<NAME>.point.x|y|z, "
     "gravity.x|y|z, loads[k].force|point|torque..., forces[k].stiffness|damping|free_length|"
     "free_angle|preload|rotational_stiffness|rotational_damping|force|point|torque..., "
     "initial.speed, initial.velocity_scale"
@@ -257,6 +288,15 @@ def resolve_parameters(model: Model, state: State, names: Sequence[str]) -> tupl
     return tuple(known[name] for name in names)
 
 
+def _orthonormal(frame: Float[Any, "3 3"]) -> Float[Any, "3 3"]:
+    """The right-handed orthonormal frame (rows) nearest `frame` that keeps the
+    direction of its axis e₀: e₁ made perpendicular to it (Gram–Schmidt), e₂ = e₀ × e₁."""
+    e0 = frame[0] / jnp.linalg.norm(frame[0])
+    e1 = frame[1] - (frame[1] @ e0) * e0
+    e1 = e1 / jnp.linalg.norm(e1)
+    return jnp.stack([e0, e1, jnp.cross(e0, e1)])
+
+
 def apply_parameters(
     model: Model, state: State, targets: Sequence[Target], x: Float[Any, " p"]
 ) -> tuple[Model, State]:
@@ -284,6 +324,10 @@ def apply_parameters(
             current = current * (value / target.reference)
         leaves[target.leaf] = current
     for leaf, member in dict.fromkeys((t.leaf, t.index[:-1]) for t in targets if t.normalise):
+        if leaf[-1] in _FRAMES.values():  # a joint frame's axis e₀ (member, 0)
+            frame = leaves[leaf][member[0]]
+            leaves[leaf] = leaves[leaf].at[member[0]].set(_orthonormal(frame))
+            continue
         v = leaves[leaf][member]
         leaves[leaf] = leaves[leaf].at[member].set(v / jnp.linalg.norm(v))
     qd = leaves.pop(("initial",), None)

@@ -28,6 +28,11 @@ model itself enumerates ([`parameter_targets`][redundax.sweep.parameter_targets]
   `normal`, `direction` [1], and `pairs.<PAIR>.angle` [rad]: the pair's member of its
   stacked constraint group; `normal` and `direction` are renormalised after a
   component is set, as the loader does;
+- `pairs.<PAIR>.axis_i.<x|y|z>`, `axis_j` [1] of a spatial revolute, prismatic or
+  cylindrical pair (or driver): the joint axis e₀ as carried by body i (j), body-frame
+  components; the joint frame is made orthonormal again after a component is set
+  (e₀ normalised, e₁ by Gram–Schmidt, e₂ = e₀ × e₁);
+- `markers.<NAME>.point.<x|y|z>` [m]: a tracked point's body-frame coordinate;
 - `pairs.<PAIR>.motion.amplitude` [m or rad] of a smooth-step motion: every knot
   value v_k ← v_0 + (A / A₀)(v_k − v_0), A₀ the nominal largest |v_k − v_0|;
   `.motion.values[k]`, `.motion.value`, `.motion.coefficients[k]`: one knot value, a
