@@ -12,7 +12,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._errors import ModelError
-from ._forces import AbstractForceElement
+from ._forces import AbstractForceElement, JointFrictionElement
 from ._model import Model
 from ._pairs import AbstractHolonomic, AbstractPfaffian
 from ._precision import precise
@@ -301,6 +301,8 @@ def _force_elements(model: Model, q, qd, t) -> Float[Array, " nq"]:
     Q, QD = _coords(model, q, qd)
     out = jnp.zeros_like(Q)
     for g in model.forces:
+        if isinstance(g, JointFrictionElement):  # needs the reactions: `_friction.py`
+            continue
         F = jax.vmap(_element_force, in_axes=(0, None, 0, 0, None))(
             g, B, Q[g.bodies], QD[g.bodies], t
         )
@@ -318,7 +320,9 @@ def generalized_forces(
     then the force elements (`model.forces`: spring-dampers, bushings,
     time-dependent loads, user forces), each Jᵀ f by `jax.vjp` (`_forces.py`). No
     velocity-dependent inertia terms arise: the mass matrix is constant in absolute
-    planar and in natural coordinates.
+    planar and in natural coordinates. Joint friction
+    ([`redundax.forces.JointFriction`][]) is not part of F: it depends on the
+    reactions, and the equations of motion add it where they solve for them.
 
     **Arguments:**
 

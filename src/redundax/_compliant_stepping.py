@@ -51,6 +51,7 @@ from ._assembly import (
     potential_energy,
     velocity_bias,
 )
+from ._friction import refuse_friction
 from ._integration import AbstractTrajectory
 from ._model import Model, State
 from ._qr import DECISION_RTOL, independent_rows, pivoted_qr
@@ -460,6 +461,11 @@ def simulate_gonzalez(
         traj.position_violation.max()
         ```
     """
+    refuse_friction(
+        model,
+        "simulate (GonzalezStepper)",
+        "its compliant step takes the applied forces before the multipliers",
+    )
     problems = []
     if not h > 0.0:
         problems.append(f"field 'h': the step size must be > 0, got {h}")

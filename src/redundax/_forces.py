@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from ._bodies import AbstractBodies, axes, point
@@ -307,3 +308,103 @@ class CustomForceElement(AbstractForceElement):
     def potential_energy(self, B, qb):
         del B, qb
         return jnp.zeros(())
+
+
+# ---------------------------------------------------------------------- joint friction
+FRICTION_KINDS = ("revolute", "translational", "revolute-3d", "prismatic-3d")
+"""The joints a `JointFrictionElement` acts
+in: planar revolute and translational, spatial revolute and prismatic."""
+
+
+class JointFrictionElement(AbstractForceElement):
+    """Regularised Coulomb friction in the joint of the pair `pair` (rows `rows` of C;
+    member `member` of the constraint group `model.holonomic[group]`): the friction
+    force (or torque) f = μ L tanh(v / v_t) opposes the joint's slip rate v, with the
+    load
+
+        L = L₀ + Σ_k a_k ‖λ[inputs[k]]‖
+
+    from the joint's own reaction components (the multipliers of the rows `inputs[k]`:
+    their magnitudes, so the sign convention does not enter) and a preload L₀. The
+    slip rate is read from the joint's geometry in the model (a sweep that moves the
+    joint moves the friction with it): the relative angular velocity about the joint
+    axis (revolute) or the relative velocity of the joint points along the sliding
+    axis (translational, prismatic); the generalised force is −f ∂v/∂q̇ (a `jax.vjp`).
+
+    Which rows an element reads is static (the pair and the inputs named), so that the
+    check that the rigid model determines them needs no value of the model.
+
+    The friction depends on the reactions, which depend on it: its force is not part
+    of [`redundax.equations.generalized_forces`][] (`generalized_force` is zero) but
+    of the coupled solve of `redundax._friction`, which reads the loads from the
+    multipliers of each state's equations of motion.
+    """
+
+    bodies: Int[Array, " 2"]
+    arms: Float[Array, " k"]
+    coefficient: Float[Array, ""]
+    transition_velocity: Float[Array, ""]
+    preload: Float[Array, ""]
+    pair: str = eqx.field(static=True)
+    kind: str = eqx.field(static=True)
+    group: int = eqx.field(static=True)
+    member: int = eqx.field(static=True)
+    names: tuple[str, ...] = eqx.field(static=True)
+    inputs: tuple[tuple[int, ...], ...] = eqx.field(static=True)
+    parameters: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("coefficient", "1"),
+        ("transition_velocity", "m/s or rad/s"),
+        ("preload", "N or N m"),
+    )
+
+    def generalized_force(self, B, qb, qdb, t):
+        del B, qdb, t
+        return jnp.zeros_like(qb)
+
+    def potential_energy(self, B, qb):
+        del B, qb
+        return jnp.zeros(())
+
+    def load(self, lam: Float[Array, " nc"]) -> Float[Array, ""]:
+        """L = L₀ + Σ_k a_k ‖λ_k‖ from the multipliers λ of C's rows."""
+        magnitudes = (
+            jnp.stack([safe_norm(lam[np.asarray(rows)]) for rows in self.inputs])
+            if self.inputs
+            else jnp.zeros(0)
+        )
+        return self.preload + self.arms @ magnitudes
+
+    def slip(self, joint, B, qb, qdb) -> Float[Array, ""]:
+        """The joint's slip rate v (linear in q̇): rad/s or m/s."""
+        axis = _friction_axis(self.kind, joint, B, qb)
+        if self.kind in ("revolute", "revolute-3d"):
+            omega = B.angular_velocity(qb[0], qdb[0]) - B.angular_velocity(qb[1], qdb[1])
+            return omega @ axis
+
+        def velocity(p, pd, s):
+            return jax.jvp(lambda x: B.point(x, s), (p,), (pd,))[1]
+
+        relative = velocity(qb[0], qdb[0], joint.s_i) - velocity(qb[1], qdb[1], joint.s_j)
+        return relative @ axis
+
+    def friction(self, v: Float[Array, ""], load: Float[Array, ""]) -> Float[Array, ""]:
+        """f = μ L tanh(v / v_t): the friction force or torque opposing v."""
+        return self.coefficient * load * jnp.tanh(v / self.transition_velocity)
+
+    def force(self, joint, B, qb, qdb, load) -> Float[Array, "2 dof"]:
+        """The generalised friction force on the two bodies' coordinates, −f ∂v/∂q̇."""
+        v, pullback = jax.vjp(lambda pd: self.slip(joint, B, qb, pd), qdb)
+        return pullback(-self.friction(v, load))[0]
+
+
+def _friction_axis(kind: str, joint, B, qb):
+    """The joint's free direction in global components, carried by body j: the plane's
+    normal (planar revolute, shape (1,)), e₀ of the joint frame (spatial), the
+    sliding axis ⟂ `normal` (planar translational)."""
+    if kind == "revolute":
+        return jnp.ones(1)
+    R_j = B.rotation(qb[1])
+    if kind == "translational":
+        n = joint.normal
+        return R_j @ jnp.stack([-n[1], n[0]])
+    return R_j @ joint.frame_j[0]

@@ -11,6 +11,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from ._assembly import kinetic_energy, position_residual, potential_energy, velocity_residual
+from ._friction import with_friction
 from ._model import Model, State
 from ._structure import Structure
 from ._validity import judge, violation
@@ -171,7 +172,9 @@ def _vector_field(t, y, args):
     model, structure, method, drift_control = args
     q, qd = y
     terms = method.terms(model, q, qd, t)
-    return qd, method.acceleration(terms, drift_control.gamma(terms), structure)
+    gamma = drift_control.gamma(terms)
+    terms = with_friction(model, method, structure, terms, gamma, q, qd)
+    return qd, method.acceleration(terms, gamma, structure)
 
 
 def _diagnostics(model: Model, ts, q, qd):

@@ -20,6 +20,7 @@ def _floats(x) -> Array:
         return jnp.asarray(np.asarray(x, dtype=float))
     return jnp.asarray(x, dtype=float)
 
+
 class AbstractMotion(eqx.Module):
     """A prescribed scalar function of time d(t), differentiable in t and in its
     parameters. Time derivatives needed by the constraint equations come from

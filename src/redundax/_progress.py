@@ -145,9 +145,7 @@ def _begin(model, ts, structure, method, solver, controller, drift, watch, y0):
 
 
 @eqx.filter_jit
-def _advance(
-    model, ts, structure, method, solver, controller, drift, watch, tol, run, steps
-):
+def _advance(model, ts, structure, method, solver, controller, drift, watch, tol, run, steps):
     """`run` after at most `steps` more integrator steps (fewer when it reaches the
     final time): the saved times passed are interpolated from the steps made by the
     solver itself (`redundax._saving`), as in a run in one piece."""
@@ -192,9 +190,7 @@ def _advance(
 
 
 @eqx.filter_jit
-def _finish(
-    model, ts, structure, method, drift, watch, tol, partitions, run, correction
-):
+def _finish(model, ts, structure, method, drift, watch, tol, partitions, run, correction):
     """The [`Trajectory`][redundax.Trajectory] of a finished run."""
     monitored = partitions and model.n_constraints > 0
     watched = watch is not None and model.n_constraints > 0
@@ -272,6 +268,4 @@ def in_segments(
             f"the integration stopped at t = {float(run.t):.6g} s of {t1:g} s after "
             f"{int(run.stats[0])} steps: {diffrax.RESULTS[run.result]}"
         )
-    return progress.call(
-        _finish, *common, drift, watch, tol, method.partitions, run, correction
-    )
+    return progress.call(_finish, *common, drift, watch, tol, method.partitions, run, correction)

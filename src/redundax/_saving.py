@@ -98,4 +98,3 @@ def save_at(solver: diffrax.AbstractSolver, ts) -> SavedAt:
     """`solver` saving at `ts` (real times), itself an implicit solver when
     `solver` is one (see `redundax._wrapped_solver.around`)."""
     return around(SavedAt, solver, internal_times(jnp.asarray(ts)))
-

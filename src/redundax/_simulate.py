@@ -12,6 +12,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from ._assembly import position_residual, raise_if_inconsistent, velocity_residual
 from ._errors import ModelError
+from ._friction import guard_friction
 from ._integration import (
     Tolerances,
     Trajectory,
@@ -355,6 +356,7 @@ def simulate_absolute(
         raise_if_not_projected(model, *residuals, consistency_tol)
     if structure is None:
         structure = decide(model, q0, state0.t)
+    q0 = guard_friction(model, structure, method, q0)
     if isinstance(method, AbstractNullSpaceMethod) and model.n_constraints:
         if host_values(structure.rank, structure.rank_nearby) is not None:
             structure.raise_if_singular()

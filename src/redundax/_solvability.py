@@ -274,8 +274,7 @@ class SolvabilityReport(eqx.Module):
             for name, e in framed:
                 frame = np.asarray(frames[name])
                 axes = "  ".join(
-                    f"e{k} = ({', '.join(f'{_tidy(x):+.4f}' for x in frame[k])})"
-                    for k in range(3)
+                    f"e{k} = ({', '.join(f'{_tidy(x):+.4f}' for x in frame[k])})" for k in range(3)
                 )
                 lines.append(f"  {name}: {_verdicts(e)}")
                 lines.append(f"  {' ' * len(name)}  frame: {axes}")

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ._equations import Terms, dynamics_terms, stabilised_gamma
+from ._friction import with_friction
 from ._model import Model
 from ._structure import Structure, decide
 from ._types import Scalar
@@ -40,6 +41,7 @@ def solve_terms(
 def _solve(model, q, qd, t, structure, method, drift_control):
     terms = dynamics_terms(model, q, qd, t)
     gamma = stabilised_gamma(terms, drift_control)
+    terms = with_friction(model, method, structure, terms, gamma, q, qd)
     qdd = method.acceleration(terms, gamma, structure)
     return terms, qdd, method.multipliers(terms, gamma, qdd, structure)
 

@@ -134,6 +134,20 @@ def _group(members: list) -> tuple:
     return tuple(_stack(ms) for ms in groups.values())
 
 
+def _group_positions(members: list) -> list[tuple[int, int]]:
+    """`(group, member)` of each of `members` in the groups `_group` makes of them."""
+    keys: dict[tuple, int] = {}
+    counts: list[int] = []
+    out = []
+    for m in members:
+        g = keys.setdefault(_group_key(m), len(keys))
+        if g == len(counts):
+            counts.append(0)
+        out.append((g, counts[g]))
+        counts[g] += 1
+    return out
+
+
 class _Context:
     """What a pair or force spec needs from the mechanism to build its member."""
 
@@ -142,6 +156,7 @@ class _Context:
     ):
         self.p, self.names, self.poses, self.dim = p, names, poses, dim
         self.angles = {} if angles is None else angles
+        self.joints: dict = {}  # pair name -> (spec, group, member, (rows, bodies)), set by build
         self.lookup = {n: k for k, n in enumerate(names)}
         self.lookup[GROUND] = len(names)
 
@@ -386,6 +401,7 @@ class Mechanism:
                 pf.append(spec._member(p, ctx, device(rows)))
             rows = tuple(int(r) for r in rows)
             pairs.append((spec, pfaffian, rows))
+        built = list(pairs)
         n_internal = bodies.internal_rows * nb
         internal = [
             RigidBodyConstraint(
@@ -448,17 +464,19 @@ class Mechanism:
                     dim,
                 )
             ),
-            torques=device(_rows(
-                [
-                    vec(
-                        None if ld.torque is None else np.reshape(ld.torque, -1),
-                        f"load {k} field 'torque'",
-                        torque_len,
-                    )
-                    for k, ld in enumerate(self.loads)
-                ],
-                torque_len,
-            ).reshape((-1,) if dim == 2 else (-1, 3))),
+            torques=device(
+                _rows(
+                    [
+                        vec(
+                            None if ld.torque is None else np.reshape(ld.torque, -1),
+                            f"load {k} field 'torque'",
+                            torque_len,
+                        )
+                        for k, ld in enumerate(self.loads)
+                    ],
+                    torque_len,
+                ).reshape((-1,) if dim == 2 else (-1, 3))
+            ),
         )
         marker_names = tuple(mk.name for mk in self.markers)
         if len(set(marker_names)) != len(marker_names):
@@ -481,6 +499,13 @@ class Mechanism:
             ),
             names=marker_names,
         )
+        holonomic_specs_built = [spec for spec, pfaffian, _ in built if not pfaffian]
+        ctx.joints = {
+            spec.name: (spec, g, j, (member.rows, member.bodies))
+            for spec, member, (g, j) in zip(
+                holonomic_specs_built, hol, _group_positions(hol), strict=True
+            )
+        }
         forces, force_index = self._forces(p, ctx, dim)
         p.raise_if_any("mechanism")
         return Model(
@@ -514,7 +539,9 @@ class Mechanism:
                     "and a RotationalSpringDamper"
                 )
             else:
-                members.append((k, spec._member(p, ctx, k, dim)))
+                member = spec._member(p, ctx, k, dim)
+                if member is not None:  # None: its problems were reported
+                    members.append((k, member))
         keys: dict[tuple, list] = {}
         for k, m in members:
             keys.setdefault(_group_key(m), []).append((k, m))
@@ -550,9 +577,7 @@ class Mechanism:
                     natural_velocity(
                         pose,
                         np.asarray(p.vector(b.velocity, 3, f"{where} 'velocity'")),
-                        np.asarray(
-                            p.vector(b.angular_velocity, 3, f"{where} 'angular_velocity'")
-                        ),
+                        np.asarray(p.vector(b.angular_velocity, 3, f"{where} 'angular_velocity'")),
                     )
                 )
                 continue

@@ -56,7 +56,6 @@ class Problems:
             raise ModelError(f"invalid {what} ({len(self.items)} problem(s)):\n{lines}", self.items)
 
 
-
 def unit_vector(p: Problems, value, where: str):
     """`value` as a unit 2-vector (a problem if it is zero or not finite)."""
     v = p.vector(value, 2, where)

@@ -1,8 +1,13 @@
 """The solvability and uniqueness analysis (Wojtyra & Frączek's QR test and its rank and SVD
 variants), batched analysis of many configurations, reactions of one pair along a motion
-(peak, impulse, history) with their gradients, and the mechanism's topology.
+(peak, impulse, history) with their gradients, what joint friction did along a run, and
+the mechanism's topology.
 """
 
+from ._friction_report import (
+    FrictionReport as FrictionReport,
+    friction_report as friction_report,
+)
 from ._reaction_quantities import (
     PairReaction as PairReaction,
     PeakReaction as PeakReaction,
@@ -28,6 +33,8 @@ from ._structure import (
 )
 
 __all__ = [
+    "FrictionReport",
+    "friction_report",
     "Solvability",
     "analyze_many",
     "solvability_by_qr",

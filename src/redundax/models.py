@@ -29,7 +29,6 @@ __all__ = [
 ]
 
 
-
 def mobile_robot_steering(amplitude: float = 0.02, offset: float | None = None) -> SmoothSteps:
     """The steering profile d(t) of the mobile robot's manoeuvre.
 

@@ -275,9 +275,7 @@ class TranslationalDriverConstraint3D(AbstractSpatialJoint):
         return (_separation(self, qb) @ e0 - self.motion(t))[None]
 
 
-def joint_frame(
-    axis: Float[ArrayLike, " 3"] | None, normal: Float[ArrayLike, " 3"] | None = None
-):
+def joint_frame(axis: Float[ArrayLike, " 3"] | None, normal: Float[ArrayLike, " 3"] | None = None):
     """A right-handed orthonormal joint frame (rows e₀, e₁, e₂, global components).
 
     e₀ along `axis`; e₁ along the part of `normal` perpendicular to it, or, without

@@ -79,8 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_const",
         const=False,
         dest="components",
-        help="draw every pair's magnitude, also where its components would show what "
-        "is unique",
+        help="draw every pair's magnitude, also where its components would show what is unique",
     )
     parser.add_argument(
         "--format", choices=FORMATS, default="png", help="file format (default: png)"

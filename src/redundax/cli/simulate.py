@@ -22,6 +22,8 @@ from .. import (
     simulate,
     singularity_report,
 )
+from .._friction import has_friction
+from .._friction_report import friction_report
 from .._options import Singularities, initial_projection
 from .._reactions import MEMORY_BUDGET, chunk_size
 from .._simulate import SingularPassageWarning, constraints_left_error
@@ -417,6 +419,16 @@ def _integrate(
         )
         _progress(f"wrote {out}")
     summary = _summary(config, options, trajectory, unique, components, singular, out)
+    if has_friction(config.model) and left is None:
+        report = friction_report(config.model, trajectory, method=options.method)
+        summary["friction"] = {
+            f"forces[{k}]": {
+                "pair": pair,
+                "work": float(report.work[e]),
+                "stiction_share": float(report.stiction_share[e]),
+            }
+            for e, (k, pair) in enumerate(zip(report.forces, report.pairs, strict=True))
+        }
     summary.update(validity_keys(trajectory, left))
     summary["drift_control"] = describe_drift_control(trajectory.drift_control)
     if left is not None:

@@ -161,6 +161,27 @@ def non_negative(value: Any, where: Where, problems: list[str]) -> float | None:
     return x
 
 
+def lever_arms(value: Any, where: Where, problems: list[str]) -> dict[str, float] | None:
+    """A table `{ "reaction component" = lever arm }` of numbers ≥ 0 (joint friction's
+    load inputs; which names a joint offers is checked when the mechanism is built)."""
+    if not isinstance(value, dict):
+        problems.append(
+            Problem(
+                where,
+                'expected a table { "radial force" = 0.01, ... } (input = lever arm), '
+                f"got {describe(value)}",
+            )
+        )
+        return None
+    arms = {}
+    for key, arm in value.items():
+        x = non_negative(arm, where.entry(str(key)), problems)
+        if x is None:
+            return None
+        arms[str(key)] = x
+    return arms
+
+
 def gain(value: Any, where: Where, problems: list[str]) -> float | None:
     """A Baumgarte gain [1/s]: zero or positive, and small enough that its square
     (β² multiplies Φ) is a finite number."""

@@ -15,7 +15,13 @@ from typing import Any, Final
 import diffrax
 import numpy as np
 
-from .._force_specs import Bushing, RotationalSpringDamper, SpringDamper, TimeDependentLoad
+from .._force_specs import (
+    Bushing,
+    JointFriction,
+    RotationalSpringDamper,
+    SpringDamper,
+    TimeDependentLoad,
+)
 from .._motion import Constant, Polynomial, SmoothSteps
 from .._spatial_body import SpatialBody
 from .._spec import Body, Load, Marker
@@ -278,6 +284,17 @@ def _force_kinds(vector: checks.Check, spatial: bool) -> dict[str, Kind]:
             ("body", "profile"),
         ),
     }
+    kinds["joint-friction"] = Kind(
+        JointFriction,
+        {
+            "pair": checks.name,
+            "coefficient": checks.non_negative,
+            "inputs": checks.lever_arms,
+            "preload": checks.non_negative,
+            "transition_velocity": checks.positive,
+        },
+        ("pair", "coefficient"),
+    )
     if spatial:
         kinds["bushing"] = Kind(
             Bushing,

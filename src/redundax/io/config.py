@@ -101,11 +101,16 @@ class Config:
         """What does work that no potential describes, besides prescribed motion
         (`rheonomic`): force elements with damping (`forces[k] (damper)`),
         time-dependent loads (`forces[k] (time-dependent load)`) and user forces
-        (`forces[k] (user force)`, Python only), and constant
+        (`forces[k] (user force)`, Python only), joint friction (`forces[k] (joint
+        friction)`), and constant
         torques on spatial bodies (`loads[k] (torque on a spatial body)`). The
         potential energy of gravity, constant loads and springs is in E; with any of
         these the mechanical energy E is not conserved."""
-        what = {"time-dependent-load": "time-dependent load", "custom-force": "user force"}
+        what = {
+            "time-dependent-load": "time-dependent load",
+            "custom-force": "user force",
+            "joint-friction": "joint friction",
+        }
         out = [
             f"forces[{k}] ({what.get(f.kind, 'damper')})"
             for k, f in enumerate(self.mechanism.forces)
@@ -181,6 +186,16 @@ def _check_names(
                 problems.append(
                     Problem(where, f"body_i and body_j are the same body {raw['body_i']!r}")
                 )
+    pairs = [raw["name"] for _, raw in others.get("pair", []) if isinstance(raw.get("name"), str)]
+    for where, raw in others.get("force", []):
+        pair = raw.get("pair")
+        if isinstance(pair, str) and pair not in pairs:
+            problems.append(
+                Problem(
+                    Where(where, "pair"),
+                    f"unknown pair {pair!r} {checks.suggest(pair, pairs, 'known pairs')}",
+                )
+            )
 
 
 def _table_keys() -> dict[str, set[str]]:

@@ -11,6 +11,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from .._assembly import position_residual
+from .._friction import refuse_friction
 from .._model import Model, State
 from .._precision import precise
 from ._kinematics import (
@@ -135,6 +136,12 @@ def joint_model(
         jstate = rx.joint_coordinates.to_joint_state(jm, state)
         ```
     """
+    refuse_friction(
+        model,
+        "joint_model",
+        "the divide-and-conquer algorithm takes the applied forces as "
+        "given, and joint friction needs the reactions",
+    )
     nb, dof = model.bodies.count, model.bodies.dof
     x_ref = np.asarray(q, dtype=float).reshape(nb, dof)
     edges, _ = spanning_tree(model, tree)

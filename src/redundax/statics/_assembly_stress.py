@@ -37,6 +37,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._assembly import CONSISTENCY_TOL, constraint_matrix, generalized_forces, position_residual
 from .._errors import ModelError
+from .._friction import refuse_friction
 from .._model import Model, State
 from .._parameters import apply_parameters, resolve_parameters
 from .._precision import precise
@@ -231,6 +232,7 @@ def compliant_equilibrium(
     springs' forces make the problem less well conditioned than a rigid one).
     """
     refuse_pfaffian(model, "compliant_equilibrium")
+    refuse_friction(model, "compliant_equilibrium", "a static solve leaves friction out")
     check_vector(q0, model.n_coordinates, "q0", "compliant_equilibrium")
     W = _compliance(model, stiffness)
     t = jnp.asarray(t, dtype=float)

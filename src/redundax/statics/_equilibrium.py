@@ -23,6 +23,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from .._assembly import constraint_matrix, generalized_forces, position_residual
 from .._errors import ModelError
+from .._friction import refuse_friction
 from .._model import Model
 from .._motion import Constant
 from .._precision import precise
@@ -213,6 +214,9 @@ def equilibrium(
         ```
     """
     refuse_pfaffian(model, "equilibrium")
+    refuse_friction(
+        model, "equilibrium", "its modes would miss the friction's stiction-band damping"
+    )
     drivers = _drivers(model)
     if drivers:
         verb = "prescribes" if len(drivers) == 1 else "prescribe"

@@ -35,6 +35,7 @@ from jaxtyping import Array, Float
 
 from .._assembly import constraint_matrix, generalized_forces, mass_matrix, position_residual
 from .._errors import ModelError
+from .._friction import refuse_friction
 from .._model import Model
 from .._precision import precise
 from .._qr import pivoted_qr
@@ -235,6 +236,12 @@ def linearize(
         ```
     """
     refuse_pfaffian(model, "linearize")
+    refuse_friction(
+        model,
+        "linearize",
+        "the regularised friction's stiction band is a viscous damper "
+        "(μ L / v_t) whose load comes from the reactions, not part of the linearisation",
+    )
     check_vector(q, model.n_coordinates, "q", "linearize")
     q = jnp.asarray(q, dtype=float)
     at_rest = qd is None

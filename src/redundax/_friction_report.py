@@ -1,0 +1,98 @@
+"""What joint friction did along a run: per element, its load, slip rate and friction
+force at the saved states, the work it did and the share of time it spent inside
+its stiction band."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ._errors import ModelError
+from ._friction import friction_groups, friction_loads, has_friction, slip_rates
+from ._model import Model
+from ._reaction_quantities import _trapezoid_weights
+from ._reactions import reaction_history
+from ._structure import Structure
+from .drift._base import AS_SIMULATED
+from .methods import AbstractRedundancyMethod, NullSpace
+
+
+class FrictionReport(eqx.Module):
+    """Joint friction along a trajectory ([`friction_report`][redundax.analysis.friction_report]).
+
+    Per friction element (`forces`: its index in the mechanism's force elements;
+    `pairs`: its joint):
+
+    - `loads` (T, nf): the load L [N, N m] at each saved state;
+    - `slip` (T, nf): the slip rate v [m/s, rad/s];
+    - `friction` (T, nf): the friction force or torque f = μ L tanh(v / v_t) (it acts
+      against v);
+    - `work` (nf,): the work done on the mechanism, −∫ f v dt ≤ 0 [J], by the
+      trapezoid rule over the saved states;
+    - `stiction_share` (nf,): the share of the run's time with |v| < v_t (the
+      stiction band, where the regularised law acts as a stiff damper), by the same
+      rule.
+    """
+
+    forces: tuple[int, ...] = eqx.field(static=True)
+    pairs: tuple[str, ...] = eqx.field(static=True)
+    loads: Float[Array, "T nf"]
+    slip: Float[Array, "T nf"]
+    friction: Float[Array, "T nf"]
+    work: Float[Array, " nf"]
+    stiction_share: Float[Array, " nf"]
+
+
+def _elements(model: Model):
+    """Per friction element, in the order of the loads (groups in model order, members
+    in order): its force index, its pair, μ and v_t."""
+    groups = friction_groups(model)
+    where = {id(g): gi for gi, g in enumerate(model.forces)}
+    index = {(g, j): k for k, (g, j) in enumerate(model.force_index)}
+    forces = tuple(index[(where[id(g)], j)] for g in groups for j in range(int(g.bodies.shape[0])))
+    pairs = tuple(g.pair for g in groups for _ in range(int(g.bodies.shape[0])))
+    mu = jnp.concatenate([g.coefficient for g in groups])
+    vt = jnp.concatenate([g.transition_velocity for g in groups])
+    return forces, pairs, mu, vt
+
+
+def friction_report(
+    model: Model,
+    trajectory,
+    *,
+    structure: Structure | None = None,
+    method: AbstractRedundancyMethod = NullSpace(),
+    drift_control=AS_SIMULATED,
+) -> FrictionReport:
+    """The loads, slip rates, friction forces, work and stiction share of every joint
+    friction element of `model` along `trajectory`, from the reactions at its saved
+    states ([`reaction_history`][redundax.reaction_history] with the run's `method`:
+    the loads read only components the rigid model determines, so any method gives
+    the same ones). Work and shares are trapezoid sums over the saved states: save
+    densely enough to resolve the stick-slip transitions (`SaveAt(n=...)`).
+
+    **Raises:** [`ModelError`][redundax.ModelError] if the model has no joint friction.
+    """
+    if not has_friction(model):
+        raise ModelError(
+            "friction_report: the model has no joint friction (redundax.forces.JointFriction)",
+            source="friction_report",
+        )
+    history = reaction_history(
+        model, trajectory, structure=structure, method=method, drift_control=drift_control
+    )
+    forces, pairs, mu, vt = _elements(model)
+    loads = jax.vmap(lambda lam: friction_loads(model, lam))(history.multipliers)
+    slip = jax.vmap(lambda q, qd: slip_rates(model, q, qd))(trajectory.q, trajectory.qd)
+    friction = mu[None, :] * loads * jnp.tanh(slip / vt[None, :])
+    w = _trapezoid_weights(trajectory.ts)
+    span = trajectory.ts[-1] - trajectory.ts[0]
+    return FrictionReport(
+        forces=forces,
+        pairs=pairs,
+        loads=loads,
+        slip=slip,
+        friction=friction,
+        work=-(w @ (friction * slip)),
+        stiction_share=(w @ (jnp.abs(slip) < vt[None, :]).astype(float)) / span,
+    )
