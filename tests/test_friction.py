@@ -8,6 +8,8 @@ method of handling the redundancy, and friction that reads a bending moment (not
 unique) refused by name. Bad input is named."""
 
 import dataclasses
+import json
+from pathlib import Path
 
 import diffrax
 import equinox as eqx
@@ -17,11 +19,12 @@ import numpy as np
 import pytest
 
 import redundax as rx
-from redundax import Body, Mechanism, models
+from redundax import Body, Mechanism, cli, models
 from redundax.forces import JointFriction
 from redundax.joints import Translational
 
 G = 9.81
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 TIGHT = diffrax.PIDController(rtol=1e-10, atol=1e-12)
 
 
@@ -45,29 +48,41 @@ def test_a_block_slides_to_rest_as_coulomb_says():
     unique), the block decelerates at μ g and stops after v₀²/(2 μ g). The regularised
     law (tanh(v / v_t)) differs only below v ≈ v_t: the speed at half the stopping
     time is the closed form's to round-off, and the block creeps at most ~v_t²/(μ g)
-    (3e-7 m) past the closed-form stop. The friction report's work is −½ m v₀²."""
+    (3e-7 m) past the closed-form stop."""
     mech = _block()
     model = mech.build()
     stop = V0 / (MU_BLOCK * G)
     run = rx.simulate(
         model, mech.initial_state(), 2 * stop, stepsize_controller=TIGHT,
-        saveat=rx.SaveAt(n=2001),
+        saveat=rx.SaveAt(n=5),
     )  # fmt: skip
     assert np.all(run.valid)
-    x, v = np.asarray(run.q[::1000, 0]), np.asarray(run.qd[::1000, 0])  # 0, T/2, 2T
+    x, v = np.asarray(run.q[[0, 1, 4], 0]), np.asarray(run.qd[[0, 1, 4], 0])  # 0, T/2, 2T
     assert v[1] == pytest.approx(V0 - MU_BLOCK * G * stop / 2, abs=1e-9)
     assert x[1] == pytest.approx(V0 * stop / 2 - MU_BLOCK * G * (stop / 2) ** 2 / 2, abs=1e-9)
     distance = V0**2 / (2 * MU_BLOCK * G)
     assert 0.0 <= x[2] - distance < 1e-6
     assert abs(v[2]) < 1e-9
-    # The report: friction took all the kinetic energy, ½ m v₀² (the trapezoid rule
-    # over 2,001 states), and the block spent the second half inside the stiction
-    # band (plus the v_t / (μ g) it takes to slow from v_t, and one saved interval).
-    report = rx.analysis.friction_report(model, run)
-    assert report.pairs == ("slide",)
-    assert float(report.work[0]) == pytest.approx(-0.5 * MASS * V0**2, rel=1e-5)
-    share = float(report.stiction_share[0])
-    assert 0.5 <= share <= 0.5 + (V_T / (MU_BLOCK * G) + 2 * stop / 2000) / (2 * stop)
+
+
+def test_the_command_line_reports_the_friction(capsys):
+    """`redundax simulate configs/block_friction.toml --json` (the block above, 1 s):
+    the stopping point, and in `friction` the work, −½ m v₀² (friction took all the
+    kinetic energy; the trapezoid rule over 1,001 states), and the share of the
+    second it spent in the stiction band, 1 − v₀/(μ g) plus the v_t/(μ g) it takes to
+    slow from v_t (within one saved interval)."""
+    status = cli.main(["simulate", str(CONFIGS / "block_friction.toml"), "--json"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    s = json.loads(out)
+    assert s["final_q"][0] == pytest.approx(V0**2 / (2 * MU_BLOCK * G), abs=1e-6)
+    assert s["nonconservative"] == ["forces[0] (joint friction)"]
+    friction = s["friction"]["forces[0]"]
+    assert friction["pair"] == "slide"
+    assert friction["work"] == pytest.approx(-0.5 * MASS * V0**2, rel=1e-5)
+    stop = V0 / (MU_BLOCK * G)
+    band = V_T / (MU_BLOCK * G)
+    assert friction["stiction_share"] == pytest.approx(1 - stop + band, abs=2e-3)
 
 
 # ---------------------------------------------------------------- the pendulum
@@ -135,7 +150,11 @@ def test_pendulum_with_pin_friction_against_its_reduced_model():
 
 # ------------------------------------------------------- the spatial four-bar
 def _spatial_four_bar(inputs):
+    """The planar four-bar built with spatial revolutes, gravity tilted out of its
+    plane: the joints' axial forces and bending moments (not unique, p = 3) carry the
+    out-of-plane part, the in-plane (radial) forces are unique and move the links."""
     mech = models.spatial_twin(models.four_bar(crank_angle=0.6))
+    mech = dataclasses.replace(mech, gravity=(0.0, -G, -3.0))
     friction = [
         JointFriction(pair, coefficient=0.15, inputs=inputs, transition_velocity=1e-2)
         for pair in ("O", "A", "B", "D")
@@ -177,7 +196,9 @@ def test_friction_that_reads_a_reaction_that_does_not_exist_is_refused():
     """The bending moments of the spatial four-bar's pins are not unique (p = 3):
     friction that reads them is refused before the run, naming the joint and the
     component and the remedies; with a compliant method (joint stiffnesses) it
-    runs."""
+    runs, and the friction's sensitivity to the stiffnesses is reported (against
+    central differences). (Friction from the unique radial forces does not depend on
+    them: the same motion under every method, above.)"""
     mech = _spatial_four_bar({"radial force": 0.02, "bending moment": 0.1})
     model = mech.build()
     with pytest.raises(rx.ModelError) as error:
@@ -186,8 +207,29 @@ def test_friction_that_reads_a_reaction_that_does_not_exist_is_refused():
     assert "force 0 (joint friction in 'O') reads its bending moment (bending moment e1" in text
     assert "remedies: drop that input; use load-independent friction" in text
     compliant = rx.methods.Compliant(rx.methods.joint_stiffness(model, (1e8, 1e6)))
-    run = rx.simulate(model, mech.initial_state(), 0.1, method=compliant)
+    few = rx.SaveAt(n=11)
+    run = rx.simulate(model, mech.initial_state(), 0.1, method=compliant, saveat=few)
     assert np.all(run.valid)
+    # The compliant joints' stiffnesses decide the bending moments, and so the
+    # friction: its sensitivity to them (∂ mean |f| / ∂ ln k_p, the motion held) is
+    # reported, a quarter of the friction per e-fold here, and equals central
+    # differences of the report's own friction over a pair's stiffness.
+    report = rx.analysis.friction_report(model, run, method=compliant)
+    sensitivity = np.asarray(report.stiffness_sensitivity)  # (elements, pairs)
+    mean = np.abs(np.asarray(report.friction)).mean(axis=0)
+    e, p = np.unravel_index(np.argmax(np.abs(sensitivity)), sensitivity.shape)
+    assert abs(sensitivity[e, p]) > 0.1 * mean[e]
+    h, rows = 1e-4, list(model.pairs[p].rows)
+
+    def mean_friction(scale):
+        k = compliant.stiffness.at[np.asarray(rows)].multiply(scale)
+        again = rx.analysis.friction_report(model, run, method=rx.methods.Compliant(k))
+        w = np.full(11, 1.0)
+        w[[0, -1]] = 0.5
+        return w @ np.abs(np.asarray(again.friction[:, e])) / 10
+
+    fd = (mean_friction(np.exp(h)) - mean_friction(np.exp(-h))) / (2 * h)
+    assert sensitivity[e, p] == pytest.approx(fd, rel=1e-5)
 
 
 def test_bad_friction_input_is_named():

@@ -166,18 +166,24 @@ def friction_inputs(model: Model) -> list[tuple[int, str, str, tuple[int, ...]]]
     return out
 
 
+def compliant(method) -> bool:
+    """Whether `method` models the joints as compliant (`Compliant`: their rigid limit;
+    `Penalty`: finite stiffness): its stiffnesses then determine every reaction."""
+    from .methods import Compliant, Penalty  # noqa: PLC0415 - methods import this module
+
+    return isinstance(method, Compliant | Penalty)
+
+
 def check_friction(model: Model, structure, method) -> None:
     """Refuse joint friction that reads a reaction component the rigid model does not
-    determine (its stable verdict), unless `method` is compliant (its stiffnesses
-    determine every component). One line per offending input, naming the joint, the
+    determine (its stable verdict), unless `method` is compliant (`Compliant`,
+    `Penalty`: its stiffnesses determine every component). One line per offending input, naming the joint, the
     component and the remedies.
 
     **Raises:** [`ModelError`][redundax.ModelError]."""
     if not has_friction(model):
         return
-    from .methods import Compliant  # noqa: PLC0415 - methods import this module
-
-    if isinstance(method, Compliant):
+    if compliant(method):
         return
     unique = np.asarray(structure.stable_row_unique)
     labels = {r: label for p in model.pairs for r, label in zip(p.rows, p.components, strict=True)}
@@ -196,8 +202,9 @@ def check_friction(model: Model, structure, method) -> None:
             + "\n".join(f"  - {p}" for p in problems)
             + "\nremedies: drop that input; use load-independent friction (a preload, no "
             "inputs) for that joint; or make the joints that carry the self-stress "
-            "compliant (method=redundax.methods.Compliant(...), whose stiffnesses determine "
-            "every component)",
+            "compliant (method=redundax.methods.Compliant(...) or Penalty(...), whose "
+            "stiffnesses determine every component; friction_report then gives the "
+            "friction's sensitivity to them)",
             source="joint friction",
         )
 
@@ -212,10 +219,8 @@ def guard_friction(model: Model, structure, method, x):
     if not isinstance(unique, jax.core.Tracer):
         check_friction(model, structure, method)
         return x
-    from .methods import Compliant  # noqa: PLC0415
-
     rows = [r for _, _, _, rs in friction_inputs(model) for r in rs]
-    if isinstance(method, Compliant) or not rows:
+    if compliant(method) or not rows:
         return x
     return eqx.error_if(
         x,

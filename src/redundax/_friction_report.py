@@ -8,11 +8,11 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ._errors import ModelError
-from ._friction import friction_groups, friction_loads, has_friction, slip_rates
+from ._friction import compliant, friction_groups, friction_loads, has_friction, slip_rates
 from ._model import Model
 from ._reaction_quantities import _trapezoid_weights
 from ._reactions import reaction_history
-from ._structure import Structure
+from ._structure import Structure, membership
 from .drift._base import AS_SIMULATED
 from .methods import AbstractRedundancyMethod, NullSpace
 
@@ -32,6 +32,12 @@ class FrictionReport(eqx.Module):
     - `stiction_share` (nf,): the share of the run's time with |v| < v_t (the
       stiction band, where the regularised law acts as a stiff damper), by the same
       rule.
+    - `stiffness_sensitivity` (nf, pairs) with a compliant method (`Compliant`,
+      `Penalty`; else None): ∂ f̄ / ∂ ln k_p, how much the time-mean |f| of each
+      element changes per e-fold of the stiffness of pair p's rows [N, N m], along
+      the run's motion (held fixed), by forward-mode autodiff. Zero where the element
+      reads only components the rigid model determines; otherwise the stiffnesses
+      are the key input (Wojtyra 2017: elasticity restores uniqueness, at a price).
     """
 
     forces: tuple[int, ...] = eqx.field(static=True)
@@ -41,6 +47,7 @@ class FrictionReport(eqx.Module):
     friction: Float[Array, "T nf"]
     work: Float[Array, " nf"]
     stiction_share: Float[Array, " nf"]
+    stiffness_sensitivity: Float[Array, "nf pairs"] | None = None
 
 
 def _elements(model: Model):
@@ -78,15 +85,35 @@ def friction_report(
             "friction_report: the model has no joint friction (redundax.forces.JointFriction)",
             source="friction_report",
         )
-    history = reaction_history(
-        model, trajectory, structure=structure, method=method, drift_control=drift_control
-    )
     forces, pairs, mu, vt = _elements(model)
-    loads = jax.vmap(lambda lam: friction_loads(model, lam))(history.multipliers)
     slip = jax.vmap(lambda q, qd: slip_rates(model, q, qd))(trajectory.q, trajectory.qd)
-    friction = mu[None, :] * loads * jnp.tanh(slip / vt[None, :])
     w = _trapezoid_weights(trajectory.ts)
     span = trajectory.ts[-1] - trajectory.ts[0]
+
+    def along(method):
+        """The loads and friction forces at the saved states with `method`."""
+        history = reaction_history(
+            model, trajectory, structure=structure, method=method, drift_control=drift_control
+        )
+        loads = jax.vmap(lambda lam: friction_loads(model, lam))(history.multipliers)
+        return loads, mu[None, :] * loads * jnp.tanh(slip / vt[None, :])
+
+    sensitivity = None
+    if compliant(method):
+        rows = membership(model.n_constraints, tuple(p.rows for p in model.pairs))
+        k = jnp.broadcast_to(jnp.asarray(method.stiffness, dtype=float), (model.n_constraints,))
+
+        def mean_friction(log_scale):
+            scaled = jnp.where(jnp.isinf(k), k, k * jnp.exp(log_scale @ rows))
+            loads, f = along(eqx.tree_at(lambda m: m.stiffness, method, scaled))
+            return (w @ jnp.abs(f)) / span, (loads, f)
+
+        # One pass: the values (at the method's own stiffnesses) ride along.
+        sensitivity, (loads, friction) = jax.jacfwd(mean_friction, has_aux=True)(
+            jnp.zeros(len(model.pairs))
+        )
+    else:
+        loads, friction = along(method)
     return FrictionReport(
         forces=forces,
         pairs=pairs,
@@ -95,4 +122,5 @@ def friction_report(
         friction=friction,
         work=-(w @ (friction * slip)),
         stiction_share=(w @ (jnp.abs(slip) < vt[None, :]).astype(float)) / span,
+        stiffness_sensitivity=sensitivity,
     )

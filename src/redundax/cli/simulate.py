@@ -426,6 +426,16 @@ def _integrate(
                 "pair": pair,
                 "work": float(report.work[e]),
                 "stiction_share": float(report.stiction_share[e]),
+                **(
+                    {}
+                    if report.stiffness_sensitivity is None
+                    else {
+                        "stiffness_sensitivity": {
+                            name: float(report.stiffness_sensitivity[e, p])
+                            for p, name in enumerate(config.model.pair_names)
+                        }
+                    }
+                ),
             }
             for e, (k, pair) in enumerate(zip(report.forces, report.pairs, strict=True))
         }
