@@ -195,6 +195,14 @@ def _check_mjcf(namespace, block, printed, text):
     assert printed.splitlines() == [_stated(r"\n# (1 1 .*)\n", block)]
 
 
+def _check_friction(namespace, block, printed, text):
+    """Pin friction: its work (the trapezoid rule over 401 states) is the mechanical
+    energy the pendulum lost, an independent balance (to 1e-5), and the line shown."""
+    work = float(namespace["report"].work[0])
+    assert work < 0.0 and abs(work + namespace["lost"]) < 1e-5 * abs(work)
+    assert printed.splitlines() == [_stated(r"\n# (-?[0-9.]+ J of work, [0-9.]+ J lost)", block)]
+
+
 CHECKS: dict[str, list[tuple[str, Callable]]] = {
     "index.md": [
         ("print(int(report.rank), int(report.redundancy)", _check_tutorial_analysis),
@@ -208,6 +216,7 @@ CHECKS: dict[str, list[tuple[str, Callable]]] = {
     "how-to/mechanisms.md": [("bricard_report = rx.analyze_solvability", _check_bricard)],
     "concepts.md": [("rx.GonzalezStepper(", _check_gonzalez)],
     "how-to/mjcf.md": [("rx.monitors.closure_report(mj_model", _check_mjcf)],
+    "how-to/friction.md": [("report = rx.analysis.friction_report", _check_friction)],
 }
 
 

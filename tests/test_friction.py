@@ -171,7 +171,7 @@ def test_friction_from_unique_reactions_moves_alike_under_every_method():
     model = mech.build()
     structure = rx.decide(model, mech.initial_state().q)
     assert int(structure.rank) == model.n_constraints - 3
-    ts = jnp.linspace(0.0, 1.0, 11)
+    ts = jnp.linspace(0.0, 0.5, 6)
     finals = {}
     for method in (
         rx.methods.NullSpace(),
@@ -180,14 +180,14 @@ def test_friction_from_unique_reactions_moves_alike_under_every_method():
         rx.methods.AugmentedLagrangian(),
     ):
         run = rx.simulate(
-            model, mech.initial_state(), 1.0, method=method, stepsize_controller=TIGHT,
+            model, mech.initial_state(), 0.5, method=method, stepsize_controller=TIGHT,
             saveat=rx.SaveAt(ts=ts),
         )  # fmt: skip
         assert np.all(run.valid), type(method).__name__
         finals[type(method).__name__] = np.asarray(run.q)
     reference = finals.pop("NullSpace")
     moved = np.abs(reference[-1] - reference[0]).max()
-    assert moved > 0.1  # it falls and swings
+    assert moved > 0.05  # it falls and swings
     for name, q in finals.items():
         np.testing.assert_allclose(q, reference, atol=1e-9, err_msg=name)
 
@@ -263,9 +263,9 @@ def test_bad_friction_input_is_named():
 
 
 def test_friction_under_jit_vmap_and_grad():
-    """A run with friction under `jax.jit`, `jax.vmap` over the coefficient, and
-    `jax.grad` of the stopping point with respect to it: the block's final position
-    is v₀²/(2 μ g) (to the creep), its derivative −v₀²/(2 μ² g) (closed form)."""
+    """A run with friction under `jax.jit`, `jax.vmap` over the coefficient and
+    `jax.grad` with respect to it, all three in one program: the block's stopping
+    point is v₀²/(2 μ g) (to the creep), its derivative −v₀²/(2 μ² g) (closed form)."""
     mech = _block()
     model = mech.build()
     stop = V0 / (MU_BLOCK * G)
@@ -273,17 +273,13 @@ def test_friction_under_jit_vmap_and_grad():
 
     def final_x(mu):
         m = eqx.tree_at(lambda m: m.forces[0].coefficient, model, jnp.reshape(mu, (1,)))
-        run = rx.simulate(
-            m, state, 1.5 * stop, stepsize_controller=TIGHT, saveat=rx.SaveAt(n=2),
-            monitor=None,
-        )  # fmt: skip
+        run = rx.simulate(m, state, 1.5 * stop, saveat=rx.SaveAt(n=2), monitor=None)
         return run.q[-1, 0]
 
     mus = jnp.array([0.3, 0.4])
-    x = jax.jit(jax.vmap(final_x))(mus)
+    x, dx = jax.jit(jax.vmap(jax.value_and_grad(final_x)))(mus)
     np.testing.assert_allclose(x, V0**2 / (2 * mus * G), atol=1e-6)
-    dx = jax.grad(final_x)(MU_BLOCK)
-    assert float(dx) == pytest.approx(-(V0**2) / (2 * MU_BLOCK**2 * G), rel=1e-4)
+    np.testing.assert_allclose(dx, -(V0**2) / (2 * mus**2 * G), rtol=1e-4)
 
 
 def test_where_friction_is_not_solved_with_the_reactions_it_is_refused():

@@ -34,10 +34,13 @@ from ._errors import ModelError
 from ._forces import JointFrictionElement
 from ._model import Model
 
-FRICTION_RTOL = 1e-9
+FRICTION_RTOL = 1e-8
 """Tolerance of the friction loads' fixed point, relative to the largest load: above
 the precision of the least exact multipliers (the augmented Lagrangian's iteration
-leaves ~4e-12 N m of a 0.2 N m load where the direct solves reach round-off)."""
+leaves ~4e-12 N m of a 0.2 N m load where the direct solves reach round-off; a
+Penalty of 1e8 N/m, α times a residual at round-off, ~1e-8 of it: 1e-9 failed there),
+and far below what moves a motion (the friction force is then right to 1e-8 of the
+largest friction force)."""
 FRICTION_ATOL = 1e-12
 """The smallest load scale [N, N m] (all loads zero: no friction)."""
 FRICTION_STEPS = 100
@@ -136,10 +139,12 @@ def with_friction(model: Model, method, structure, terms, gamma, q, qd):
     loads = eqx.error_if(
         solution.value * scale,
         solution.result != optx.RESULTS.successful,
-        "joint friction: the friction loads and the reactions have no consistent value "
-        "at this state (the fixed point did not converge): friction this strong can lock "
-        "the joint within one evaluation (a rigid-body friction paradox); lower the "
-        "coefficient or the lever arms, or make the joints compliant",
+        "joint friction: the friction loads and the reactions did not settle on one value "
+        "at this state (the fixed point did not converge): either friction this strong "
+        "can lock the joint within one evaluation (a rigid-body friction paradox: lower "
+        "the coefficient or the lever arms), or the method's multipliers are too noisy "
+        "for it (a Penalty of very high stiffness: lower it, or use Compliant, its "
+        "rigid limit)",
     )
     return eqx.tree_at(lambda x: x.F, terms, terms.F + friction_forces(model, q, qd, loads))
 
