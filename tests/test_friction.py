@@ -299,3 +299,14 @@ def test_where_friction_is_not_solved_with_the_reactions_it_is_refused():
     ):
         with pytest.raises(rx.ModelError, match=r"force 0 \(joint friction in 'O'\)"):
             call()
+
+
+def test_friction_on_the_block_sparse_path_is_refused():
+    """A mechanism of 150 coordinates or more takes the null-space method's block-sparse
+    path by default, which forms no multipliers at each evaluation: joint friction is
+    refused there by name, with the way round (block=False)."""
+    mech = models.n_four_bar(30)  # 183 coordinates
+    friction = JointFriction("O0", coefficient=0.1, inputs={"radial force": 0.01})
+    mech = dataclasses.replace(mech, forces=[friction])
+    with pytest.raises(rx.ModelError, match=r"NullSpace\(block=False\)"):
+        rx.simulate(mech.build(), mech.initial_state(), 0.1)

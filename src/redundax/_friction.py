@@ -33,6 +33,7 @@ from ._assembly import _coords
 from ._errors import ModelError
 from ._forces import JointFrictionElement
 from ._model import Model
+from .methods import AbstractNullSpaceMethod, Compliant, Penalty
 
 FRICTION_RTOL = 1e-8
 """Tolerance of the friction loads' fixed point, relative to the largest load: above
@@ -174,16 +175,14 @@ def friction_inputs(model: Model) -> list[tuple[int, str, str, tuple[int, ...]]]
 def compliant(method) -> bool:
     """Whether `method` models the joints as compliant (`Compliant`: their rigid limit;
     `Penalty`: finite stiffness): its stiffnesses then determine every reaction."""
-    from .methods import Compliant, Penalty  # noqa: PLC0415 - methods import this module
-
     return isinstance(method, Compliant | Penalty)
 
 
 def check_friction(model: Model, structure, method) -> None:
     """Refuse joint friction that reads a reaction component the rigid model does not
     determine (its stable verdict), unless `method` is compliant (`Compliant`,
-    `Penalty`: its stiffnesses determine every component). One line per offending input, naming the joint, the
-    component and the remedies.
+    `Penalty`: its stiffnesses determine every component). One line per offending
+    input, naming the joint, the component and the remedies.
 
     **Raises:** [`ModelError`][redundax.ModelError]."""
     if not has_friction(model):
@@ -257,3 +256,18 @@ def _declared(model: Model) -> list[tuple[int, str]]:
         for k, (g, _) in enumerate(model.force_index)
         if isinstance(model.forces[g], JointFrictionElement)
     ]
+
+
+def refuse_block_friction(model: Model, method) -> None:
+    """Joint friction reads the multipliers of a dense solve at every evaluation; a
+    null-space method on its block-sparse path (chosen for mechanisms of 150
+    coordinates or more) has none there: refused by name, with the way round."""
+    if has_friction(model) and isinstance(method, AbstractNullSpaceMethod) and method.block:
+        elements = ", ".join(f"force {k} (joint friction in {p!r})" for k, p in _declared(model))
+        raise ModelError(
+            f"simulate: joint friction ({elements}) with {type(method).__name__}'s "
+            "block-sparse path (chosen for mechanisms of 150 coordinates or more) is not "
+            f"supported yet; pass method=redundax.methods.{type(method).__name__}"
+            "(block=False)",
+            source="joint friction",
+        )

@@ -12,7 +12,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from ._assembly import position_residual, raise_if_inconsistent, velocity_residual
 from ._errors import ModelError
-from ._friction import guard_friction
+from ._friction import guard_friction, refuse_block_friction
 from ._integration import (
     Tolerances,
     Trajectory,
@@ -376,6 +376,7 @@ def simulate_absolute(
     elif isinstance(stepsize_controller, diffrax.PIDController):
         stepsize_controller = completed_controller(model, stepsize_controller, state0.t, ts[-1])
     method = specialise(method, structure, model)
+    refuse_block_friction(model, method)
     measure = singularity_measure(monitor, method)
     watch = None if measure is None else Watch(monitor.threshold, measure)
     drift_control = drift_control.prepare(method, structure)
