@@ -536,7 +536,12 @@ damping = 0.1
 
 
 def test_config_forces_build_the_python_model(tmp_path):
-    planar = {"spring-damper", "rotational-spring-damper", "time-dependent-load"}
+    planar = {
+        "spring-damper",
+        "rotational-spring-damper",
+        "time-dependent-load",
+        "joint-friction",
+    }
     assert set(TYPES["force"]) == planar
     assert set(TYPES["spatial-force"]) == set(TYPES["force"]) | {"bushing"}
     for table in ("force", "spatial-force"):
