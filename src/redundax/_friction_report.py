@@ -8,6 +8,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ._errors import ModelError
+from ._forces import JointFrictionElement
 from ._friction import compliant, friction_groups, friction_loads, has_friction, slip_rates
 from ._model import Model
 from ._reaction_quantities import _trapezoid_weights
@@ -53,14 +54,17 @@ class FrictionReport(eqx.Module):
 def _elements(model: Model):
     """Per friction element, in the order of the loads (groups in model order, members
     in order): its force index, its pair, μ and v_t."""
-    groups = friction_groups(model)
-    where = {id(g): gi for gi, g in enumerate(model.forces)}
     index = {(g, j): k for k, (g, j) in enumerate(model.force_index)}
-    forces = tuple(index[(where[id(g)], j)] for g in groups for j in range(int(g.bodies.shape[0])))
-    pairs = tuple(g.pair for g in groups for _ in range(int(g.bodies.shape[0])))
+    forces, pairs = [], []
+    for g, group in enumerate(model.forces):
+        if isinstance(group, JointFrictionElement):
+            n = int(group.bodies.shape[0])
+            forces += [index[(g, j)] for j in range(n)]
+            pairs += [group.pair] * n
+    groups = friction_groups(model)
     mu = jnp.concatenate([g.coefficient for g in groups])
     vt = jnp.concatenate([g.transition_velocity for g in groups])
-    return forces, pairs, mu, vt
+    return tuple(forces), tuple(pairs), mu, vt
 
 
 def friction_report(
