@@ -20,8 +20,12 @@ A run is the `.npz` file that `redundax simulate CONFIG --out run.npz` (or
 - [`plot_rank`][redundax.plot.plot_rank] (`rank`): the rank of C along the run, with the number of
   rows and the nominal rank.
 
-and, of a mechanism rather than a run, [`plot_block_pattern`][redundax.plot.plot_block_pattern]: the
-block structure of C M⁻¹ Cᵀ that the block-sparse solver factorises, and
+and, of a mechanism rather than a run,
+[`plot_descriptor_pattern`][redundax.plot.plot_descriptor_pattern]: the block structure of the
+descriptor matrix [M Cᵀ; C 0] as the block-sparse solver factorises it (the seed's
+structural diagram, Kraus et al. 2001, Fig. 3: bodies, joint blocks, blocks introduced
+by the decomposition, fill-in), [`plot_block_pattern`][redundax.plot.plot_block_pattern]: the
+block structure of C M⁻¹ Cᵀ that it factorises after eliminating the bodies, and
 [`plot_modes`][redundax.plot.plot_modes]: the mode shapes about an equilibrium.
 
 (In brackets: the figure's file name in [`save_all`][redundax.plot.save_all] and `redundax plot`.)
@@ -69,7 +73,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
+from ._block_pattern import BlockPattern, block_pattern, coupling
 from ._figure_files import FIGURES as FIGURES, FORMATS as FORMATS
+from ._structure import topology
 from .io._atomic import atomic_write
 from .io.results import AXES, check_output, read_run
 
@@ -79,6 +85,7 @@ __all__ = [
     "plot_violation_energy",
     "plot_solvability",
     "plot_rank",
+    "plot_descriptor_pattern",
     "plot_block_pattern",
     "plot_modes",
     "save_all",
@@ -733,11 +740,162 @@ _BUILDERS: dict[str, Callable[..., Figure]] = {
 }
 
 
+_DESCRIPTOR_KINDS = {
+    # kind: (colour, glyph of the seed's Fig. 3, legend label)
+    "body": ("0.15", None, "body: its mass matrix and rigid-body rows, if any (numbered)"),
+    "joint": ("C0", "—", "joint block of C (—) and its transpose (|)"),
+    "introduced": ("C1", "+", "introduced by eliminating the bodies: C M⁻¹ Cᵀ (+)"),
+    "fill": ("C3", "*", "fill-in of the factorisation, along a closed loop (*)"),
+}
+
+
+def _descriptor_cells(model, pattern: BlockPattern) -> tuple[list[str], dict[tuple[int, int], str]]:
+    """The blocks of the descriptor matrix [M Cᵀ; C 0] in the order the block-sparse
+    solver eliminates them (the layout of
+    [`plot_descriptor_pattern`][redundax.plot.plot_descriptor_pattern]).
+
+    **Returns:** the names of its block rows (the bodies, then the pairs) and, per
+    non-zero block of the lower triangle and diagonal, `(row, column)`: its kind,
+    `"body"`, `"joint"`, `"introduced"` or `"fill"`.
+    """
+    nb, order = pattern.n_bodies, pattern.order
+    internal = set(model.internal_rows)
+    # A body's rigid-body rows (natural coordinates) are part of its diagonal block.
+    own = {
+        g: bodies[0]
+        for g, (rows, bodies) in enumerate(zip(pattern.rows, pattern.bodies, strict=True))
+        if rows and set(rows) <= internal and len(bodies) == 1
+    }
+    pairs = [g for g in order if g not in own]
+    first: dict[int, int] = {}
+    for k, g in enumerate(pairs):
+        for b in pattern.bodies[g]:
+            first.setdefault(b, k)
+    # Bodies by the first pair that reaches them: C's blocks form a staircase.
+    bodies = sorted(range(nb), key=lambda b: (first.get(b, len(pairs)), b))
+    row_of_body = {b: k for k, b in enumerate(bodies)}
+    row = {g: row_of_body[b] for g, b in own.items()}
+    row.update({g: nb + k for k, g in enumerate(pairs)})
+    cells = {(k, k): "body" for k in range(nb)}
+    for g in pairs:
+        cells[(row[g], row[g])] = "introduced"  # zero in [M Cᵀ; C 0], C_g M⁻¹ C_gᵀ in S
+        for b in pattern.bodies[g]:
+            cells[(row[g], row_of_body[b])] = "joint"
+    for g, coupled in enumerate(coupling(pattern.bodies)):  # the blocks of S
+        for h in coupled:
+            if g > h and g not in own and h not in own:
+                cells.setdefault((max(row[g], row[h]), min(row[g], row[h])), "introduced")
+    for i, j in pattern.fill:
+        a, b = row[order[i]], row[order[j]]
+        cells.setdefault((max(a, b), min(a, b)), "fill")
+    names = [model.bodies.names[b] for b in bodies] + [pattern.names[g] for g in pairs]
+    return names, cells
+
+
+def plot_descriptor_pattern(
+    model, pattern: BlockPattern | None = None, *, figure: Figure | None = None
+) -> Figure:
+    """The block structure of the descriptor matrix [M Cᵀ; C 0] as the block-sparse
+    solver ([`redundax.methods.BlockSparse`][]) factorises it: the seed's structural
+    diagram (Kraus, Winckler & Bock 2001, §7, Fig. 3).
+
+    One block row and column per moving body, then one per pair, in the order of
+    elimination: the solver eliminates every body first (M is block diagonal), which
+    leaves S = C M⁻¹ Cᵀ over the pairs, then S's blocks in the order of the
+    [`redundax.internal.BlockPattern`][] (`structure.blocks`, default
+    `redundax.internal.block_pattern(model, redundax.analysis.topology(model))`).
+    Each block is marked as in the seed:
+
+    - a body's diagonal block, numbered: its mass matrix and, for a spatial body in
+      natural coordinates, its rigid-body rows (Kraus's augmented system; the solver
+      eliminates these rows as blocks of S, and any coupling to them is drawn in the
+      body's column);
+    - a pair's joint block of C (—, below the diagonal) and its transpose (|, above);
+    - the blocks the decomposition introduces (+): zero in [M Cᵀ; C 0], non-zero
+      in S: each pair's diagonal block and the blocks of pairs on a common body;
+    - the fill-in of S's factorisation in that order (*): blocks zero in S that the
+      elimination couples, along a closed loop.
+
+    **Arguments:**
+
+    - `model`: the built mechanism.
+    - `pattern`: its block pattern (default: the one the solver uses).
+    - `figure`: the figure to draw in (default: a new one).
+
+    **Returns:** the figure; every block a `Rectangle` whose `gid` is its kind
+    (`"body"`, `"joint"`, `"introduced"`, `"fill"`) in the lower triangle and on the
+    diagonal, and the kind plus `"_transpose"` above the diagonal.
+
+    !!! example
+        ```python
+        from redundax import models
+        from redundax.plot import plot_descriptor_pattern
+
+        fig = plot_descriptor_pattern(models.six_bar().build())  # Kraus et al., Fig. 3
+        fig.savefig("six_bar.png")
+        ```
+    """
+    if pattern is None:
+        pattern = block_pattern(model, topology(model))
+    names, cells = _descriptor_cells(model, pattern)
+    n, nb = len(names), pattern.n_bodies
+    fig = _figure(figure, figsize=(7.0, 7.8))
+    ax = fig.add_subplot()
+    size = max(4.0, min(10.0, 160.0 / max(n, 1)))
+    for (i, k), kind in sorted(cells.items()):
+        colour, glyph, _ = _DESCRIPTOR_KINDS[kind]
+        placed = [(i, k, kind, glyph)]
+        if i != k:
+            placed.append((k, i, f"{kind}_transpose", "|" if kind == "joint" else glyph))
+        for r, c, gid, text in placed:
+            alpha = 0.55 if gid.endswith("_transpose") else 1.0
+            ax.add_patch(
+                Rectangle(
+                    (c, r), 1, 1, facecolor=colour, alpha=alpha, edgecolor="white", lw=0.5, gid=gid
+                )
+            )
+            if n <= 40:
+                label = str(r + 1) if kind == "body" else text
+                ax.text(
+                    c + 0.5, r + 0.5, label, ha="center", va="center", color="white", fontsize=size
+                )
+    ax.axhline(nb, color=_GREY, lw=0.8)  # [M Cᵀ; C 0]: the bodies, then the pairs
+    ax.axvline(nb, color=_GREY, lw=0.8)
+    ax.set_xlim(0, n)
+    ax.set_ylim(n, 0)
+    ax.set_aspect("equal")
+    if n <= 40:
+        labels = [f"{k + 1} {name}" for k, name in enumerate(names[:nb])] + names[nb:]
+        ax.set_xticks(np.arange(n) + 0.5, labels, rotation=90, fontsize=7)
+        ax.set_yticks(np.arange(n) + 0.5, labels, fontsize=7)
+        ax.xaxis.tick_top()  # as a matrix is labelled; the legend goes below
+    else:
+        ax.set_xticks([])
+        ax.set_yticks([])
+    count = {kind: sum(v == kind for v in cells.values()) for kind in _DESCRIPTOR_KINDS}
+    fig.legend(
+        handles=[Patch(color=c, label=label) for c, _, label in _DESCRIPTOR_KINDS.values()],
+        loc="outside lower center",
+        fontsize=_FOOTNOTE,
+        ncols=2,
+    )
+    fig.suptitle(
+        f"[M Cᵀ; C 0] as factorised: {nb} bodies, {n - nb} pairs, {count['joint']} joint "
+        f"blocks,\n{count['introduced']} introduced, {count['fill']} fill-in; S's bandwidth "
+        f"{pattern.bandwidth}",
+        fontsize=10,
+    )
+    return fig
+
+
 def plot_block_pattern(pattern, *, figure: Figure | None = None) -> Figure:
-    """The structure of the block-sparse system C M⁻¹ Cᵀ (Kraus et al. 2001, Fig. 3):
-    one row and column per constraint block (a pair, or a body's rigid-body rows),
-    in the elimination order of the [`redundax.internal.BlockPattern`][] (`structure.blocks`
-    or `redundax.internal.block_pattern(model, redundax.analysis.topology(model))`).
+    """The structure of the block-sparse system C M⁻¹ Cᵀ (Kraus et al. 2001, §6): what
+    is left of the descriptor matrix once the bodies are eliminated (its lower right
+    part in [`plot_descriptor_pattern`][redundax.plot.plot_descriptor_pattern], the
+    seed's Fig. 3); one row and column per constraint block (a pair, or a body's
+    rigid-body rows), in the elimination order of the
+    [`redundax.internal.BlockPattern`][] (`structure.blocks` or
+    `redundax.internal.block_pattern(model, redundax.analysis.topology(model))`).
 
     **Returns:** the figure: diagonal blocks (`gid` `"diagonal"`), blocks coupled
     through a common body (`"coupled"`), fill-in created by the factorisation
