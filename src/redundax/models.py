@@ -7,7 +7,14 @@ from ._motion import AbstractMotion, Polynomial, SmoothSteps, shifted
 from ._spatial_body import SpatialBody
 from ._spec import Body, Load, Marker, Mechanism
 from .joints._planar import KnifeEdge, Revolute, RevoluteDriver, Translational, TranslationalDriver
-from .joints._spatial import Prismatic3D, Revolute3D, RevoluteDriver3D, Spherical
+from .joints._spatial import (
+    Prismatic3D,
+    Revolute3D,
+    RevoluteDriver3D,
+    Spherical,
+    TranslationalDriver3D,
+    Universal,
+)
 
 __all__ = [
     "mobile_robot",
@@ -23,9 +30,11 @@ __all__ = [
     "bricard",
     "spatial_twin",
     "spherical_chain",
+    "hexapod",
     "ANDREWS_DATA",
     "ANDREWS_ANGLES",
     "BRICARD_JOINTS",
+    "HEXAPOD_POSES",
 ]
 
 
@@ -724,4 +733,176 @@ def andrews(angles=ANDREWS_ANGLES) -> Mechanism:
         loads=[Load("body1", torque=k["mom"])],
         forces=[spring],
         markers=[Marker("E", "body2", (k["da"] - k["d"], 0.0))],
+    )
+
+
+HEXAPOD_POSES = (
+    (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+    (1.0, 0.0, 0.0, 0.05, 0.0, 0.0, 0.0),
+    (2.0, 0.05, 0.0, 0.05, 0.0, 0.0, 0.0),
+    (3.0, 0.0, 0.05, 0.05, 0.08, 0.0, 0.0),
+    (4.0, -0.05, 0.0, 0.05, 0.0, 0.08, 0.0),
+    (5.0, 0.0, -0.05, 0.05, 0.0, 0.0, 0.15),
+    (6.0, 0.0, 0.0, -0.05, 0.0, 0.0, -0.15),
+    (7.0, 0.04, 0.04, 0.0, -0.08, 0.08, 0.0),
+    (8.0, -0.04, -0.04, 0.0, 0.08, -0.08, 0.1),
+    (9.0, 0.0, 0.0, 0.03, 0.0, 0.0, 0.0),
+    (10.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+)
+"""The platform poses the driven [`hexapod`][redundax.models.hexapod] passes through:
+rows (t [s], x, y, z [m], roll, pitch, yaw [rad]), the platform's displacement from
+its initial pose and its rotation R = R_z(yaw) R_y(pitch) R_x(roll) about its
+centre, one knot a second for 10 s, from the initial pose back to it."""
+
+
+def _hexapod_geometry(base_radius, platform_radius, spread):
+    """Per leg k = 0…5: the base point B_k (z = 0) and the platform point P_k in the
+    platform frame (its centre at the origin, z = 0). Pair j = 0, 1, 2 of base points
+    sits at 120j° ± `spread`; the platform's pairs at 120j° + 60° ± `spread`; leg 2j
+    runs from 120j° + spread to the platform point at 120j° + 60° − spread, leg
+    2j + 1 from 120j° − spread to 120j° − 60° + spread (the crossed legs of a
+    Gough–Stewart platform)."""
+    legs = []
+    for j in range(3):
+        centre = math.radians(120.0 * j)
+        for sign in (1.0, -1.0):
+            b = centre + sign * spread
+            p = centre + sign * (math.radians(60.0) - spread)
+            legs.append(
+                (
+                    (base_radius * math.cos(b), base_radius * math.sin(b), 0.0),
+                    (platform_radius * math.cos(p), platform_radius * math.sin(p), 0.0),
+                )
+            )
+    return legs
+
+
+def _pose_rotation(roll: float, pitch: float, yaw: float):
+    """R_z(yaw) R_y(pitch) R_x(roll), as rows."""
+    cr, sr = math.cos(roll), math.sin(roll)
+    cp, sp = math.cos(pitch), math.sin(pitch)
+    cy, sy = math.cos(yaw), math.sin(yaw)
+    return (
+        (cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr),
+        (sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr),
+        (-sp, cp * sr, cp * cr),
+    )
+
+
+def _leg_length(base, local, centre, pose) -> float:
+    """|centre + pose offset + R(pose) local − base|: a leg's length (inverse kinematics)."""
+    _, x, y, z, roll, pitch, yaw = pose
+    R = _pose_rotation(roll, pitch, yaw)
+    offset = (x, y, z)
+    point = [centre[i] + offset[i] + sum(R[i][k] * local[k] for k in range(3)) for i in range(3)]
+    return math.sqrt(sum((point[i] - base[i]) ** 2 for i in range(3)))
+
+
+def hexapod(
+    driven: bool = True,
+    base_radius: float = 0.5,
+    platform_radius: float = 0.3,
+    height: float = 0.85,
+    spread: float = math.radians(15.0),
+    lower_mass: float = 4.0,
+    upper_mass: float = 2.0,
+    platform_mass: float = 10.0,
+    g: float = 9.81,
+) -> Mechanism:
+    """A Gough–Stewart platform (6-UPS hexapod) of machine-tool size: the hexapod of
+    Kraus, Winckler & Bock (2001, §9; Winckler & Kraus, PKM 2000), "thirteen bodies
+    with six closed kinematic loops". Its published geometry is not available to us
+    (the PKM 2000 proceedings), so the numbers here are a typical design.
+
+    Six legs k = 1…6, each a lower body `lower{k}` (a cylinder 0.55 m long, 0.08 m
+    square section, `lower_mass` [kg]) on a universal joint `U{k}` at the base
+    (ground) and an upper body `upper{k}` (a rod 0.55 m long, 0.05 m section,
+    `upper_mass` [kg]) sliding in it along the leg's axis (prismatic joint `P{k}`
+    at the leg's middle), and a spherical joint `S{k}` between the `platform` (a
+    disc of radius `platform_radius` + 0.05 m, 0.04 m thick, `platform_mass` [kg])
+    and the upper body, its frame's e₀ along the leg (so `S{k}`'s "force e0" is the
+    leg's axial force). Rod inertias of square sections about their centres of
+    mass (`_rod_inertia`), body axes global at the initial pose. The base points lie
+    on a circle of radius `base_radius` [m] at 120j° ± `spread` [rad], the
+    platform's on a circle of radius `platform_radius` at 120j° + 60° ∓ `spread`,
+    the platform `height` [m] above the base (legs 0.896 m long); the universal
+    joint's ground pin is horizontal and perpendicular to the leg, its leg pin
+    perpendicular to both. Gravity `g` along −z. Marker `centre`: the platform's
+    centre.
+
+    Bodies: 13 moving (12 legs and the platform); n = 13 · 12 = 156 natural
+    coordinates. Pairs, in row order: `U1`, `P1`, `S1`, …, `U6`, `P6`, `S6`
+    (4 + 5 + 3 rows each, 72), then with `driven` the leg drivers `D1`…`D6`
+    (translational drivers of `upper{k}` along `lower{k}`'s axis, one row each), then
+    the 78 rigid-body rows. Loops: the graph of the 14 links and 18 joints has
+    18 − 14 + 1 = 5 independent loops (the seed's "six loops" counts the legs
+    between base and platform). Grübler–Kutzbach: 6 · 13 − 6 · (4 + 5 + 3) = 6.
+
+    - `driven=False`: mobility 6 (the platform's six degrees of freedom), p = 0;
+      released at rest, the platform falls under gravity with the legs sliding
+      freely.
+    - `driven=True` (default): each leg's extension is prescribed, d_k(t) =
+      L_k(t) − L_k(0), a C² smooth-step profile (`SmoothSteps`) through the leg
+      lengths L_k of the poses of [`HEXAPOD_POSES`][redundax.models.HEXAPOD_POSES]
+      (one a second, 10 s, inverse kinematics of the rigid platform): mobility 0,
+      p = 0, and the platform follows the poses (exactly at the knots).
+
+    No row is dependent (p = 0 at every regular configuration): every reaction is
+    unique. The hexapod is the seed's example of many loops, not of redundancy.
+    """
+
+    lower_length, upper_length = 0.55, 0.55
+    legs = _hexapod_geometry(base_radius, platform_radius, spread)
+    centre = (0.0, 0.0, height)
+    bodies, pairs, drivers = [], [], []
+    for k, (base, local) in enumerate(legs, start=1):
+        top = tuple(c + p for c, p in zip(centre, local, strict=True))
+        length = math.sqrt(sum((t - b) ** 2 for t, b in zip(top, base, strict=True)))
+        d = tuple((t - b) / length for t, b in zip(top, base, strict=True))
+        lower_end = tuple(b + lower_length * c for b, c in zip(base, d, strict=True))
+        upper_start = tuple(t - upper_length * c for t, c in zip(top, d, strict=True))
+        middle = tuple(b + 0.5 * length * c for b, c in zip(base, d, strict=True))
+        for name, mass, start, end, side in (
+            (f"lower{k}", lower_mass, base, lower_end, 0.08),
+            (f"upper{k}", upper_mass, upper_start, top, 0.05),
+        ):
+            inertia = _rod_inertia(start, end, mass, side)
+            position = tuple(0.5 * (a + b) for a, b in zip(start, end, strict=True))
+            bodies.append(SpatialBody(name, mass, inertia, position=position))
+        horizontal = math.hypot(d[0], d[1])
+        ground_pin = (-d[1] / horizontal, d[0] / horizontal, 0.0)  # ẑ × d, normalised
+        leg_pin = (  # d × ground pin: perpendicular to the leg and to the ground pin
+            d[1] * ground_pin[2] - d[2] * ground_pin[1],
+            d[2] * ground_pin[0] - d[0] * ground_pin[2],
+            d[0] * ground_pin[1] - d[1] * ground_pin[0],
+        )
+        pairs += [
+            Universal(f"U{k}", f"lower{k}", "ground", point=base, axis=leg_pin, normal=ground_pin),
+            Prismatic3D(f"P{k}", f"upper{k}", f"lower{k}", point=middle, axis=d),
+            Spherical(f"S{k}", "platform", f"upper{k}", point=top, axis=d),
+        ]
+        if driven:
+            L0 = _leg_length(base, local, centre, HEXAPOD_POSES[0])
+            values = [_leg_length(base, local, centre, pose) - L0 for pose in HEXAPOD_POSES]
+            motion = SmoothSteps([pose[0] for pose in HEXAPOD_POSES], values)
+            drivers.append(
+                TranslationalDriver3D(
+                    f"D{k}", f"upper{k}", f"lower{k}", motion, point=middle, axis=d
+                )
+            )
+    radius, thickness = platform_radius + 0.05, 0.04
+    transverse = platform_mass * (3.0 * radius**2 + thickness**2) / 12.0
+    bodies.append(
+        SpatialBody(
+            "platform",
+            platform_mass,
+            (transverse, transverse, 0.5 * platform_mass * radius**2),
+            position=centre,
+        )
+    )
+    return Mechanism(
+        bodies=bodies,
+        pairs=pairs + drivers,
+        gravity=(0.0, 0.0, -g),
+        markers=[Marker("centre", "platform")],
     )
