@@ -759,13 +759,14 @@ def _descriptor_cells(model, pattern: BlockPattern) -> tuple[list[str], dict[tup
     `"body"`, `"joint"`, `"introduced"` or `"fill"`.
     """
     nb, order = pattern.n_bodies, pattern.order
-    internal = set(model.internal_rows)
-    # A body's rigid-body rows (natural coordinates) are part of its diagonal block.
-    own = {
-        g: bodies[0]
-        for g, (rows, bodies) in enumerate(zip(pattern.rows, pattern.bodies, strict=True))
-        if rows and set(rows) <= internal and len(bodies) == 1
-    }
+    # A body's rigid-body rows (natural coordinates: `n_internal / nb` rows of C per
+    # body, in the bodies' order) are part of its diagonal block. A pattern whose rows
+    # are not C's (the pairs' alone, renumbered) has none.
+    internal, own = model.internal_rows, {}
+    if internal and pattern.n_rows == model.n_constraints:
+        per = len(internal) // nb
+        body_of = {tuple(internal[b * per : (b + 1) * per]): b for b in range(nb)}
+        own = {g: body_of[rows] for g, rows in enumerate(pattern.rows) if rows in body_of}
     pairs = [g for g in order if g not in own]
     first: dict[int, int] = {}
     for k, g in enumerate(pairs):
