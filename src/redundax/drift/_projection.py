@@ -86,6 +86,29 @@ def weighted_pinv_step(M, A, residual, rank):
     return MiAt @ symmetric_pinv_solve(S, residual, rank)
 
 
+def check_tolerance(owner: str, tolerance) -> None:
+    """Refuse a projection tolerance (field `tolerance` of the drift control
+    `owner`) that is not None or one finite number > 0 [m, rad, m/s]. A traced
+    value is left to whoever made the trace (who checked the nominal one).
+
+    **Raises:** `TypeError` for a value that is not a number (a string, a bool);
+    `ValueError` for an array of another shape than `()`, or a number that is
+    negative, zero, NaN or infinite."""
+    if tolerance is None or isinstance(tolerance, jax.core.Tracer):
+        return
+    fix = (
+        "expected None (always correct) or one finite number > 0 [m, rad, m/s], "
+        "e.g. 1e-6 or jnp.asarray(1e-6)"
+    )
+    if isinstance(tolerance, bool | str) or np.asarray(tolerance).dtype.kind not in "fiu":
+        raise TypeError(
+            f"{owner} field 'tolerance': {fix}; got {tolerance!r} ({type(tolerance).__name__})"
+        )
+    tol = given_numbers(tolerance)
+    if tol is None or tol.ndim != 0 or not (np.isfinite(tol) and tol > 0.0):
+        raise ValueError(f"{owner} field 'tolerance': {fix}; got {tolerance!r}")
+
+
 class Projection(AbstractDriftControl):
     """Project q onto Φ(q, t) = 0 (fixed-point iteration q ← q − W Φ) and then q̇
     onto C q̇ + b = 0 (q̇ ← q̇ − W (C q̇ + b), holonomic and Pfaffian rows), with
@@ -102,13 +125,15 @@ class Projection(AbstractDriftControl):
     m/s]: when given, a correction is applied only while the largest residual
     (max |Φ| for positions, max |C q̇ + b| for velocities) exceeds it, as in the
     projection of Kraus et al. (2001, Fig. 5), and the state is otherwise left as
-    integrated; None (default): every iteration corrects.
+    integrated; None (default): every iteration corrects. A JAX array (e.g.
+    `jnp.asarray(1e-6)`) serves every value with one compiled program (a Python
+    float is a constant of the program).
     """
 
     projects: ClassVar[bool] = True
     iterations: int = eqx.field(static=True, default=4)
     baumgarte: Baumgarte | None = Baumgarte()
-    tolerance: float | None = None
+    tolerance: Scalar | None = None
 
     def __check_init__(self):
         if isinstance(self.iterations, bool) or not (
@@ -117,12 +142,7 @@ class Projection(AbstractDriftControl):
             raise ValueError(
                 f"Projection field 'iterations': expected an integer ≥ 1, got {self.iterations!r}"
             )
-        tol = None if self.tolerance is None else given_numbers(self.tolerance)
-        if tol is not None and not (tol.ndim == 0 and tol > 0.0):
-            raise ValueError(
-                f"Projection field 'tolerance': expected None or a number > 0 [m, rad, m/s], "
-                f"got {self.tolerance!r}"
-            )
+        check_tolerance("Projection", self.tolerance)
 
     def _correction(self, residual, step):
         """`step` (a function of nothing) where the residual is above the tolerance."""

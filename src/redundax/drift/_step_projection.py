@@ -15,11 +15,17 @@ all-rows Schur complement ([`schur_acceleration`][redundax.methods.schur_acceler
 for dense terms, the block-sparse factorisation ([`BlockSparse`][redundax.methods.BlockSparse])
 when the method assembles [`LocalTerms`][redundax.equations.LocalTerms]; no pivoting, no
 rank, and dependent rows are handled as in q̈.
+
+With a `tolerance` τ a step end is corrected only where its residual exceeds τ
+(positions and velocities each on their own residual), as MBSSIM does (Kraus,
+Winckler & Bock 2001, §9, Fig. 5): the state may then drift up to τ between
+corrections, and a step end within τ costs no solve. Kraus et al. found the
+stricter τ the shorter the run; what it does here is measured by
+`experiments/six_bar_projection.py`.
 """
 
 import abc
 import dataclasses
-from typing import ClassVar
 
 import diffrax
 import equinox as eqx
@@ -40,6 +46,7 @@ from ..methods import AbstractNullSpaceMethod, AbstractRedundancyMethod, BlockSp
 from ..methods._kernels import null_space_acceleration, schur_acceleration, schur_solve
 from ._base import AbstractDriftControl
 from ._baumgarte import Baumgarte
+from ._projection import check_tolerance
 
 
 def _rows(terms, m: int):
@@ -85,13 +92,27 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
       α = β = 1 /s, mild: they slow the drift inside a step, which keeps the
       saved states, interpolated by the integrator between projected step ends,
       closer to the manifold); None for none.
+    - `tolerance` [m, rad, m/s]: when given, a correction is made only where the
+      largest residual it answers to exceeds it (max |Φ| before each Newton step
+      on the positions, max |C q̇ + b| before the one on the velocities; the
+      meaning of [`Projection`][redundax.drift.Projection]'s `tolerance`), and a
+      step end within it goes on as integrated, at the cost of no solve and, for
+      FSAL methods, with their last stage reused; so step ends stay within
+      τ (or are put back to round-off), while saved states may drift by τ plus
+      the local error. None (default): every step end is corrected. Pass a JAX
+      array (`jnp.asarray(1e-6)`) to run every τ with one compiled program (a
+      Python float is a constant of the program). With a tolerance the validity
+      criterion holds step ends to the residual of unprojected states
+      (`redundax._validity.UNPROJECTED_TOL`, 1e-3 relative to the configuration's
+      size), since they are no longer all projected.
 
     The saved states are the integrator's dense output, so their constraint
     residual is of the order of the local error, not round-off. Differentiable
-    (a fixed number of iterations) and usable under `jit`/`vmap`/`grad`.
+    (a fixed number of iterations; with a `tolerance`, piecewise: the decision to
+    correct carries no derivative) and usable under `jit`/`vmap`/`grad` (under
+    `vmap` every member pays for the correction where one needs it).
     """
 
-    projects_steps: ClassVar[bool] = True
     iterations: int = eqx.field(static=True, default=1)
     baumgarte: Baumgarte | None = Baumgarte(1.0, 1.0)
     path: str | None = eqx.field(static=True, default=None)
@@ -112,6 +133,10 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
     """The "block" path's pivot metric (see [`BlockSparse`][redundax.methods.BlockSparse]),
     the method's (set by `prepare`)."""
 
+    tolerance: Scalar | None = None
+    """The residual [m, rad, m/s] above which a step end is corrected (None:
+    every step end is; see the class docstring)."""
+
     def __check_init__(self):
         if self.path not in (None, "block", "schur", "qr", "rows"):
             raise ValueError(
@@ -128,6 +153,14 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
                 f"StepProjection field 'iterations': expected an integer >= 0, "
                 f"got {self.iterations!r}"
             )
+        check_tolerance("StepProjection", self.tolerance)
+
+    @property
+    def projects_steps(self) -> bool:  # pyright: ignore[reportIncompatibleVariableOverride]
+        """Whether every step end is projected (a static fact: with a `tolerance`
+        only those beyond it are, and the validity criterion holds step ends to
+        the residual of unprojected states)."""
+        return self.tolerance is None
 
     def gamma(self, terms) -> Float[Array, " nc"]:
         return terms.gamma if self.baumgarte is None else self.baumgarte.gamma(terms)
@@ -148,7 +181,19 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
         return dataclasses.replace(self, path="schur" if schur else "qr")
 
     def _correction(self, model, structure, q, qd, t, holonomic: bool):
-        """Δ of least M-norm with Φ_q Δ = Φ (`holonomic`) or C Δ = C q̇ + b.
+        """Δ of least M-norm with Φ_q Δ = Φ (`holonomic`) or C Δ = C q̇ + b; zero
+        where the residual Φ or C q̇ + b is within the `tolerance`."""
+        residual, solve = self._solver(model, structure, q, qd, t, holonomic)
+        if self.tolerance is None:
+            return solve()
+        # A branch, not a mask: a step end within the tolerance costs no solve
+        # (under vmap the two branches become a select, and every member pays).
+        above = jnp.max(jnp.abs(residual)) > self.tolerance
+        return jax.lax.cond(above, solve, lambda: jnp.zeros_like(q))
+
+    def _solver(self, model, structure, q, qd, t, holonomic: bool):
+        """`(residual, solve)`: the residual Φ (`holonomic`) or C q̇ + b, and the
+        function of nothing that returns the correction Δ answering to it.
 
         Only what the correction needs is assembled: C and Φ, or C and b (not Γ
         nor the forces of [`redundax.equations.dynamics_terms`][])."""
@@ -160,7 +205,11 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
             else:
                 target = terms.velocity_error
             unforced = dataclasses.replace(terms, F=jnp.zeros_like(terms.F))
-            return BlockSparse(pivots=self.pivots).solve(unforced, target, structure).qdd
+
+            def by_blocks():
+                return BlockSparse(pivots=self.pivots).solve(unforced, target, structure).qdd
+
+            return target, by_blocks
         C = constraint_matrix(model, q, t)
         M, block = mass_matrix(model), model.bodies.dof
         inverse = model.bodies.inverse_mass_blocks()
@@ -176,9 +225,13 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
             if holonomic:
                 active = active & (jnp.arange(nc) < m)
                 target = jnp.concatenate([target, jnp.zeros(nc - m)])
-            # With F = 0 the solve's "q̈" is M⁻¹ Cᵀ (C M⁻¹ Cᵀ)⁻¹ target = Δ.
-            delta, _ = schur_solve(C, M, zero, target, block, inverse, active)
-            return delta
+
+            def by_rows():
+                # With F = 0 the solve's "q̈" is M⁻¹ Cᵀ (C M⁻¹ Cᵀ)⁻¹ target = Δ.
+                delta, _ = schur_solve(C, M, zero, target, block, inverse, active)
+                return delta
+
+            return target, by_rows
         if holonomic:
             C, rank = C[:m], structure.rank_holonomic
         else:
@@ -190,12 +243,11 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
         def by_qr():
             return null_space_acceleration(C, M, zero, target, structure.rtol, rank)
 
-        if self.path == "schur":
-            return by_schur()
-        if self.path == "qr":
-            return by_qr()
-        # Not fixed by `prepare`: the structure was decided inside a transformation.
-        return jax.lax.cond(structure.schur, by_schur, by_qr)
+        def by_verdict():
+            # Not fixed by `prepare`: the structure was decided inside a transformation.
+            return jax.lax.cond(structure.schur, by_schur, by_qr)
+
+        return target, {"schur": by_schur, "qr": by_qr}.get(self.path, by_verdict)
 
     def project_state(self, args, t: Scalar, y):
         """`(q, q̇)` of `y` put back on the manifold at time `t`, with the model and
@@ -235,11 +287,14 @@ class ProjectedSteps(AbstractDelegatingSolver):
         y1, error, dense, state, result = self.solver.step(
             terms, t0, t1, y0, args, solver_state, made_jump
         )
-        y1 = self.projection.project_state(args, t1, y1)
+        end = self.projection.project_state(args, t1, y1)
         if isinstance(self.solver, diffrax.AbstractRungeKutta) and state is not None:
-            # FSAL: the stored last stage belongs to the unprojected state.
-            state = (jnp.array(True), state[1])
-        return y1, error, dense, state, result
+            # FSAL: the stored last stage belongs to the unprojected state; it is
+            # evaluated again where the step end moved (with a tolerance, a step end
+            # within it does not, and the stage is still the step end's).
+            pairs = zip(jax.tree.leaves(end), jax.tree.leaves(y1), strict=True)
+            state = (jnp.any(jnp.stack([jnp.any(a != b) for a, b in pairs])), state[1])
+        return end, error, dense, state, result
 
 
 def default_drift_control(method: AbstractRedundancyMethod) -> AbstractDriftControl:
