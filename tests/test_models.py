@@ -400,6 +400,8 @@ def test_models_build():
         (models.mobile_robot(), (21, 17, 5)),
         (models.four_bar(), (9, 8, 0)),
         (models.parallelogram(3), (12, 12, 0)),
+        (models.hexapod(), (156, 156, 0)),
+        (models.hexapod(driven=False), (156, 150, 0)),
     ):
         model = mech.build()
         assert (model.n_coordinates, model.n_holonomic, model.n_pfaffian) == (n, m, h)
