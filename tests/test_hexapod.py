@@ -241,3 +241,30 @@ def test_free_platform_falls_alike_in_absolute_and_joint_coordinates(free):
         assert bool(np.all(run.valid))
         assert float(np.max(run.position_violation)) < TOL_VIOLATION
         assert float(np.max(np.abs(run.energy - run.energy[0]))) < TOL_ENERGY
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"height": 0.0}, "hexapod: height must be a positive number"),
+        ({"platform_mass": -10.0}, "hexapod: platform_mass must be a positive number"),
+        ({"spread": 0.0}, r"hexapod: spread must be strictly between 0 and π/3"),
+        ({"spread": np.pi / 3}, r"hexapod: spread must be strictly between 0 and π/3"),
+        ({"height": 1.5}, r"hexapod: leg 1 is 1.52\d* m long"),
+        ({"height": 0.3}, r"hexapod: leg 1 is 0.41\d* m long"),
+    ],
+)
+def test_a_hexapod_that_cannot_be_built_is_refused_by_name(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        models.hexapod(**kwargs)
+
+
+def test_a_vertical_leg_gets_a_horizontal_ground_pin():
+    """Equal radii and a 30° spread make every leg vertical (base and platform
+    points above each other): the universal joint's ground pin is the base
+    circle's tangent, and the mechanism is assembled."""
+    mech = models.hexapod(platform_radius=0.5, spread=np.pi / 6)
+    u1 = mech.pairs[0]
+    np.testing.assert_allclose(np.cross(u1.axis, u1.normal), [0.0, 0.0, -1.0], atol=1e-15)
+    model, state = mech.build(), mech.initial_state()
+    assert model.n_coordinates == 156 and state.q.shape == (156,)

@@ -849,15 +849,42 @@ def hexapod(
 
     No row is dependent (p = 0 at every regular configuration): every reaction is
     unique. The hexapod is the seed's example of many loops, not of redundancy.
+
+    **Raises:** `ValueError` naming the argument for a radius, height or mass that is
+    not positive, a `spread` outside (0, π/3), or legs whose two bodies would not
+    overlap (an initial leg length outside (0.55, 1.1) m).
     """
 
     lower_length, upper_length = 0.55, 0.55
+    positive = {
+        "base_radius": base_radius,
+        "platform_radius": platform_radius,
+        "height": height,
+        "lower_mass": lower_mass,
+        "upper_mass": upper_mass,
+        "platform_mass": platform_mass,
+    }
+    for name, value in positive.items():
+        if not (math.isfinite(value) and value > 0.0):
+            raise ValueError(f"hexapod: {name} must be a positive number, got {value!r}")
+    if not 0.0 < spread < math.pi / 3:
+        # At 0 the two points of a pair coincide, at 60° those of neighbouring pairs.
+        raise ValueError(
+            f"hexapod: spread must be strictly between 0 and π/3 rad (60°), got {spread!r}"
+        )
     legs = _hexapod_geometry(base_radius, platform_radius, spread)
     centre = (0.0, 0.0, height)
     bodies, pairs, drivers = [], [], []
     for k, (base, local) in enumerate(legs, start=1):
         top = tuple(c + p for c, p in zip(centre, local, strict=True))
         length = math.sqrt(sum((t - b) ** 2 for t, b in zip(top, base, strict=True)))
+        if not lower_length < length < lower_length + upper_length:
+            raise ValueError(
+                f"hexapod: leg {k} is {length:.6g} m long; its lower and upper bodies "
+                f"({lower_length:g} m each) overlap only for a length strictly between "
+                f"{lower_length:g} and {lower_length + upper_length:g} m: change height, "
+                "base_radius or platform_radius"
+            )
         d = tuple((t - b) / length for t, b in zip(top, base, strict=True))
         lower_end = tuple(b + lower_length * c for b, c in zip(base, d, strict=True))
         upper_start = tuple(t - upper_length * c for t, c in zip(top, d, strict=True))
@@ -870,7 +897,11 @@ def hexapod(
             position = tuple(0.5 * (a + b) for a, b in zip(start, end, strict=True))
             bodies.append(SpatialBody(name, mass, inertia, position=position))
         horizontal = math.hypot(d[0], d[1])
-        ground_pin = (-d[1] / horizontal, d[0] / horizontal, 0.0)  # ẑ × d, normalised
+        if horizontal > 1e-9:
+            ground_pin = (-d[1] / horizontal, d[0] / horizontal, 0.0)  # ẑ × d, normalised
+        else:  # a vertical leg: the base circle's tangent
+            r = math.hypot(base[0], base[1])
+            ground_pin = (-base[1] / r, base[0] / r, 0.0)
         leg_pin = (  # d × ground pin: perpendicular to the leg and to the ground pin
             d[1] * ground_pin[2] - d[2] * ground_pin[1],
             d[2] * ground_pin[0] - d[0] * ground_pin[2],
