@@ -32,7 +32,7 @@ C² smooth steps of the leg lengths between them).
 Timings on a shared machine vary with its load: the load average before and after
 is stored with them.
 
-Run:  .venv/bin/python experiments/hexapod.py [--quick]   # ≈ 10–15 min on 2 cores
+Run:  .venv/bin/python experiments/hexapod.py [--quick]   # ≈ 8–12 min on 2 cores
       (--quick: the 1e-6 tolerance only, into $TMPDIR/redundax_quick/hexapod/)
 Writes experiments/results/hexapod/summary.json and hexapod.png.
 """
