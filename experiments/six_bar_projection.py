@@ -393,9 +393,10 @@ def findings(table, tolerances) -> dict:
     """Per motion: each τ's CPU time and step attempts relative to projecting every
     step end, per tolerance and as geometric means over the tolerances; its
     active-set changes; the runs that left their branch; and the verdict on the
-    seed's finding: it holds where the step attempts (deterministic) and the CPU
-    times (up to `NOISE`) fall as τ gets stricter, the loosest τ costing clearly
-    more (by more than `NOISE`) and τ = 1e-9 no more than the noise."""
+    seed's finding: it holds where, in geometric mean over the tolerances, the step
+    attempts (deterministic, up to 5 %) and the CPU times (up to `NOISE`) never rise
+    as τ gets stricter, down to a projection at every step end, and the loosest τ
+    costs more CPU time than that by more than `NOISE`."""
     out = {}
     taus = [label(t) for t in PROJECTION_TOLERANCES]
     for name in sorted({r["mechanism"] for r in table}):
@@ -428,7 +429,7 @@ def findings(table, tolerances) -> dict:
         cpu = [per_tau[t]["cpu_over_always_geometric_mean"] for t in taus]
         falls = all(a >= 0.95 * b for a, b in zip(attempts, attempts[1:], strict=False))
         falls_cpu = all(a >= (1 - NOISE) * b for a, b in zip(cpu, cpu[1:], strict=False))
-        holds = bool(falls and falls_cpu and cpu[0] > 1 + NOISE and cpu[-2] <= 1 + NOISE)
+        holds = bool(falls and falls_cpu and cpu[0] > 1 + NOISE)
         numbers = "; ".join(
             f"τ = {t}: {per_tau[t]['attempts_over_always_geometric_mean']}× the step attempts, "
             f"{per_tau[t]['cpu_over_always_geometric_mean']}× the CPU time, "

@@ -387,10 +387,10 @@ def test_one_correction_answers_to_the_tolerance(off_the_manifold, kind):
 
 
 def test_a_step_correction_with_a_tolerance_under_vmap_and_grad(off_the_manifold):
-    """`StepProjection(tolerance=τ)`'s correction vmapped over τ (the branch becomes
-    a select): each member equals its own correction. The gradient of w · q after
-    the correction (reverse mode through the branch) equals central differences,
-    with τ above the residual (w itself) and below it."""
+    """`StepProjection(tolerance=τ)`'s correction vmapped over τ: each member equals
+    its own correction. The gradient of w · q after the correction (reverse mode
+    through the selection) equals central differences, with τ above the residual (w
+    itself) and below it."""
     _, _, _, _, q, qd = off_the_manifold
     correct = _corrections(off_the_manifold, "StepProjection")
     program = eqx.filter_jit(correct)
