@@ -821,14 +821,15 @@ def hexapod(
     at the leg's middle), and a spherical joint `S{k}` between the `platform` (a
     disc of radius `platform_radius` + 0.05 m, 0.04 m thick, `platform_mass` [kg])
     and the upper body, its frame's e₀ along the leg (so `S{k}`'s "force e0" is the
-    leg's axial force). Rod inertias of square sections about their centres of
-    mass (`_rod_inertia`), body axes global at the initial pose. The base points lie
-    on a circle of radius `base_radius` [m] at 120j° ± `spread` [rad], the
-    platform's on a circle of radius `platform_radius` at 120j° + 60° ∓ `spread`,
-    the platform `height` [m] above the base (legs 0.896 m long); the universal
-    joint's ground pin is horizontal and perpendicular to the leg, its leg pin
-    perpendicular to both. Gravity `g` along −z. Marker `centre`: the platform's
-    centre.
+    leg's axial force). Rod inertias of square sections (side s, length l) about
+    their centres of mass, m (l² + s²)/12 across and m s²/6 along the leg, body axes
+    global at the initial pose. The base points lie on a circle of radius
+    `base_radius` [m] at 120j° ± `spread` [rad], the platform's on a circle of
+    radius `platform_radius` at 120j° + 60° ± `spread`, leg 2j + 1 from 120j° +
+    `spread` to 120j° + 60° − `spread`, leg 2j + 2 its mirror image; the platform
+    `height` [m] above the base (0.896 m legs by default). The universal joint's
+    ground pin is horizontal and perpendicular to the leg, its leg pin perpendicular
+    to both. Gravity `g` along −z. Marker `centre`: the platform's centre.
 
     Bodies: 13 moving (12 legs and the platform); n = 13 · 12 = 156 natural
     coordinates. Pairs, in row order: `U1`, `P1`, `S1`, …, `U6`, `P6`, `S6`
