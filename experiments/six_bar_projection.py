@@ -73,10 +73,10 @@ geometric mean over the seven tolerances, against projecting every step end:
   times (τ = 1e-9 against always on the 6-bar).
 
 Run:
-    .venv/bin/python experiments/six_bar_projection.py [--quick]   # ≈ 8-10 min on 2 cores
+    .venv/bin/python experiments/six_bar_projection.py [--quick]   # ≈ 8-11 min on 2 cores
     .venv/bin/python experiments/six_bar_projection.py --replot    # finding, figure from rows
 Writes experiments/results/six_bar_projection/summary.json and fig5.png
-(`--quick`: three tolerances, one repetition, ≈ 5 min, into a temporary folder).
+(`--quick`: three tolerances, one repetition, ≈ 3 min, into a temporary folder).
 """
 
 import argparse
