@@ -37,6 +37,13 @@ class AbstractDriftControl(eqx.Module):
     """Whether it projects the state at the end of every integrator step (the
     validity criterion then holds step ends to the projection's tolerance)."""
 
+    def residual_bound(self):
+        """The residual [m, rad, m/s] below which this drift control leaves a state
+        uncorrected (its `tolerance`), or None (it corrects whatever the residual,
+        or does not project). The validity criterion holds states to at least it:
+        a user who asked for τ is not stopped for a residual below τ."""
+        return None
+
     def gamma(self, terms) -> Float[Array, " nc"]:
         """Γ the accelerations are solved with, from the `Terms` of the equations
         of motion (default: the constraints' own Γ)."""

@@ -150,6 +150,9 @@ class Projection(AbstractDriftControl):
             return step()
         return jnp.where(jnp.max(jnp.abs(residual)) > self.tolerance, step(), 0.0)
 
+    def residual_bound(self):
+        return self.tolerance
+
     def gamma(self, terms) -> Float[Array, " nc"]:
         return terms.gamma if self.baumgarte is None else self.baumgarte.gamma(terms)
 

@@ -25,6 +25,7 @@ here is measured by `experiments/six_bar_projection.py`.
 
 import abc
 import dataclasses
+from typing import ClassVar
 
 import diffrax
 import equinox as eqx
@@ -153,12 +154,13 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
             )
         check_tolerance("StepProjection", self.tolerance)
 
-    @property
-    def projects_steps(self) -> bool:  # pyright: ignore[reportIncompatibleVariableOverride]
-        """Whether every step end is projected (a static fact: with a `tolerance`
-        only those beyond it are, and the validity criterion holds step ends to
-        the residual of unprojected states)."""
-        return self.tolerance is None
+    projects_steps: ClassVar[bool] = True
+    """Every step end is projected where its residual exceeds `tolerance` (every one
+    without): the validity criterion holds step ends to the projected tolerance or
+    to `tolerance`, whichever is larger (`residual_bound`)."""
+
+    def residual_bound(self):
+        return self.tolerance
 
     def gamma(self, terms) -> Float[Array, " nc"]:
         return terms.gamma if self.baumgarte is None else self.baumgarte.gamma(terms)
