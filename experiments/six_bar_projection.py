@@ -373,20 +373,22 @@ def main(quick: bool, out: pathlib.Path) -> None:
 def source() -> dict:
     """Where the redundax that ran was imported from, its git commit (None outside a
     git checkout) and whether its `src/` had changes not committed."""
-    path = pathlib.Path(rx.__file__).resolve().parents[2]
+    # git finds the checkout above the package's own folder (no path is read here).
+    package = pathlib.Path(rx.__file__).resolve().parent
 
     def git(*args):
         try:
             done = subprocess.run(
-                ["git", "-C", str(path), *args], capture_output=True, text=True, check=True
+                ["git", "-C", str(package), *args], capture_output=True, text=True, check=True
             )
         except (OSError, subprocess.CalledProcessError):
             return None
         return done.stdout.strip()
 
     commit = git("rev-parse", "HEAD")
-    changed = None if commit is None else bool(git("status", "--porcelain", "--", "src"))
-    return {"path": str(path), "commit": commit, "src_changed": changed}
+    root = git("rev-parse", "--show-toplevel")
+    changed = None if commit is None else bool(git("status", "--porcelain", "--", "."))
+    return {"path": root or str(package), "commit": commit, "src_changed": changed}
 
 
 def write(summary: dict, out: pathlib.Path) -> None:
