@@ -11,11 +11,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from .._block_pattern import BlockPattern, coupling, symbolic_factorisation
+from .._block_pattern import BlockPattern, coupling, joint_pattern, symbolic_factorisation
 from .._bodies import MASS_PIVOTS_MAX_CONDITION as MASS_PIVOTS_MAX_CONDITION, MassFacts
 from .._equations import LocalTerms, Terms
 from .._precision import precise
 from .._structure import Structure
+from . import _block_null_space
 
 PIVOT_RTOL = precise(1e-6, 1e-4)
 """A row of S is dropped when its LDLᵀ pivot is at or below this fraction of its
@@ -63,14 +64,16 @@ def _weight(pivot, floor):
     return jnp.where(pivot > floor, s * s * (3.0 - 2.0 * s), 0.0)
 
 
-def _ldl(A, floor, weights=None):
+def _ldl(A, floor, weights=None, monitored=None):
     """A ≈ L D Lᵀ (L unit lower triangular), unrolled over the columns, with the
     pivots of weak columns softened and those at or below `floor` dropped
     (`_weight`): the inverse pivot of column j is w_j / d_j and its column of
     L is scaled alike, so a dropped column (w_j = 0) has L[:, j] = e_j, no
     multiplier and no influence on the later columns. `weights`: the w_j given
     (decided on another matrix; `floor` is then ignored); both None: no dropping
-    (A positive definite).
+    (A positive definite). `monitored` (bool per column; None: all): the columns
+    whose pivot is tested; the others keep w_j = 1 whatever their pivot (a
+    body's rigid-body rows, Kraus et al. §8, and padding).
 
     **Returns:** (L, inverse pivots w / d, 0 where dropped; the weights w; the
     pivots d)."""
@@ -85,7 +88,8 @@ def _ldl(A, floor, weights=None):
         pivot = v[j]
         pivots = pivots.at[j].set(pivot)
         if weights is None and floor is not None:
-            ws = ws.at[j].set(_weight(pivot, floor[j]))
+            w = _weight(pivot, floor[j])
+            ws = ws.at[j].set(w if monitored is None else jnp.where(monitored[j], w, 1.0))
         w = ws[j]
         dinv = dinv.at[j].set(w / jnp.where(w > 0, pivot, 1.0))
         U = U.at[:, j].set(jnp.where(index > j, v, 0.0))
@@ -144,10 +148,12 @@ class _Plan(NamedTuple):
     *supernode* of consecutive blocks of the pattern's order (`size` rows at most),
     coupled to at most `width` later steps. Entries 0…n−1 are the diagonal blocks,
     then one per coupled (later step, step); the last entry, row `nc` and step `n`
-    are sinks for the padding."""
+    are sinks for the padding. The steps follow `BlockPattern.elimination`: the
+    rigid-body blocks first, whatever the pattern's order."""
 
     rows: np.ndarray  # (n, size): rows of C by step, padded with nc
     valid: np.ndarray  # (n, size)
+    monitored: np.ndarray  # (n, size): rows whose pivot may drop them (a pair's)
     later: np.ndarray  # (n, width): later steps, padded with n
     off: np.ndarray  # (n, width): entry of (later step, step), padded with the sink
     update: np.ndarray  # (n, width, width): entry updated by (a, b), a ≥ b; else sink
@@ -161,7 +167,7 @@ def _plan(pattern: BlockPattern, max_rows: int | None = None) -> _Plan:
     # Supernodes: consecutive blocks of the elimination order, up to max_rows rows.
     nodes: list[list[int]] = []
     count = 0
-    for g in pattern.order:
+    for g in pattern.elimination:
         r = len(pattern.rows[g])
         if not nodes or count + r > max_rows:
             nodes.append([])
@@ -172,8 +178,11 @@ def _plan(pattern: BlockPattern, max_rows: int | None = None) -> _Plan:
     node_rows = [[r for g in node for r in pattern.rows[g]] for node in nodes]
     size = max((len(r) for r in node_rows), default=1) or 1
     rows = np.full((n, size), nc, dtype=int)
-    for k, r in enumerate(node_rows):
-        rows[k, : len(r)] = r
+    monitored = np.zeros((n, size), dtype=bool)
+    for k, node in enumerate(nodes):
+        flags = [not pattern.rigid[g] for g in node for _ in pattern.rows[g]]
+        rows[k, : len(flags)] = node_rows[k]
+        monitored[k, : len(flags)] = flags
     # Symbolic factorisation over the supernodes, in order.
     node_bodies = [tuple({b for g in node for b in pattern.bodies[g]}) for node in nodes]
     later_sets, _ = symbolic_factorisation(coupling(node_bodies))
@@ -195,7 +204,7 @@ def _plan(pattern: BlockPattern, max_rows: int | None = None) -> _Plan:
     pairs = np.zeros((sink, 2), dtype=int)
     for (i, k), e in entry.items():
         pairs[e] = (i, k)
-    return _Plan(rows, rows < nc, later, off, update, pairs, sink)
+    return _Plan(rows, rows < nc, monitored, later, off, update, pairs, sink)
 
 
 class BlockSolution(NamedTuple):
@@ -254,7 +263,8 @@ def _gram(plan: _Plan, nb: int, X, XB, WX):
 def _factor(plan: _Plan, entries, floors=None, weights=None):
     """The block LDLᵀ factorisation of the padded `entries` in the plan's order,
     one `lax.scan` step per supernode, each diagonal block by `_ldl` with the
-    step's `floors` or `weights` (n, size; see there).
+    step's `floors` or `weights` (n, size; see there). Only the rows the plan
+    monitors (a pair's) are tested: a rigid-body row keeps its weight 1.
 
     **Returns:** (the entries with the L_ik in place of the off-diagonal blocks;
     per step L_kk⁻¹, the inverse pivots, the weights and the pivots)."""
@@ -268,8 +278,8 @@ def _factor(plan: _Plan, entries, floors=None, weights=None):
     coupled = jnp.asarray(plan.off < plan.n_entries)[:, :, None, None]  # not padding
 
     def eliminate(E, xs):
-        step, off_k, update_k, coupled_k, floor, weights = xs
-        L, dinv, w, pivots = _ldl(_take(E, step), floor, weights)
+        step, off_k, update_k, coupled_k, monitored, floor, weights = xs
+        L, dinv, w, pivots = _ldl(_take(E, step), floor, weights, monitored)
         Linv = _unit_lower_inverse(L)
         G = jnp.einsum("wac,bc->wab", jnp.where(coupled_k, _take(E, off_k), 0.0), Linv)
         change = jnp.einsum("xac,c,ybc->xyab", G, dinv, G)
@@ -278,7 +288,8 @@ def _factor(plan: _Plan, entries, floors=None, weights=None):
         return E, (Linv, dinv, w, pivots)
 
     xs = (jnp.arange(n), jnp.asarray(plan.off), jnp.asarray(plan.update), coupled)
-    return jax.lax.scan(eliminate, entries, (*xs, floors, weights))
+    monitored = jnp.asarray(plan.monitored)
+    return jax.lax.scan(eliminate, entries, (*xs, monitored, floors, weights))
 
 
 @eqx.filter_jit
@@ -316,15 +327,18 @@ def block_solve(
     rtol: float = PIVOT_RTOL,
     mass_inverse: Float[Array, "nb dof dof"] | None = None,
     pivots: str = "mass",
+    metric: Float[Array, "nb dof dof"] | None = None,
 ) -> BlockSolution:
     """(q̈, μ, active rows) of M q̈ + Cᵀ μ = F, C q̈ = Γ by the block factorisation
     (module docstring), C given row by row in local form (`R`, `B`: see
     [`redundax.equations.constraint_rows`][]) and M by its body blocks (and their inverses
     `mass_inverse` when known, e.g. `LocalTerms.mass_inverse`). `pivots`: the
     metric of the partitioning's pivots, `"mass"` (those of C M⁻¹ Cᵀ) or
-    `"coordinates"` (those of C Cᵀ, by a second factorisation; see
-    `MASS_PIVOTS_MAX_CONDITION`). Compiled once per pattern (a called-eagerly solve
-    is one program, not thousands of small ones)."""
+    `"coordinates"` (those of C G⁻¹ Cᵀ for the coordinates' metric G, by a second
+    factorisation; see `MASS_PIVOTS_MAX_CONDITION`): G the identity, or per body
+    the blocks `metric` (the null-space form's VᵀV, which makes them the pivots of
+    C Cᵀ after the rigid-body rows). Compiled once per pattern (a called-eagerly
+    solve is one program, not thousands of small ones)."""
     plan = _plan(pattern)
     n, size = plan.rows.shape
     nc, dof, nb = pattern.n_rows, pattern.dof, pattern.n_bodies
@@ -345,7 +359,11 @@ def block_solve(
     if pivots == "coordinates":
         # The rows kept are decided on C Cᵀ (the metric of the structure's rank),
         # and the factorisation of C M⁻¹ Cᵀ keeps exactly those, with their weights.
-        kept, diag_c = _gram(plan, nb, X, XB, X)
+        WX = X
+        if metric is not None:
+            W = jnp.concatenate([jax.vmap(_spd_inverse)(metric), jnp.zeros((1, dof, dof), dtype)])
+            WX = jnp.sum(W[XB] * X[..., None, :], axis=-1)
+        kept, diag_c = _gram(plan, nb, X, XB, WX)
         _, (_, _, weights, _) = _factor(plan, kept, rtol * diag_c)
         floors = None
     else:
@@ -401,11 +419,61 @@ def block_solve(
     return BlockSolution(qdd[:nb].reshape(-1), mu, active)
 
 
+FORMS = ("descriptor", "null-space")
+
+
+@eqx.filter_jit
+def null_space_block_solve(
+    pattern: BlockPattern,
+    R: Float[Array, "nc P dof"],
+    B: Int[Array, "nc P"],
+    mass_blocks: Float[Array, "nb dof dof"],
+    F: Float[Array, " nq"],
+    gamma: Float[Array, " nc"],
+    rtol: float = PIVOT_RTOL,
+    pivots: str = "mass",
+) -> BlockSolution:
+    """[`block_solve`][redundax.internal.block_solve] in the null-space form (Kraus et al.
+    §6; `redundax.methods._block_null_space`): every body's six rigid-body rows
+    eliminated by its null-space basis D(p) N̄, the pairs' rows factorised alone
+    in 6 coordinates per body, the same q̈; μ on the rigid-body rows from each
+    body's balance. The rigid-body rows are always active. Spatial bodies in
+    natural coordinates only (every body with its rigid-body rows)."""
+    reduced = joint_pattern(pattern, _block_null_space.TWIST)
+    Rt, Bj, Mt, Ft, gamma_t, metric, reduction = _block_null_space.reduce(
+        pattern, R, B, mass_blocks, F, gamma
+    )
+    solution = block_solve(
+        reduced,
+        Rt,
+        Bj,
+        Mt,
+        Ft,
+        gamma_t,
+        rtol,
+        None,
+        pivots,
+        metric if pivots == "coordinates" else None,
+    )
+    qdd, mu = _block_null_space.recover(
+        pattern, reduction, R, B, mass_blocks, F, solution.qdd, solution.multipliers
+    )
+    _, pair_rows = _block_null_space.rigid_rows(pattern)
+    active = jnp.ones(pattern.n_rows, bool).at[pair_rows].set(solution.active)
+    return BlockSolution(qdd, mu, active)
+
+
 def block_solution(
-    terms: Terms | LocalTerms, gamma, structure: Structure, pivot_rtol: float, pivots: str | None
+    terms: Terms | LocalTerms,
+    gamma,
+    structure: Structure,
+    pivot_rtol: float,
+    pivots: str | None,
+    form: str = "descriptor",
 ) -> BlockSolution:
     """q̈, μ and the active rows at the state of `terms` by the block solver
-    ([`BlockSparse`][redundax.methods.BlockSparse] with `pivot_rtol` and `pivots`)."""
+    ([`BlockSparse`][redundax.methods.BlockSparse] with `pivot_rtol`, `pivots` and
+    `form`)."""
     pattern = structure.blocks
     if isinstance(terms, LocalTerms):
         R, B, blocks = terms.R, terms.B, terms.mass_blocks
@@ -414,6 +482,8 @@ def block_solution(
         nb, dof = pattern.n_bodies, pattern.dof
         blocks = terms.M.reshape(nb, dof, nb, dof)[np.arange(nb), :, np.arange(nb), :]
     pivots = pivots or mass_pivots(structure.mass_facts)
+    if form == "null-space" and any(pattern.rigid):
+        return null_space_block_solve(pattern, R, B, blocks, terms.F, gamma, pivot_rtol, pivots)
     return block_solve(
         pattern, R, B, blocks, terms.F, gamma, pivot_rtol, terms.mass_inverse, pivots
     )

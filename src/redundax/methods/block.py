@@ -7,9 +7,12 @@ constraint blocks, S μ = C M⁻¹ F − Γ with S = C M⁻¹ Cᵀ, q̈ = M⁻¹
 1. M⁻¹ body by body (M is block diagonal in absolute and natural coordinates);
 2. S only in the blocks of its pattern (two constraint blocks couple only through
    a common moving body), factorised S = L D Lᵀ block by block in the order the
-   [`BlockPattern`][redundax.internal.BlockPattern] fixed on the host, with fill-in only
-   where its symbolic factorisation put it (none for chains, trees and loops
-   through the ground; along the loop for a loop off the ground). Every block is
+   [`BlockPattern`][redundax.internal.BlockPattern] fixed on the host (every body's
+   rigid-body rows first, then the pairs), with fill-in only where its symbolic
+   factorisation put it: none for chains, trees and loops through the ground
+   (the 6-bar, Bricard, IFToMM A02's chains), along the loop for a loop off the
+   ground (a ring of n bodies hung from the ground by one: n − 3 blocks, at
+   bandwidth 2 planar, 3 spatial). Every block is
    padded to one size and every step to one number of coupled blocks, so the
    factorisation is one `lax.scan` of small dense products in pure `jax.numpy`:
    no LAPACK call, so `vmap` turns it into wide array arithmetic and `grad` flows
@@ -20,7 +23,12 @@ constraint blocks, S μ = C M⁻¹ F − Γ with S = C M⁻¹ Cᵀ, q̈ = M⁻¹
    row's own S_jj (the row is, to that accuracy, a combination of rows eliminated
    before it) drops the row: its multiplier is set to zero and it takes no
    further part, which is eliminating that constraint (Kraus et al. §8), with no
-   restart. A row whose pivot is less than `SOFT_DECADES` above the threshold is
+   restart. Only the pairs' rows are monitored: a body's six rigid-body rows
+   (natural coordinates) are eliminated before every pair and keep their full
+   weight whatever their pivot, the pattern's order or `pivot_rtol` ("keep the
+   rigid body constraints in the active set all the time ... monitor each
+   diagonal joint block only", §8); they are independent of each other wherever
+   the body's axes are. A row whose pivot is less than `SOFT_DECADES` above the threshold is
    enforced softly (a compliant constraint whose compliance grows to infinity at
    the threshold), so that q̈ stays a C¹ function of the state when a row leaves
    or joins. The pivots are those of C M⁻¹ Cᵀ itself where M is well
@@ -36,6 +44,25 @@ constraint blocks, S μ = C M⁻¹ F − Γ with S = C M⁻¹ Cᵀ, q̈ = M⁻¹
 q̈ is the unique constrained acceleration (every exact method's); μ is one
 particular set of multipliers, zero on the dropped rows, and the reactions the
 [`Structure`][redundax.Structure] flags unique equal every other method's.
+
+Two forms of the same solve (`BlockSparse.form`):
+
+- `"descriptor"` (default): the full descriptor form, Kraus et al. Eq. (1): every
+  body's 12 natural coordinates, and its rigid-body rows as one more constraint
+  block of S;
+- `"null-space"`: Kraus et al. §6, "by using a null-space method and exploiting
+  the very simple structure of the transformed and constant matrix G_RC D": each
+  body's rigid-body rows G are eliminated by the basis V = D(p) N̄ of their null
+  space (G D = Ḡ is constant, Eq. (10), so N̄ is a constant 12 × 6 matrix), and S
+  holds the pairs' rows alone, in 6 coordinates per body with the 6 × 6 reduced
+  masses Vᵀ M V (`redundax.methods._block_null_space` gives the math). The same
+  q̈ and the same active rows at regular states; the rigid-body rows are never in
+  the partitioning at all, and their multipliers come from each body's balance. A
+  pair row's relative pivot is then taken against its part that the rigid-body
+  rows leave (its S_jj after them), not its whole S_jj: near a singular
+  configuration a nearly dependent row is dropped a little later than in the
+  descriptor form. Planar bodies (absolute coordinates) have no rigid-body rows:
+  there the null-space form is the descriptor form, the same program.
 """
 
 from typing import ClassVar
@@ -48,6 +75,7 @@ from .._structure import Structure
 from ._base import AbstractRedundancyMethod
 from ._block_kernel import (
     ENTRY_CHUNK as ENTRY_CHUNK,
+    FORMS as FORMS,
     MASS_PIVOTS_MAX_CONDITION as MASS_PIVOTS_MAX_CONDITION,
     PIVOT_RTOL as PIVOT_RTOL,
     PIVOTS as PIVOTS,
@@ -58,6 +86,7 @@ from ._block_kernel import (
     block_solve as block_solve,
     mass_conditioned as mass_conditioned,
     mass_pivots as mass_pivots,
+    null_space_block_solve as null_space_block_solve,
     row_pivots as row_pivots,
 )
 
@@ -86,10 +115,16 @@ class BlockSparse(AbstractRedundancyMethod):
 
     pivot_rtol: float = eqx.field(static=True, default=PIVOT_RTOL)
     pivots: str | None = eqx.field(static=True, default=None)
+    form: str = eqx.field(static=True, default="descriptor")
     partitions: ClassVar[bool] = True
     needs_mass_inverse: ClassVar[bool] = True
 
     def __check_init__(self):
+        if self.form not in FORMS:
+            raise ValueError(
+                f"BlockSparse field 'form': expected 'descriptor' (default) or "
+                f"'null-space', got {self.form!r}"
+            )
         if self.pivots is not None and self.pivots not in PIVOTS:
             raise ValueError(
                 f"BlockSparse field 'pivots': expected None, 'mass' or 'coordinates', "
@@ -110,7 +145,9 @@ class BlockSparse(AbstractRedundancyMethod):
 
     def solve(self, terms: Terms | LocalTerms, gamma, structure: Structure) -> BlockSolution:
         """q̈, μ and the active rows at the state of `terms`."""
-        return block_solution(terms, gamma, structure, self.pivot_rtol, self.pivots)
+        return block_solution(
+            terms, gamma, structure, self.pivot_rtol, self.pivots, self.form
+        )
 
     def acceleration(self, terms, gamma, structure):
         return self.solve(terms, gamma, structure).qdd
