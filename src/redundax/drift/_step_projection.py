@@ -25,7 +25,6 @@ here is measured by `experiments/six_bar_projection.py`.
 
 import abc
 import dataclasses
-from typing import ClassVar
 
 import diffrax
 import equinox as eqx
@@ -154,10 +153,16 @@ class StepProjection(AbstractDriftControl, AbstractStepEnd):
             )
         check_tolerance("StepProjection", self.tolerance)
 
-    projects_steps: ClassVar[bool] = True
-    """Every step end is projected where its residual exceeds `tolerance` (every one
-    without): the validity criterion holds step ends to the projected tolerance or
-    to `tolerance`, whichever is larger (`residual_bound`)."""
+    @property
+    def projects_steps(self) -> bool:  # pyright: ignore[reportIncompatibleVariableOverride]
+        """Whether every step end is projected (a static fact). With a `tolerance` only
+        those beyond it are, and the validity criterion holds step ends to the
+        residual of unprojected states (or to the tolerance, if larger:
+        `residual_bound`): near a singular pose a correction that starts from a
+        residual of τ may end above the projected tolerance (the 6-bar at its
+        straight-leg pose, τ = 1e-6: 1.4e-6 after the correction, where every step
+        end corrected stays below 1e-6)."""
+        return self.tolerance is None
 
     def residual_bound(self):
         return self.tolerance
