@@ -34,43 +34,41 @@ state's distance from a reference (tol = 1e-12, τ = None), the largest distance
 of the saved states from the branch the motion starts on (`off_branch`) and, for
 A02, B0's largest distance from the exact motion.
 
-**Finding** (the committed run; step counts are deterministic, CPU times are the
-best of three on the 2-core machine shared with other jobs; `summary.json`,
-"finding"): **the seed's finding holds on both motions — the stricter τ, the fewer
-steps and the shorter the run, down to a projection at every step end — but the
-seed's reason (more changes of the active set) explains it on A02 only.** In
-geometric mean over the seven tolerances, against projecting every step end:
+**Finding** (the committed run, commit 6d8b925, 519 s; step counts are
+deterministic, CPU times are the best of three on the 2-core machine shared with
+other jobs; `summary.json`, "finding"): **the seed's finding holds on A02, for the
+seed's reason, and not on the 6-bar, where τ changes neither the steps nor the
+active set.** In geometric mean over the seven tolerances, against projecting every
+step end:
 
 | | τ = 1e-3 | τ = 1e-6 | τ = 1e-9 |
 |---|---|---|---|
-| A02: step attempts / CPU time | 4.7× / 4.6× | 2.39× / 2.44× | 1.26× / 1.33× |
-| A02: active-set changes (sum; always: 24) | 40 | 80 | 48 |
-| 6-bar: step attempts / CPU time | 1.36× / 1.27× | 1.38× / 1.28× | 1.02× / 1.01× |
-| 6-bar: active-set changes (sum; always: 520) | 362 | 590 | 524 |
+| A02: step attempts / CPU time | 4.68× / 4.48× | 2.46× / 2.26× | 1.17× / 1.15× |
+| A02: active-set changes (sum; always: 30) | 46 | 86 | 42 |
+| 6-bar: step attempts / CPU time | 1.08× / 1.00× | 1.09× / 1.01× | 1.02× / 0.94× |
+| 6-bar: active-set changes (sum; always: 120) | 242 | 126 | 128 |
 
 - A02: projected at every step end, the chain reaches its flat poses on its
-  constraints and the block solver keeps its active set (0 changes at tol ≥ 1e-6;
-  tol = 1e-6: 99 step attempts, B0 within 6.8e-4 m of the exact motion). Reaching
-  them up to τ = 1e-6 off, the dependent rows leave and rejoin the active set at
-  every flat pose (16 changes) and the run takes 477 attempts, 4.8× the CPU time;
-  worse, the velocity corrections there change the energy (by 0.7-1.8 J at tol ≤
-  1e-6, against 5e-4 J and less) and B0 strays up to 2 m from the exact motion,
-  still on the parallelogram branch. τ = 1e-9 costs nothing where the tolerance is looser than
-  1e-8, and up to 2.5× the attempts where it is about the integration tolerance.
-- 6-bar: the active set changes at every straight-leg pose of the exact motion,
-  whatever τ (88 changes for τ = 1e-6, 1e-9 and always at tol ≤ 1e-8), yet τ = 1e-6
-  takes 1.25-1.58× the attempts of always: there the extra steps are the cost of
-  reaching the singular pose off the constraints (energy drift 0.01-0.03 J against
-  1.5e-4-4.9e-3 J), not of more changes of the active set. τ = 1e-9 costs the same
-  as always (1.02×, 1.01×).
+  constraints and the block solver keeps its active set (0 changes at tol ≥ 1e-6).
+  Reaching them up to τ = 1e-6 off, the dependent rows leave and rejoin the active
+  set at every flat pose (16-18 changes per run at tol ≤ 1e-6) and the runs take
+  2.5-4.5× the attempts; the velocity corrections there also change the energy (by
+  0.3-2.3 J, against 1e-6-4e-4 J projecting every step end).
+- 6-bar: the partitioning monitors the pairs' rows only (the rigid-body rows are
+  never dropped, issue 39): the active set changes at every straight-leg pose of
+  the exact motion, 22 times per run at tol ≤ 1e-7 whatever τ ≤ 1e-6, and the runs
+  take the same steps within 9 %. Before that change (commit 8e529b7, rigid-body
+  rows monitored too) the 6-bar logged 88 changes per run and τ = 1e-6 took 1.38×
+  the attempts: the rows that came and went were rigid-body rows, which Kraus et al.
+  keep active for this reason (§8).
 - τ = 1e-3 is larger than what keeps a motion on its branch at a singular pose:
-  13 of its 14 runs switch branch (A02 leaves the parallelogram, B1 − B0 up to 2 m
-  from (1, 0); the 6-bar's legs fold unlike), and 5 of them leave their constraints and
-  are stopped by the validity check before 10 s (marked in the figure): its costs
-  are those of another motion, and the verdict is judged on the other τ.
+  all 14 of its runs switch branch (A02's B1 − B0 up to 2 m from (1, 0); the
+  6-bar's legs fold unlike, its energy off by 39 J), and 4 are stopped by the
+  validity check before 10 s (marked in the figure): its costs are those of another
+  motion, and the verdict is judged on the other τ.
 - The projection itself is cheap, as the seed says: two solves per step against
   13-14 evaluations of Dopri8's stages; where the steps are the same, so are the
-  times (τ = 1e-9 against always on the 6-bar).
+  times (the 6-bar).
 
 Run:
     .venv/bin/python experiments/six_bar_projection.py [--quick]   # ≈ 8-11 min on 2 cores
