@@ -59,8 +59,9 @@ step end:
   the exact motion, 22 times per run at tol ≤ 1e-7 whatever τ ≤ 1e-6, and the runs
   take the same steps within 9 %. Before that change (commit 8e529b7, rigid-body
   rows monitored too) the 6-bar logged 88 changes per run and τ = 1e-6 took 1.38×
-  the attempts: the rows that came and went were rigid-body rows, which Kraus et al.
-  keep active for this reason (§8).
+  the attempts. What changed is the partitioning (rigid-body rows eliminated first
+  and never monitored, the row dropped now one of the loop-closing pair's); which
+  rows came and went in the earlier runs was not recorded.
 - τ = 1e-3 is larger than what keeps a motion on its branch at a singular pose:
   all 14 of its runs switch branch (A02's B1 − B0 up to 2 m from (1, 0); the
   6-bar's legs fold unlike, its energy off by 39 J), and 4 are stopped by the
