@@ -1,7 +1,8 @@
 """The block-sparse solver with constraint partitioning (`rx.methods.BlockSparse`, Kraus et
-al. 2001 §6 and §8) against the dense null-space method: the same q̈, the same
-unique reactions, at consistent states of planar and spatial mechanisms, chains
-and loops; eager ≡ jit, vmap ≡ loop, and gradients against central differences."""
+al. 2001 §6 and §8), in its descriptor and null-space forms, against the dense
+null-space method: the same q̈, the same unique reactions, at consistent states of
+planar and spatial mechanisms, chains and loops; rigid-body rows never dropped;
+eager ≡ jit, vmap ≡ loop, and gradients against central differences."""
 
 import dataclasses
 
@@ -16,6 +17,7 @@ import redundax as rx
 from helpers import central_difference, consistent_states, planar_twin
 from redundax import models
 from redundax._equations import dynamics_terms
+from redundax.methods._block_kernel import _ldl
 from redundax.sweep import apply_parameters, resolve_parameters
 
 # q̈ of two exact solvers of the same consistent equations: round-off of the
@@ -63,30 +65,50 @@ def _a02_at(n: int, angle: float, rate: float) -> rx.Mechanism:
 
 @eqx.filter_jit
 def _both(model, state, structure, pivots="mass"):
+    """The dense null-space q̈ and both forms' block solutions, in one program (a
+    planar model has no rigid-body rows: its null-space form is its descriptor
+    form, the same solution)."""
     terms = dynamics_terms(model, state.q, state.qd, state.t)
     dense = rx.methods.NullSpace(schur=False).acceleration(terms, terms.gamma, structure)
-    block = rx.methods.BlockSparse(pivots=pivots).solve(terms, terms.gamma, structure)
-    return dense, block, terms
+    forms = ("descriptor", "null-space") if model.internal_rows else ("descriptor",)
+    blocks = [
+        rx.methods.BlockSparse(pivots=pivots, form=form).solve(terms, terms.gamma, structure)
+        for form in forms
+    ]
+    return dense, blocks * (3 - len(forms)), terms
 
 
 @pytest.mark.parametrize("pivots", ["mass", "coordinates"])
 @pytest.mark.parametrize("name", MECHANISMS)
 def test_block_solver_gives_the_null_space_acceleration(name, pivots):
-    """With the pivots of C M⁻¹ Cᵀ (Kraus et al.) and with those of C Cᵀ."""
+    """With the pivots of C M⁻¹ Cᵀ (Kraus et al.) and with those of C Cᵀ; in the
+    descriptor form and in the null-space form (the same as the descriptor form for
+    the planar ones, which have no rigid-body rows)."""
     mech = MECHANISMS[name]()
     model, state = mech.build(), mech.initial_state()
+    internal = np.asarray(model.internal_rows, dtype=int)
     for s in consistent_states(model, state, 3, seed=len(name)):
         structure = rx.decide(model, s.q, s.t)
-        dense, block, terms = _both(model, s, structure, pivots)
+        dense, (block, reduced), terms = _both(model, s, structure, pivots)
         scale = float(jnp.max(jnp.abs(dense)))
         assert scale > 1e-3, "a state that does not move tests nothing"
-        assert float(jnp.max(jnp.abs(block.qdd - dense))) < TOL_SAME_QDD * scale, name
-        # The partitioning drops exactly the redundant rows, and the kept
-        # multipliers satisfy M q̈ + Cᵀ μ = F.
-        assert int(jnp.sum(~block.active)) == int(structure.redundancy), name
-        balance = terms.M @ block.qdd + terms.C.T @ block.multipliers - terms.F
-        assert float(jnp.max(jnp.abs(balance))) < TOL_SAME_QDD * float(
-            jnp.max(jnp.abs(terms.F)) + scale
+        for solution in (block, reduced):
+            assert float(jnp.max(jnp.abs(solution.qdd - dense))) < TOL_SAME_QDD * scale, name
+            # The partitioning drops exactly the redundant rows, never a rigid-body
+            # row, and the multipliers satisfy M q̈ + Cᵀ μ = F.
+            assert int(jnp.sum(~solution.active)) == int(structure.redundancy), name
+            assert bool(jnp.all(solution.active[internal]))
+            balance = terms.M @ solution.qdd + terms.C.T @ solution.multipliers - terms.F
+            assert float(jnp.max(jnp.abs(balance))) < TOL_SAME_QDD * float(
+                jnp.max(jnp.abs(terms.F)) + scale
+            )
+        # The two forms keep the same rows and give the same multipliers (those
+        # of the kept pairs' rows are unique, and each body's balance fixes its
+        # rigid-body rows').
+        np.testing.assert_array_equal(reduced.active, block.active)
+        mu_scale = float(jnp.max(jnp.abs(block.multipliers)))
+        assert float(jnp.max(jnp.abs(reduced.multipliers - block.multipliers))) < (
+            TOL_SAME_UNIQUE * mu_scale
         )
 
 
@@ -97,7 +119,9 @@ def test_block_solver_gives_the_same_unique_reactions(name):
     (s,) = consistent_states(model, state, 1, seed=7)
     structure = rx.decide(model, s.q, s.t)
     dense = rx.reactions(model, s.q, s.qd, s.t, structure=structure)
-    block = rx.reactions(model, s.q, s.qd, s.t, structure=structure, method=rx.methods.BlockSparse())
+    block = rx.reactions(
+        model, s.q, s.qd, s.t, structure=structure, method=rx.methods.BlockSparse()
+    )
     unique = np.asarray(structure.stable_unique[: len(model.pairs)])
     scale = float(jnp.max(jnp.abs(dense.wrench)))
     np.testing.assert_allclose(
@@ -106,6 +130,30 @@ def test_block_solver_gives_the_same_unique_reactions(name):
     if name == "bricard":  # nothing unique: the partitioning's choice differs from min-norm
         assert not unique.any()
         assert float(jnp.max(jnp.abs(block.wrench - dense.wrench))) > 1e-3 * scale
+
+
+def test_null_space_form_gives_the_unique_reaction_components():
+    """The 6-bar (p = 1): every reaction component the structure flags unique
+    (its rows' multipliers, the rigid-body rows' among them: 42 of 60) is the dense
+    method's with the null-space form, whose rigid-body multipliers come from each
+    body's balance; the others are its partitioning's choice, not min-norm."""
+    mech = models.six_bar()
+    model, state = mech.build(), mech.initial_state()
+    (s,) = consistent_states(model, state, 1, seed=7)
+    structure = rx.decide(model, s.q, s.t)
+    dense = rx.reactions(model, s.q, s.qd, s.t, structure=structure)
+    method = rx.methods.BlockSparse(form="null-space")
+    reduced = rx.reactions(model, s.q, s.qd, s.t, structure=structure, method=method)
+    unique = np.asarray(dense.component_unique)
+    assert unique[list(model.internal_rows)].any() and unique.sum() < unique.size
+    scale = float(jnp.max(jnp.abs(dense.multipliers)))
+    np.testing.assert_allclose(
+        reduced.multipliers[unique],
+        dense.multipliers[unique],
+        rtol=0,
+        atol=TOL_SAME_UNIQUE * scale,
+    )
+    assert float(jnp.max(jnp.abs(reduced.multipliers - dense.multipliers))) > 1e-3 * scale
 
 
 def test_block_pattern_of_chains_and_loops():
@@ -151,6 +199,91 @@ def test_block_solver_eager_jit_vmap_agree():
     batched = jax.jit(jax.vmap(qdd))(q, qd)
     np.testing.assert_allclose(jitted, eager, rtol=0, atol=TOL_JIT * np.max(np.abs(eager)))
     np.testing.assert_allclose(batched, eager, rtol=0, atol=TOL_JIT * np.max(np.abs(eager)))
+
+
+def test_rigid_body_rows_are_never_dropped():
+    """Kraus et al. §8: a body's rigid-body rows stay in the active set and only the
+    pairs' rows are monitored, by construction. (1) A pattern ordered with every
+    rigid-body block last, where three rigid-body rows would be the dependent rows
+    of the spatial four-bar's loop (the solver before issue 39 dropped rows 24, 36
+    and 37 there): the plan eliminates them first whatever the order, drops three
+    rows of pairs, and q̈ is the dense method's. (2) The pivot test itself: a
+    column the factorisation does not monitor keeps its full weight however small
+    its pivot, where a monitored one is dropped."""
+    name = "spatial four-bar (p = 3)"  # a state of the test above: its program reused
+    mech = MECHANISMS[name]()
+    model, state = mech.build(), mech.initial_state()
+    s = consistent_states(model, state, 3, seed=len(name))[0]
+    structure = rx.decide(model, s.q, s.t)
+    dense, _, terms = _both(model, s, structure)
+    pattern = structure.blocks
+    internal = np.asarray(model.internal_rows, dtype=int)
+    rigid = [g for g in pattern.order if set(pattern.rows[g]) <= set(internal.tolist())]
+    last = dataclasses.replace(
+        pattern, order=tuple(g for g in pattern.order if g not in rigid) + tuple(rigid)
+    )
+    local = rx.equations.local_terms(model, s.q, s.qd, s.t)
+    solution = rx.methods.block_solve(
+        last, local.R, local.B, local.mass_blocks, local.F, local.gamma
+    )
+    assert bool(jnp.all(solution.active[internal]))
+    assert int(jnp.sum(~solution.active)) == int(structure.redundancy) == 3
+    scale = float(jnp.max(jnp.abs(dense)))
+    assert float(jnp.max(jnp.abs(solution.qdd - dense))) < TOL_SAME_QDD * scale
+    # (2) Column 1 is column 0 again: pivot 0, below the floor 1e-3 × its diagonal
+    # (column 0's pivot is 1,000 times its floor: fully kept).
+    A = jnp.asarray([[2.0, 2.0, 0.0], [2.0, 2.0, 0.0], [0.0, 0.0, 1.0]])
+    floor = 1e-3 * jnp.diagonal(A)
+    _, dinv, weights, pivots = _ldl(A, floor, monitored=jnp.asarray([True, True, True]))
+    np.testing.assert_array_equal(np.asarray([pivots[1], weights[1], dinv[1]]), 0.0)
+    # Nearly so (pivot 2e-4, a tenth of its floor), in a column not monitored.
+    nearly = A + 1e-4 * jnp.eye(3)
+    _, dinv, weights, pivots = _ldl(nearly, floor, monitored=jnp.asarray([True, False, True]))
+    assert 0.0 < float(pivots[1]) < 0.2 * float(floor[1])
+    np.testing.assert_array_equal(weights, 1.0)
+    np.testing.assert_allclose(dinv[1], 1.0 / pivots[1], rtol=TOL_JIT)
+
+
+def test_null_space_form_eager_jit_vmap_and_gradient():
+    """The null-space form on the spatial four-bar: eager ≡ jit of vmap at three
+    consistent states and one off the constraints (axes no longer orthonormal, by
+    1e-5: the basis D(p) N̄ is exact there too, so q̈ is the descriptor form's);
+    and the gradient of a weighted sum of q̈ with respect to q (through the basis,
+    the reduced masses and the pairs' rows, by reverse mode) against central
+    differences of the same program's value."""
+    mech = planar_twin(models.four_bar())
+    model, state = mech.build(), mech.initial_state()
+    states = consistent_states(model, state, 3, seed=13)
+    structure = rx.decide(model, states[0].q, states[0].t)
+    rng = np.random.default_rng(13)
+    drifted = states[0].q + 1e-5 * rng.standard_normal(states[0].q.shape)
+    qs = jnp.stack([s.q for s in states] + [jnp.asarray(drifted)])
+    qds = jnp.stack([s.qd for s in states] + [states[0].qd])
+    w = jnp.asarray(rng.standard_normal(qs.shape[1]))
+
+    def qdd(q, qd, form="null-space"):
+        terms = rx.equations.local_terms(model, q, qd, state.t)
+        return rx.methods.BlockSparse(form=form).acceleration(terms, terms.gamma, structure)
+
+    @jax.jit
+    def batch_and_gradient(qs, q):
+        """One program: q̈ at every state (vmap), and w · q̈ and its gradient at q."""
+        return jax.vmap(qdd)(qs, qds), jax.value_and_grad(lambda q: w @ qdd(q, qds[0]))(q)
+
+    eager = np.stack([qdd(q, qd) for q, qd in zip(qs, qds, strict=True)])
+    batched, (_, grad) = batch_and_gradient(qs, qs[0])
+    scale = np.max(np.abs(eager))
+    np.testing.assert_allclose(batched, eager, rtol=0, atol=TOL_JIT * scale)
+    descriptor = qdd(qs[3], qds[3], "descriptor")
+    assert float(jnp.max(jnp.abs(eager[3] - descriptor))) < TOL_SAME_QDD * scale
+
+    direction = jnp.asarray(rng.standard_normal(qs.shape[1]))
+    h = 1e-5  # truncation ~h² |f'''| ~ 1e-10, round-off ~eps |f| / h ~ 1e-11
+    plus = batch_and_gradient(qs, qs[0] + h * direction)[1][0]
+    minus = batch_and_gradient(qs, qs[0] - h * direction)[1][0]
+    fd = float(plus - minus) / (2 * h)
+    assert abs(fd) > 1e-3
+    assert abs(float(grad @ direction) - fd) < TOL_GRADIENT * max(1.0, abs(fd))
 
 
 def test_block_solver_simulates_like_the_null_space_method():
@@ -253,7 +386,9 @@ def test_block_solver_on_a_chain_of_64_redundant_loops():
             pattern, local.R, local.B, local.mass_blocks, local.F, local.gamma
         )
         dense = dynamics_terms(model, state.q, state.qd, state.t)
-        reference = rx.methods.schur_acceleration(dense.C, dense.M, dense.F, dense.gamma, dense.block)
+        reference = rx.methods.schur_acceleration(
+            dense.C, dense.M, dense.F, dense.gamma, dense.block
+        )
         return block, reference
 
     for mech in mechanisms:

@@ -217,9 +217,7 @@ def joint_pattern(pattern: BlockPattern, dof: int) -> BlockPattern:
     [`BlockSparse`][redundax.methods.BlockSparse]). Rows are renumbered
     0, 1, … in the order of C's rows that remain."""
     kept = [g for g in range(pattern.n_blocks) if not pattern.rigid[g]]
-    renumber = {
-        r: k for k, r in enumerate(sorted(r for g in kept for r in pattern.rows[g]))
-    }
+    renumber = {r: k for k, r in enumerate(sorted(r for g in kept for r in pattern.rows[g]))}
     block = {g: k for k, g in enumerate(kept)}
     order = tuple(block[g] for g in pattern.elimination if not pattern.rigid[g])
     bodies = tuple(pattern.bodies[g] for g in kept)

@@ -107,6 +107,11 @@ class BlockSparse(AbstractRedundancyMethod):
       is at most `MASS_PIVOTS_MAX_CONDITION`, else `"coordinates"`, from the
       model's static `MassFacts` (`redundax._bodies`) (taken when it was built;
       [`specialise`][redundax.methods.specialise] fixes it before a run).
+    - `form`: `"descriptor"` (default) factorises every body's rigid-body rows with
+      the pairs'; `"null-space"` eliminates them body by body first (Kraus et al.
+      §6; module docstring): the same q̈, the pairs' rows alone in S. Measured per
+      right-hand side in `experiments/bench_block_forms.py`. Planar models: the
+      same as `"descriptor"`.
 
     In `simulate` it assembles only [`LocalTerms`][redundax.equations.LocalTerms] (no dense
     C or M: O(n) memory); given dense [`Terms`][redundax.equations.Terms] it reads C's blocks from
@@ -145,9 +150,7 @@ class BlockSparse(AbstractRedundancyMethod):
 
     def solve(self, terms: Terms | LocalTerms, gamma, structure: Structure) -> BlockSolution:
         """q̈, μ and the active rows at the state of `terms`."""
-        return block_solution(
-            terms, gamma, structure, self.pivot_rtol, self.pivots, self.form
-        )
+        return block_solution(terms, gamma, structure, self.pivot_rtol, self.pivots, self.form)
 
     def acceleration(self, terms, gamma, structure):
         return self.solve(terms, gamma, structure).qdd
