@@ -77,7 +77,9 @@ def test_the_dca_projection_is_the_dense_newton_step():
     rng = np.random.default_rng(0)
     q = js.q + 1e-3 * rng.standard_normal(js.q.shape)  # off the loop, on the tree
     qd = js.qd + 1e-2 * rng.standard_normal(js.q.shape)
-    one = rx.joint_coordinates.project_joint_state(jm, structure, rx.drift.StepProjection(iterations=1), q, qd, 0.0)[0]
+    one = rx.joint_coordinates.project_joint_state(
+        jm, structure, rx.drift.StepProjection(iterations=1), q, qd, 0.0
+    )[0]
     dense = q - _dense_newton_step(jm, structure, q)
     step = np.asarray(q - dense)
     assert np.max(np.abs(step)) > 1e-5  # a real correction
@@ -202,7 +204,11 @@ def test_joint_reactions_are_the_absolute_reactions():
         report = rx.joint_coordinates.joint_uniqueness(jm, structure, js[0])
         assert all(report.unique) == all_unique and any(report.unique) == all_unique
         batched = jax.jit(
-            jax.vmap(lambda q, qd: rx.joint_coordinates.joint_reactions(jm, structure, report, q, qd, 0.0))
+            jax.vmap(
+                lambda q, qd: rx.joint_coordinates.joint_reactions(
+                    jm, structure, report, q, qd, 0.0
+                )
+            )
         )(jnp.stack([s.q for s in js]), jnp.stack([s.qd for s in js]))
         for k, (s, j) in enumerate(zip(states, js, strict=True)):
             mine = rx.joint_coordinates.joint_reactions(jm, structure, report, j.q, j.qd, 0.0)
@@ -384,7 +390,10 @@ def test_simulate_joint_under_grad():
     mech = models.four_bar()
     model, state0 = mech.build(), mech.initial_state()
     jm = rx.joint_coordinates.joint_model(model, state0.q)
-    states = [rx.joint_coordinates.to_joint_state(jm, s) for s in consistent_states(model, state0, 2, seed=1)]
+    states = [
+        rx.joint_coordinates.to_joint_state(jm, s)
+        for s in consistent_states(model, state0, 2, seed=1)
+    ]
     structure = rx.joint_coordinates.decide_joint(jm, states[0])
     (revolutes,) = model.holonomic
     a = model.pair_names.index("A")
@@ -452,3 +461,52 @@ def test_a_joint_run_refuses_a_state_the_projection_cannot_assemble(tmp_path: Pa
     assert status == 2 and out == ""
     assert "the initial state could not be projected onto the constraints" in err
     assert "pair 'D': position residual" in err
+
+
+def _pendulum_on_a_parallelogram():
+    """The parallelogram with a third crank (p = 1: no reaction of its pairs is
+    unique) at rest with its cranks upright, and a pendulum (a 2 kg bob, its centre
+    0.5 m below the pin) hung by one revolute joint at the coupler's centre."""
+    base = models.parallelogram(3)
+    (coupler,) = [b for b in base.bodies if b.name == "coupler"]
+    cx, cy = coupler.position
+    bob = rx.Body("bob", mass=2.0, inertia=0.1, position=(cx, cy - 0.5), angle=-np.pi / 2)
+    pin = rx.joints.Revolute("pin", "bob", "coupler", point_i=(-0.5, 0.0), point_j=(0.0, 0.0))
+    return dataclasses.replace(base, bodies=[*base.bodies, bob], pairs=[*base.pairs, pin])
+
+
+def test_step_2_decides_a_body_with_one_pair():
+    """Seed 002's step 2 ("a body with one pair") fires: the pendulum's pin on the
+    coupler of a redundant parallelogram (p = 1) is the bob's only pair, so its
+    reaction balances the bob's inertia and weight alone and is unique, while
+    the assembly that owns the pin cannot say so (its handles, the coupler's
+    cranks, are not unique). The verdicts, per pair and at the generic
+    configuration next to it, are the absolute model's `rx.decide`'s, and the pin's
+    wrench on the bob at rest under gravity is the bob's own balance, (0, m g, 0)
+    (and the absolute path's)."""
+    mech = _pendulum_on_a_parallelogram()
+    model, state = mech.build(), mech.initial_state()
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    js = rx.joint_coordinates.to_joint_state(jm, state)
+    structure = rx.joint_coordinates.decide_joint(jm, js)
+    report = rx.joint_coordinates.joint_uniqueness(jm, structure, js)
+    assert report.redundancy == 1
+    decided = dict(zip(report.names, report.step, strict=True))
+    assert decided["pin"] == "one pair" and report.verdict("pin")
+    assert dict(zip(report.names, report.stable_step, strict=True))["pin"] == "one pair"
+    assert [n for n, u in zip(report.names, report.unique, strict=True) if u] == ["pin"]
+    # The independent reference: the QR test on the absolute-coordinate C.
+    ref = rx.decide(model, state.q, state.t)
+    np.testing.assert_array_equal(report.unique, np.asarray(ref.unique))
+    np.testing.assert_array_equal(report.stable_unique, np.asarray(ref.stable_unique))
+    # At rest (cranks upright, the bob straight below the pin) nothing accelerates:
+    # the pin holds the bob's weight, its moment is zero.
+    assert float(jnp.max(jnp.abs(js.qd))) == 0.0
+    reactions = rx.joint_coordinates.joint_reactions(jm, structure, report, js.q, js.qd, js.t)
+    wrench, unique = reactions.pair("pin")
+    weight = 2.0 * 9.81
+    bob = model.bodies.names.index("bob")
+    assert bool(unique)
+    np.testing.assert_allclose(wrench[bob], [0.0, weight, 0.0], rtol=0, atol=1e-12 * weight)
+    absolute = rx.reactions(model, state.q, state.qd, state.t).pair("pin")[0]
+    np.testing.assert_allclose(wrench, absolute, rtol=0, atol=TOL_SAME_REACTION * weight)
