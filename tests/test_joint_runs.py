@@ -510,3 +510,38 @@ def test_step_2_decides_a_body_with_one_pair():
     np.testing.assert_allclose(wrench[bob], [0.0, weight, 0.0], rtol=0, atol=1e-12 * weight)
     absolute = rx.reactions(model, state.q, state.qd, state.t).pair("pin")[0]
     np.testing.assert_allclose(wrench, absolute, rtol=0, atol=TOL_SAME_REACTION * weight)
+
+
+# The mobile robot's platform pose (x, y, φ) at t = 1.6 s, past the steering's knots
+# at 0.5 and 1.5 s: the absolute-coordinate run (`rx.simulate(model, state, 1.6)`,
+# PIDController(rtol=1e-12, atol=1e-14), 31 + 4 steps; at rtol 1e-10 it agrees to
+# 1.2e-14), computed 2026-11-28.
+ROBOT_POSE_AT_1_6 = (1.157574171640257, -0.00278253694755995, -0.08767039536618802)
+# Steps (accepted + rejected) of the absolute run over those 1.6 s at the default
+# tolerances (12 + 4, with its steps clipped onto the knots); the joint run took 37 +
+# 55 before its steps were clipped too, 13 + 3 after.
+ROBOT_ABSOLUTE_STEPS = 16
+
+
+def test_joint_runs_step_onto_the_drivers_knots():
+    """A joint-coordinate run's steps end on the knots of the drivers' motions, as
+    an absolute run's do (`completed_controller`): the mobile robot steered by its
+    `SmoothSteps` profile (knots at 0.5 and 1.5 s; q̈ is not smooth across them)
+    for 1.6 s takes as many steps as the absolute run (16; 92 before, most of them
+    rejected across the knots) and ends at the absolute run's platform pose. The
+    run is the program `test_write_run_...` compiled (only t1 differs)."""
+    from redundax.joint_coordinates._run_validity import controller
+
+    mech = models.mobile_robot()
+    model, state = mech.build(), mech.initial_state()
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    clipped = controller(jm, 1e-8, 1e-10, 0.0, 1.6)
+    assert isinstance(clipped, diffrax.ClipStepSizeController)
+    np.testing.assert_array_equal(clipped.step_ts, [0.0, 0.5, 1.5, 2.5, 3.5, 5.5, 6.5, 7.5, 8.5])
+    jstate = rx.joint_coordinates.to_joint_state(jm, state)
+    structure = rx.joint_coordinates.decide_joint(jm, jstate)
+    trajectory = rx.simulate(jm, jstate, 1.6, structure=structure, saveat=rx.SaveAt(n=2))
+    assert int(trajectory.num_steps) <= 1.5 * ROBOT_ABSOLUTE_STEPS
+    platform = model.bodies.names.index("platform")
+    pose = np.asarray(trajectory.x[-1]).reshape(-1, 3)[platform]
+    np.testing.assert_allclose(pose, ROBOT_POSE_AT_1_6, rtol=0, atol=1e-8)

@@ -32,9 +32,9 @@ import numpy as np
 
 from .._assembly import constraint_matrix
 from .._integration import Tolerances
+from .._simulate import completed_controller
 from .._validation import host_values
 from .._validity import (
-    STALL_STEP,
     ConstraintsLeftError,
     judge as _judge,
     off_constraints,
@@ -69,12 +69,15 @@ def tolerances(jm: JointModel, q0, drift_control: AbstractDriftControl | None, r
     )
 
 
-def controller(rtol, atol, t0, t1) -> diffrax.PIDController:
-    """The step-size controller of a run from `t0` to `t1`: `rtol`, `atol`, and no
-    step shorter than `STALL_STEP` (t1 − t0) (`dt_min_reached` instead)."""
-    return diffrax.PIDController(
-        rtol=rtol, atol=atol, dtmin=STALL_STEP * (t1 - t0), force_dtmin=False
-    )
+def controller(jm: JointModel, rtol, atol, t0, t1) -> diffrax.AbstractStepSizeController:
+    """The step-size controller of a run from `t0` to `t1`, the absolute runs'
+    (`redundax._simulate.completed_controller`): `rtol`, `atol`, no step shorter than
+    `STALL_STEP` (t1 − t0) (`dt_min_reached` instead), and steps clipped onto the
+    knots of the drivers' motions and load profiles (a driver's q̈ is not smooth
+    across a knot, and a step across one is rejected, often several times: the
+    driven hexapod's 10 s at rtol 1e-8 (Dopri8) took 182 accepted and 214 rejected
+    steps before, 84 and 18 with the knots, the absolute run 93 and 18)."""
+    return completed_controller(jm.model, diffrax.PIDController(rtol=rtol, atol=atol), t0, t1)
 
 
 def left_event(jm: JointModel, t0, tolerance) -> diffrax.Event | None:

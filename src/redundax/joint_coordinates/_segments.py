@@ -45,7 +45,7 @@ def _begin(jm, structure, save, t1, solver, drift, rtol, atol, y0) -> _Run:
     solver = save_at(solver, save)
     term = WrapTerm(rhs, jnp.asarray(1))  # as `diffeqsolve` hands it on
     t0 = save[0]
-    proposing = _proposing(controller(rtol, atol, t0, t1)).wrap(1)
+    proposing = _proposing(controller(jm, rtol, atol, t0, t1)).wrap(1)
     tnext, controller_state = proposing.init(
         term, t0, t1, y0, None, None, solver.func, solver.error_order(term)
     )
@@ -80,7 +80,7 @@ def _advance(jm, structure, save, t1, solver, drift, rtol, atol, tol, run, steps
         None,
         run.y,
         saveat=diffrax.SaveAt(t1=True, solver_state=True, controller_state=True, made_jump=True),
-        stepsize_controller=_proposing(controller(rtol, atol, save[0], t1), run.tnext),
+        stepsize_controller=_proposing(controller(jm, rtol, atol, save[0], t1), run.tnext),
         max_steps=steps,
         throw=False,
         solver_state=run.solver_state,

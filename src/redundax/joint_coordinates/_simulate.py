@@ -212,7 +212,7 @@ def _simulate(jm, structure, state, save, t1, rtol, atol, solver, drift, max_ste
         t1=t1,
         dt0=None,
         y0=(state.q, state.qd),
-        stepsize_controller=controller(rtol, atol, state.t, t1),
+        stepsize_controller=controller(jm, rtol, atol, state.t, t1),
         saveat=diffrax.SaveAt(t1=True, solver_state=True),
         max_steps=max_steps,
         throw=False,  # judged with the saved states (`checked`)
