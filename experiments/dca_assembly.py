@@ -1,16 +1,19 @@
 """Seed 002's Fig. 1: a mechanism and its recursive binary assembly, with each joint's
 verdict and the step of the propagation that decided it.
 
-For the four-bar (p = 0) and Bricard's mechanism (p = 1): the mechanism drawn at its
-initial configuration (tree joints solid, cut joints dashed), and the assembly tree of
-the divide-and-conquer algorithm (leaves: the bodies and the ground; each assembly
-labelled with the pairs whose rows cross between its two halves, green when unique,
-red when not, with the step that decided them: 1 assembly, 1 dropped row, 2 one pair,
-3 two pairs, S the self-stress test).
+For the four-bar (p = 0), Bricard's mechanism (p = 1) and the spatial four-bar (the
+planar four-bar's spatial twin, `models.spatial_twin`: its four revolute axes
+parallel, p = 3): the mechanism drawn at its initial configuration (tree joints
+solid, cut joints dashed), and the assembly tree of the divide-and-conquer algorithm
+(leaves: the bodies and the ground; each assembly labelled with the pairs whose rows
+cross between its two halves, green when unique, red when not, with the step that
+decided them: 1 assembly, 1 dropped row, 2 one pair, 3 two pairs, S the self-stress
+test).
 
 Run:  cd /work/main && .venv/bin/python experiments/dca_assembly.py [--quick]
 Writes experiments/results/dca_assembly/: fig_four_bar.png, fig_bricard.png,
-summary.json (per pair: tree or cut, unique, decided by, assembly).
+fig_spatial_four_bar.png, summary.json (per pair: tree or cut, unique, decided by,
+assembly, and per reaction component whether it is unique).
 (--quick writes to $TMPDIR/redundax_quick/dca_assembly/ instead.)
 """
 
@@ -51,6 +54,9 @@ def _draw_mechanism(ax, model, q, jm, report, planar):
     nb, dof = model.bodies.count, model.bodies.dof
     X = np.asarray(q).reshape(nb, dof)
     centre = X[:, :2] if planar else X[:, :3]
+    if not planar:  # a spatial mechanism in the plane z = const (a planar twin): x, y
+        z = [a[2] for a in anchors if a is not None] + list(centre[:, 2])
+        planar = bool(np.ptp(z) < 1e-9)
     proj = (
         (lambda p: p[:2])
         if planar
@@ -158,10 +164,23 @@ def run(name, mech, out: pathlib.Path) -> dict:
         "redundancy": report.redundancy,
         "dof": report.mobility,
         "pairs": {
-            n: {"tree_joint": t, "unique": u, "decided_by": s, "assembly": a}
-            for n, t, u, s, a in zip(
-                report.names, report.tree, report.unique, report.step, report.assembly, strict=True
-            )
+            n: {
+                "tree_joint": t,
+                "unique": u,
+                "decided_by": s,
+                "assembly": a,
+                "components_unique": dict(zip(labels, rows, strict=True)),
+            }
+            for n, t, u, s, a, labels, rows in zip(
+                report.names,
+                report.tree,
+                report.unique,
+                report.step,
+                report.assembly,
+                report.labels,
+                report.row_unique,
+                strict=True,
+            )  # fmt: skip
         },
     }
 
@@ -179,7 +198,11 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     summary = {
         name: run(name, mech, out)
-        for name, mech in (("four_bar", rx.models.four_bar()), ("bricard", rx.models.bricard()))
+        for name, mech in (
+            ("four_bar", rx.models.four_bar()),
+            ("bricard", rx.models.bricard()),
+            ("spatial_four_bar", rx.models.spatial_twin(rx.models.four_bar())),
+        )
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     print("wrote", out)
