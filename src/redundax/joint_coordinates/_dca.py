@@ -470,32 +470,39 @@ def dca_plan(
     if problems:
         raise ValueError("DCA plan: " + "; ".join(problems) + ".")
 
-    nn, first = tree.n_nodes, tree.first_internal
+    # The tree's fields as plain Python objects: an attribute or method of an
+    # `eqx.Module` costs microseconds, and these loops run O(R log n) times.
+    nn, first, parent = tree.n_nodes, tree.first_internal, tree.parent
+    tree_left, tree_right, height_of = tree.left, tree.right, tree.height
+    if tree.ground == "root":
+        ground_leaf = {body: n for body in range(n)}
+    else:
+        ground_leaf = {body: n + k for k, body in enumerate(tree.grounded)}
     depth = [0] * nn
     for x in range(nn - 1, -1, -1):  # parents have larger ids than their children
-        depth[x] = 0 if tree.parent[x] < 0 else depth[tree.parent[x]] + 1
+        depth[x] = 0 if parent[x] < 0 else depth[parent[x]] + 1
 
     handle_set: list[set[int]] = [set() for _ in range(nn)]
     crossing: list[list[int]] = [[] for _ in range(nn)]
     for r in range(R):
         # The ground end of a row meets the ground leaf of the row's body.
-        u = tree.ground_leaf(b[r]) if a[r] < 0 else a[r]
-        v = tree.ground_leaf(a[r]) if b[r] < 0 else b[r]
+        u = ground_leaf[b[r]] if a[r] < 0 else a[r]
+        v = ground_leaf[a[r]] if b[r] < 0 else b[r]
         # Both ends climb to their lowest common ancestor, which owns the row;
         # every node passed on the way has the row as a handle.
         while u != v:
             if depth[u] < depth[v]:
                 u, v = v, u
-            if not tree.is_ground(u):
+            if not n <= u < first:  # not a ground leaf
                 handle_set[u].add(r)
-            u = tree.parent[u]
+            u = parent[u]
         crossing[u].append(r)
 
     handles: list[tuple[int, ...]] = [()] * nn
     for x in range(n):
         handles[x] = tuple(sorted(handle_set[x]))
     for x in range(first, nn):
-        left, right = tree.children(x)
+        left, right = tree_left[x - first], tree_right[x - first]
         handles[x] = tuple(h for c in (left, right) for h in handles[c] if h in handle_set[x])
     w = max((len(h) for h in handles), default=0)
 
@@ -513,12 +520,14 @@ def dca_plan(
         )
 
     levels = []
-    for height in range(1, max(tree.height) + 1):
-        nodes = [x for x in range(first, nn) if tree.height[x] == height]
+    by_height: list[list[int]] = [[] for _ in range(max(height_of) + 1)]
+    for x in range(first, nn):
+        by_height[height_of[x]].append(x)
+    for nodes in by_height[1:]:
         x_max = max(1, max(len(crossing[x]) for x in nodes))
         h_max = max(1, max(len(handles[x]) for x in nodes))
-        left = [tree.children(x)[0] for x in nodes]
-        right = [tree.children(x)[1] for x in nodes]
+        left = [tree_left[x - first] for x in nodes]
+        right = [tree_right[x - first] for x in nodes]
 
         levels.append(
             _LevelPlan(
@@ -674,6 +683,25 @@ def _level_system(xp, selections, psi_l, eta_l, psi_r, eta_r, gamma_x):
     return -W, K, D, e, r
 
 
+def _host_level_system(level: _LevelPlan, psi_l, eta_l, psi_r, eta_r, gamma_x):
+    """`_level_system` on the host: the same S = −W, K, D, e, r by gathering the
+    children's slots (NumPy's gathers are cheap; the one-hot products cost
+    O(m x w²), and their large temporaries made the host pass grow faster than the
+    number of nodes). A slot w reads the children's zero slot, as there."""
+    Pl, Pr, Hl, Hr = (
+        np.asarray(t, dtype=np.int64)
+        for t in (level.cross_left, level.cross_right, level.handle_left, level.handle_right)
+    )
+    m = np.arange(Pl.shape[0])[:, None, None]
+    W = psi_l[m, Pl[:, :, None], Pl[:, None, :]] + psi_r[m, Pr[:, :, None], Pr[:, None, :]]
+    K = psi_l[m, Pl[:, :, None], Hl[:, None, :]] + psi_r[m, Pr[:, :, None], Hr[:, None, :]]
+    D = psi_l[m, Hl[:, :, None], Hl[:, None, :]] + psi_r[m, Hr[:, :, None], Hr[:, None, :]]
+    rows = m[:, :, 0]
+    e = eta_l[rows, Hl] + eta_r[rows, Hr]
+    r = gamma_x - eta_l[rows, Pl] - eta_r[rows, Pr]
+    return -W, K, D, e, r
+
+
 def _masked(xp, S, K, mask):
     """S with the inactive and padded rows and columns replaced by the identity,
     and K with those rows zeroed: their λ is then exactly 0."""
@@ -786,6 +814,70 @@ def _independent(S: np.ndarray, own: np.ndarray, rtol: float) -> np.ndarray:
     return keep
 
 
+class _HostLevel(NamedTuple):
+    S: np.ndarray  # (m, x, x): −W, unmasked
+    Sm: np.ndarray  # (m, x, x): masked (identity on inactive and padded rows)
+    mask: np.ndarray  # (m, x)
+    Y: np.ndarray  # (m, x, h): S⁻¹ K on the active rows
+    y: np.ndarray  # (m, x): S⁻¹ r on the active rows
+
+
+def _host_pass(plan: DcaPlan, inertia, G_a, G_b, bias=None, gamma=None, *, active=None, rtol=None):
+    """The main pass in NumPy, on the host (no compilation; the solve's formulas,
+    `_level_system`): `(leaf blocks G, per-level factors, per-node flags)`.
+
+    Either `active` gives the rows each node keeps, or they are decided level by
+    level with `rtol` (`decide_active_rows`); `bias` and `gamma` default to zero."""
+    inertia, G_a, G_b = (np.asarray(x, dtype=float) for x in (inertia, G_a, G_b))
+    n, R, w = plan.n_bodies, plan.n_rows, plan.width
+    G = _leaf_blocks(np, plan, G_a, G_b)
+    bias = np.zeros(inertia.shape[:2]) if bias is None else np.asarray(bias, dtype=float)
+    gamma = np.zeros(R) if gamma is None else np.asarray(gamma, dtype=float)
+    solved = np.linalg.solve(inertia, np.concatenate([np.swapaxes(G, 1, 2), bias[:, :, None]], 2))
+    psi = -G @ solved[:, :, :-1]
+    if rtol is not None:
+        # Each row's own size G_r M⁻¹ G_rᵀ: minus the sum of its ends' leaf Ψ diagonals.
+        own = np.zeros(R + 1)
+        np.add.at(own, np.asarray(plan.leaf_rows), -np.diagonal(psi, axis1=1, axis2=2))
+    pool_psi = np.zeros((plan.tree.n_nodes, w + 1, w + 1))
+    pool_eta = np.zeros((plan.tree.n_nodes, w + 1))
+    h0 = psi.shape[1]
+    if w:
+        pool_psi[:n, :h0, :h0] = psi
+        pool_eta[:n, :h0] = np.einsum("nkd,nd->nk", G, solved[:, :, -1])
+    gamma_x = np.append(gamma, 0.0)
+    flags: list[tuple[bool, ...]] = [()] * plan.tree.n_nodes
+    levels = []
+    for level in plan.levels:
+        left, right = np.asarray(level.left), np.asarray(level.right)
+        S, K, D, e, r = _host_level_system(
+            level, pool_psi[left], pool_eta[left], pool_psi[right], pool_eta[right],
+            gamma_x[np.asarray(level.cross_rows)],
+        )  # fmt: skip
+        if rtol is None:
+            mask = _level_mask(plan, active, level)
+        else:
+            mask = np.zeros(np.shape(level.cross_rows), dtype=bool)
+            for j in range(len(level.left)):
+                x = level.first + j
+                c = len(plan.crossing[x])
+                mask[j, :c] = _independent(S[j, :c, :c], own[list(plan.crossing[x])], rtol)
+        for j in range(len(level.left)):
+            flags[level.first + j] = tuple(
+                bool(f) for f in mask[j, : len(plan.crossing[level.first + j])]
+            )
+        Sm, Km = _masked(np, S, K, mask)
+        rhs = np.concatenate([Km, np.where(mask, r, 0.0)[:, :, None]], axis=2)
+        solved = np.linalg.solve(Sm, rhs)
+        Y, y = solved[:, :, :-1], solved[:, :, -1]
+        psi = D + np.einsum("mxh,mxk->mhk", Km, Y)
+        m, h = e.shape
+        pool_psi[level.first : level.first + m, :h, :h] = 0.5 * (psi + np.swapaxes(psi, 1, 2))
+        pool_eta[level.first : level.first + m, :h] = e - np.einsum("mxh,mx->mh", Km, y)
+        levels.append(_HostLevel(S, Sm, mask, Y, y))
+    return G, levels, flags
+
+
 def decide_active_rows(
     plan: DcaPlan,
     inertia: Float[ArrayLike, "nb dof dof"],
@@ -818,35 +910,7 @@ def decide_active_rows(
     **Returns:** an `ActiveRows`; the number dropped is R − rank G.
     """
     _check(plan, None, np.shape(inertia), np.shape(G_a))
-    inertia, G_a, G_b = (np.asarray(x, dtype=float) for x in (inertia, G_a, G_b))
-    n, R, w = plan.n_bodies, plan.n_rows, plan.width
-    G = _leaf_blocks(np, plan, G_a, G_b)
-    psi = -G @ np.linalg.solve(inertia, np.swapaxes(G, 1, 2))
-    # Each row's own size G_r M⁻¹ G_rᵀ: minus the sum of its ends' leaf Ψ diagonals.
-    own = np.zeros(R + 1)
-    np.add.at(own, np.asarray(plan.leaf_rows), -np.diagonal(psi, axis1=1, axis2=2))
-    pool = np.zeros((plan.tree.n_nodes, w + 1, w + 1))
-    h0 = psi.shape[1]
-    if w:
-        pool[:n, :h0, :h0] = psi
-    flags: list[tuple[bool, ...]] = [()] * plan.tree.n_nodes
-    for level in plan.levels:
-        left, right = np.asarray(level.left), np.asarray(level.right)
-        m, x = np.shape(level.cross_rows)
-        zeros = np.zeros((m, w + 1))
-        S, K, D, _, _ = _level_system(
-            np, _selections(plan, level), pool[left], zeros, pool[right], zeros, np.zeros((m, x))
-        )
-        mask = np.zeros((m, x), dtype=bool)
-        for j in range(m):
-            node = level.first + j
-            c = len(plan.crossing[node])
-            mask[j, :c] = _independent(S[j, :c, :c], own[list(plan.crossing[node])], rtol)
-            flags[node] = tuple(bool(f) for f in mask[j, :c])
-        Sm, Km = _masked(np, S, K, mask)
-        psi = D + np.einsum("mxh,mxk->mhk", Km, np.linalg.solve(Sm, Km))
-        h = psi.shape[1]
-        pool[level.first : level.first + m, :h, :h] = 0.5 * (psi + np.swapaxes(psi, 1, 2))
+    _, _, flags = _host_pass(plan, inertia, G_a, G_b, rtol=rtol)
     nullity = tuple(sum(not f for f in fl) for fl in flags)
     dropped = tuple(
         sorted(
@@ -857,6 +921,32 @@ def decide_active_rows(
         )
     )
     return ActiveRows(active=tuple(flags), nullity=nullity, dropped=dropped, rtol=float(rtol))
+
+
+def host_solve(
+    plan: DcaPlan,
+    active: ActiveRows,
+    inertia: Float[ArrayLike, "nb dof dof"],
+    bias: Float[ArrayLike, "nb dof"],
+    G_a: Float[ArrayLike, "nc dof"],
+    G_b: Float[ArrayLike, "nc dof"],
+    gamma: Float[ArrayLike, " nc"],
+) -> tuple[np.ndarray, np.ndarray]:
+    """`dca_solve` in NumPy on the host: `(accelerations, multipliers)`, for the
+    host-side analyses (no compilation per plan; not differentiable).
+
+    **Raises:** `ValueError` if the arrays or `active` do not match the plan."""
+    _check(plan, active, np.shape(inertia), np.shape(G_a))
+    G, levels, _ = _host_pass(plan, inertia, G_a, G_b, bias, gamma, active=active)
+    lam = np.zeros(plan.n_rows + 1)
+    for level, f in zip(reversed(plan.levels), reversed(levels), strict=True):
+        lam_x = np.einsum("mxh,mh->mx", f.Y, lam[np.asarray(level.handle_rows)]) - f.y
+        lam[np.asarray(level.cross_rows)] += lam_x
+        lam[-1] = 0.0  # the sink row (padding adds zeros there)
+    force = np.asarray(bias, dtype=float) - np.einsum(
+        "nkd,nk->nd", G, lam[np.asarray(plan.leaf_rows)]
+    )
+    return np.linalg.solve(np.asarray(inertia, dtype=float), force[:, :, None])[:, :, 0], lam[:-1]
 
 
 def dca_solve(
@@ -906,14 +996,57 @@ def dca_solve(
     return DcaSolution(accelerations=a, multipliers=lam[: plan.n_rows])
 
 
-def self_stresses(
+def _node_columns(plan: DcaPlan, active: ActiveRows) -> list[tuple[int, ...]]:
+    """Per node, the columns of N seeded on the path root → node, root first (its
+    own last); () for the leaves."""
+    tree = plan.tree
+    column = {r: j for j, r in enumerate(active.dropped)}
+    columns: list[tuple[int, ...]] = [()] * tree.n_nodes
+    for x in range(tree.n_nodes - 1, tree.first_internal - 1, -1):  # parents first
+        parent = tree.parent[x]
+        own = tuple(
+            column[r]
+            for r, keep in zip(plan.crossing[x], active.active[x], strict=True)
+            if not keep
+        )
+        columns[x] = (columns[parent] if parent >= 0 else ()) + own
+    return columns
+
+
+def self_stress_columns(plan: DcaPlan, active: ActiveRows) -> np.ndarray:
+    """Where `self_stress_blocks` keeps each self-stress (host side, static).
+
+    A self-stress seeded at node X lives on the rows of X's subtree. Every node x
+    holds the columns seeded at itself and at its ancestors, ordered root first:
+    the ancestors' columns are then a prefix of x's, so a column has one *slot*, the
+    same on every row it reaches. Row r (owned by node o) keeps its values in slots
+    0…k_o − 1, k_o = the number of columns seeded on the path root → o.
+
+    **Returns:** an `(nc, k)` integer table, entry `[r, s]` the column of N (the
+    position of its dropped row in `active.dropped`) held in slot s of row r, or −1;
+    k = max k_o (at least 1). A balanced tree with O(1) rows dropped per node has
+    k = O(log n), so N takes O(n log n) numbers, not O(n p).
+    """
+    columns = _node_columns(plan, active)
+    k = max(1, max(map(len, columns), default=0))
+    table = np.full((plan.n_rows, k), -1, dtype=np.int64)
+    for x in range(plan.tree.first_internal, plan.tree.n_nodes):
+        if columns[x] and plan.crossing[x]:
+            table[np.asarray(plan.crossing[x]), : len(columns[x])] = columns[x]
+    return table
+
+
+def self_stress_blocks(
     plan: DcaPlan,
     active: ActiveRows,
-    inertia: Float[Array, "nb dof dof"],
-    G_a: Float[Array, "nc dof"],
-    G_b: Float[Array, "nc dof"],
-) -> Float[Array, "nc p"]:
-    """A basis N of the self-stresses (Gᵀ N = 0), one column per dropped row.
+    inertia: Float[ArrayLike, "nb dof dof"],
+    G_a: Float[ArrayLike, "nc dof"],
+    G_b: Float[ArrayLike, "nc dof"],
+) -> np.ndarray:
+    """A basis N of the self-stresses (Gᵀ N = 0), one column per dropped row, kept
+    sparse: slot s of row r holds N[r, j] for j = `self_stress_columns(plan,
+    active)[r, s]` (every other entry of N is zero). Host side, in NumPy (an
+    analysis: no compilation per plan).
 
     Column j belongs to d = `active.dropped[j]`, owned by node X: on X's rows it
     is z with z_d = 1, z_active = −W_aa⁻¹ W_ad (so W z = 0) and zero on X's other
@@ -922,36 +1055,58 @@ def self_stresses(
     is 1 on its own dropped row and 0 on the others, so the columns are
     independent, and p = R − rank G.
 
-    **Arguments:** as `dca_solve`.
+    The back-substitution runs once, root → leaves, over the k slots (not the p
+    columns): O(Σ_nodes x h k) work, linear in the number of bodies up to the
+    slots' O(log n) for a balanced tree.
 
-    **Returns:** N, shape `(nc, p)`, not orthonormal.
+    **Arguments:** as `dca_solve` (concrete arrays).
+
+    **Returns:** the slots, shape `(nc, k)`, `k` as `self_stress_columns`; not
+    orthonormal.
     """
-    _check(plan, active, inertia.shape, G_a.shape)
-    dtype = inertia.dtype
-    leaves = _leaf_terms(plan, inertia, jnp.zeros(inertia.shape[:2], dtype), G_a, G_b)
-    factors = _main_pass(plan, active, leaves, jnp.zeros(plan.n_rows, dtype))
-    column = {r: j for j, r in enumerate(active.dropped)}
-    lam = jnp.zeros((plan.n_rows + 1, active.n_redundant), dtype)
-    for level, f in zip(plan.levels, factors, strict=True):
-        seeds = [
-            (j, s, column[r])
-            for j in range(len(level.left))
-            for s, (r, keep) in enumerate(
-                zip(plan.crossing[level.first + j], active.active[level.first + j], strict=True)
-            )
-            if not keep
-        ]
-        if not seeds:
-            continue
-        node, slot, col = (np.asarray(v) for v in zip(*seeds, strict=True))
-        mask = f.mask[node]
-        # z = e_d − S_m⁻¹ (m ⊙ S e_d): zero on the other dropped and padded rows.
-        rhs = jnp.where(mask, f.S[node, :, slot], 0.0)
-        z = np.eye(mask.shape[1])[slot] - jax.vmap(lambda c, v: cho_solve((c, True), v))(
-            f.chol[node], rhs
-        )
-        lam = lam.at[np.asarray(level.cross_rows)[node], col[:, None]].add(z)
-    # Seeds first, then one sweep down: a node reads only its handles, which are
-    # zero in column j unless the node lies below column j's seed node.
-    lam = _back_substitute(plan, factors, lam, offset=False)
-    return lam[: plan.n_rows]
+    _check(plan, active, np.shape(inertia), np.shape(G_a))
+    columns = _node_columns(plan, active)
+    k = max(1, max(map(len, columns), default=0))
+    if not active.n_redundant:
+        return np.zeros((plan.n_rows, k))
+    _, levels, _ = _host_pass(plan, inertia, G_a, G_b, active=active)
+    values = np.zeros((plan.n_rows + 1, k))  # the sink row R last, kept zero
+    for level, f in zip(reversed(plan.levels), reversed(levels), strict=True):
+        # A node reads its handles, owned by its ancestors (done: root first).
+        lam_x = np.einsum("mxh,mhk->mxk", f.Y, values[np.asarray(level.handle_rows)])
+        for j in range(len(level.left)):
+            x = level.first + j
+            first = len(columns[x]) - active.nullity[x]  # the slot of its first column
+            dropped = [s for s, keep in enumerate(active.active[x]) if not keep]
+            for i, slot in enumerate(dropped):
+                # z = e_d − S_m⁻¹ (m ⊙ S e_d): zero on the other dropped and padded rows.
+                z = -np.linalg.solve(f.Sm[j], np.where(f.mask[j], f.S[j, :, slot], 0.0))
+                z[slot] += 1.0
+                lam_x[j, :, first + i] += z
+        values[np.asarray(level.cross_rows)] += lam_x
+        values[-1] = 0.0
+    return values[: plan.n_rows]
+
+
+def self_stresses(
+    plan: DcaPlan,
+    active: ActiveRows,
+    inertia: Float[ArrayLike, "nb dof dof"],
+    G_a: Float[ArrayLike, "nc dof"],
+    G_b: Float[ArrayLike, "nc dof"],
+) -> np.ndarray:
+    """The self-stresses of `self_stress_blocks` as a dense `(nc, p)` matrix N (for
+    small problems and tests: O(nc p) memory). Host side, in NumPy.
+
+    **Arguments:** as `dca_solve` (concrete arrays).
+
+    **Returns:** N, shape `(nc, p)`, column j that of the dropped row
+    `active.dropped[j]`; not orthonormal.
+    """
+    values = self_stress_blocks(plan, active, inertia, G_a, G_b)
+    table = self_stress_columns(plan, active)
+    p = active.n_redundant
+    dense = np.zeros((plan.n_rows, p + 1))
+    rows = np.broadcast_to(np.arange(plan.n_rows)[:, None], table.shape)
+    np.add.at(dense, (rows, np.where(table >= 0, table, p)), values)
+    return dense[:, :p]

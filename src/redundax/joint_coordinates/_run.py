@@ -5,10 +5,12 @@ judged ([`_run_validity`][redundax.joint_coordinates._run_validity]). Called by
 [`redundax.simulate`][] for a [`JointModel`][redundax.joint_coordinates.JointModel]."""
 
 import diffrax
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import ArrayLike, Float
 
+from .._integration import Tolerances
 from .._model import State
 from .._progress import Progress
 from .._validation import host_values
@@ -54,7 +56,9 @@ def simulate_joint(
     - `drift_control`: for the rows the tree does not hold (the tree's hold
       exactly by construction): [`redundax.drift.StepProjection`][] (default: after every
       step, `iterations` Newton steps on the positions and one on the velocities,
-      solved by the DCA; its `baumgarte` terms in between), [`redundax.drift.Baumgarte`][]
+      solved by the DCA; its `baumgarte` terms in between; with its `tolerance` τ
+      only where the residual exceeds τ, as in absolute coordinates, and the run's
+      states are then held to τ where it is the larger), [`redundax.drift.Baumgarte`][]
       terms alone, or None.
     - `max_steps`: the integrator's step budget.
     - `throw`: raise when the integration fails or the motion leaves its
@@ -95,7 +99,7 @@ def simulate_joint(
         q0, qd0 = rechart_rotation_vectors(jm.joints, jnp.asarray(q0), jnp.asarray(qd0))
     save = jnp.linspace(state.t, t1, n_save) if ts is None else jnp.asarray(ts, dtype=float)
     solver = diffrax.Dopri8() if solver is None else solver
-    tol = tolerances(jm, q0, drift_control, rtol)
+    tol = run_tolerances(jm, q0, drift_control, rtol)
     # Times and tolerances as arrays: one program for every t1 and rtol.
     start = State(jnp.asarray(state.t, dtype=float), q0, qd0)
     numbers = tuple(jnp.asarray(x, dtype=float) for x in (t1, rtol, atol))
@@ -115,3 +119,16 @@ def simulate_joint(
             jm, structure, start, save, *numbers, solver, drift_control, max_steps, tol
         )
     return checked(jm, trajectory, throw)
+
+
+def run_tolerances(jm: JointModel, q0, drift_control, rtol) -> Tolerances:
+    """What a run from `q0` promises (`tolerances`), as in absolute coordinates
+    (`redundax._simulate.tolerances`): a `StepProjection` with a `tolerance` τ leaves
+    step ends within τ uncorrected, by request, so step ends are held to what an
+    unprojected state is held to, and every state to τ where it is the larger."""
+    tol = tolerances(jm, q0, drift_control, rtol)
+    tau = drift_control.residual_bound() if isinstance(drift_control, StepProjection) else None
+    if tau is None:
+        return tol
+    tau = jax.lax.stop_gradient(jnp.asarray(tau, dtype=float))
+    return Tolerances(step=jnp.maximum(tol.saved, tau), saved=jnp.maximum(tol.saved, tau))

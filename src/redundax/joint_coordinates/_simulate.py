@@ -151,6 +151,19 @@ class JointStepEnd(AbstractStepEnd):
         return q, qd
 
 
+def joint_increment(jm: JointModel, q, x, E, twists):
+    """The joint increment (or rates) whose bodies' twist increments are `twists`
+    `(nb, d)`, joint by joint (`joint_rates`), at the joint coordinates `q` (`x`,
+    `E`: the bodies' absolute coordinates and twist maps there, `BodyTerms`)."""
+    dx = jnp.einsum("bkd,bd->bk", E, twists)
+    DX = jnp.concatenate([dx, jnp.zeros((1, dx.shape[1]))])
+    out = jnp.zeros(jm.n_coordinates)
+    for group in jm.joints:
+        if group.coordinates.shape[1]:
+            out = out.at[group.coordinates].set(joint_rates(group, jm.model, q, x, DX))
+    return out
+
+
 def _correction(jm: JointModel, structure: JointStructure, terms: BodyTerms, target, q):
     """The joint increment of least kinetic metric whose twist increment δ has
     G δ = `target` on the carried rows: the DCA for bias 0."""
@@ -158,13 +171,7 @@ def _correction(jm: JointModel, structure: JointStructure, terms: BodyTerms, tar
         structure.plan, structure.active, terms.inertia, jnp.zeros_like(terms.bias),
         terms.G_a, terms.G_b, target,
     )  # fmt: skip
-    dx = jnp.einsum("bkd,bd->bk", terms.E, sol.accelerations)
-    DX = jnp.concatenate([dx, jnp.zeros((1, dx.shape[1]))])
-    out = jnp.zeros(jm.n_coordinates)
-    for group in jm.joints:
-        if group.coordinates.shape[1]:
-            out = out.at[group.coordinates].set(joint_rates(group, jm.model, q, terms.x, DX))
-    return out
+    return joint_increment(jm, q, terms.x, terms.E, sol.accelerations)
 
 
 @eqx.filter_jit
@@ -173,15 +180,32 @@ def project_joint_state(
 ):
     """`(q, q̇)` put back on the rows the tree does not hold: `projection.iterations`
     Newton steps on the positions (holonomic rows; the Pfaffian rows, which have no
-    position level, are held at zero change), then one on the velocities."""
+    position level, are held at zero change), then one on the velocities.
+
+    With a `projection.tolerance` τ, as in absolute coordinates
+    ([`redundax.drift.StepProjection`][]), each correction is made only where its
+    residual (max |Φ| of the carried holonomic rows, max |C q̇ + b| of the carried
+    rows) exceeds τ: computed and discarded by a mask where it is within τ, so one
+    program serves both."""
     holonomic = jnp.asarray(np.asarray(structure.rows.rows) < jm.model.n_holonomic)
     zero = jnp.zeros_like(qd)
     for _ in range(projection.iterations if jm.model.n_holonomic else 0):
         terms = body_terms(jm, structure.rows, q, zero, t)
-        q = q - _correction(jm, structure, terms, jnp.where(holonomic, terms.phi, 0.0), q)
+        residual = jnp.where(holonomic, terms.phi, 0.0)
+        step = _correction(jm, structure, terms, residual, q)
+        q = q - _beyond(projection.tolerance, residual, step)
     terms = body_terms(jm, structure.rows, q, qd, t)
-    qd = qd - _correction(jm, structure, terms, terms.velocity_error, q)
+    step = _correction(jm, structure, terms, terms.velocity_error, q)
+    qd = qd - _beyond(projection.tolerance, terms.velocity_error, step)
     return q, qd
+
+
+def _beyond(tolerance, residual, correction):
+    """`correction` where max |residual| exceeds `tolerance` (None: always), else 0."""
+    if tolerance is None:
+        return correction
+    above = jnp.max(jnp.abs(residual), initial=0.0) > tolerance
+    return jnp.where(above, correction, 0.0)
 
 
 def setup(jm: JointModel, structure: JointStructure, solver, drift):

@@ -52,9 +52,13 @@ def row_plan(model: Model) -> RowPlan:
     **Raises:** `ValueError` naming a pair that acts on more than two bodies (the
     divide-and-conquer rows join two bodies)."""
     nb = model.bodies.count
+    # Names to indices once (`model.body_index` per name is O(nb), and a method
+    # of an `eqx.Module` costs a wrapper per call): linear in the pairs.
+    index = {name: i for i, name in enumerate(model.bodies.names)}
+    index["ground"] = nb
     rows, body_a, body_b, pair_of_row = [], [], [], []
     for k, pair in enumerate(model.pairs):
-        bodies = [model.body_index(b) for b in pair.bodies]
+        bodies = [index[b] if b in index else model.body_index(b) for b in pair.bodies]
         if len(bodies) > 2:
             raise ValueError(
                 f"pair {pair.name!r} acts on {len(bodies)} bodies; joint coordinates take "
