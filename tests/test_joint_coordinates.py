@@ -163,26 +163,33 @@ def test_dca_verdicts_are_the_qr_verdicts(name, monkeypatch):
         assert set(seed.step) == steps
 
 
-def test_a_joint_run_claims_verdicts_without_deciding_the_absolute_model(monkeypatch, capsys):
+def test_a_joint_run_claims_verdicts_without_deciding_the_absolute_model(
+    monkeypatch, capsys, tmp_path
+):
     """`redundax simulate configs/mobile_robot.toml --coordinates joint` with every
     absolute-model decision refused: the run reports, per pair and per component,
-    the stable verdicts `rx.decide` gives at the file's initial state (decided here
-    afterwards, as the reference): B's and C's x forces, unique while the wheels
-    point straight ahead, are not claimed. (The same command as
-    `test_joint_runs.py`'s, which writes the run file too: one compiled run.)"""
+    in its JSON and its run file, the stable verdicts `rx.decide` gives at the
+    file's initial state (decided here afterwards, as the reference): B's and C's x
+    forces, unique while the wheels point straight ahead, are not claimed. (The
+    command `test_joint_runs.py` runs, run file included: in the one process of the
+    two files, its programs are compiled once.)"""
     from redundax import cli
+    from redundax.io import read_run
     from redundax.io.config import load_config
     from redundax.io.results import component_labels
 
     robot = CONFIGS / "mobile_robot.toml"
+    out_file = tmp_path / "joint.npz"
     _refuse_absolute_decisions(monkeypatch)
-    status = cli.main(
-        ["simulate", str(robot), "--coordinates", "joint", "--t-final", "0.2", "--json"]
-    )
+    argv = ["simulate", robot, "--coordinates", "joint", "--t-final", "0.2", "--json"]
+    status = cli.main([str(a) for a in [*argv, "--out", out_file]])
     out = capsys.readouterr()
+    run_file = read_run(out_file)
     monkeypatch.undo()
     assert status == 0, out.err
     claimed = json.loads(out.out)
+    assert run_file["unique"] == claimed["unique"]
+    assert run_file["component_unique"] == claimed["components"]
     config = load_config(robot)
     model, state = config.model, config.state
     reference = rx.decide(model, state.q, state.t)
