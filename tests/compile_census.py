@@ -71,7 +71,9 @@ def pytest_terminal_summary(terminalreporter):
             compiled[name] += 1
         programs[name] += seconds
     write("compile census: per test, programs compiled and seconds tracing/lowering/compiling")
-    rows = sorted(per_test.items(), key=lambda kv: -sum(v for k, v in kv[1].items() if k != "programs"))
+    rows = sorted(
+        per_test.items(), key=lambda kv: -sum(v for k, v in kv[1].items() if k != "programs")
+    )
     for test, c in rows[:40]:
         total = c["trace"] + c["lower"] + c["compile"]
         write(

@@ -92,8 +92,9 @@ own first compilations of the common models (measured: 99 s as twelve processes 
 a fresh-clone `make test`, 61 s as one, alone on the machine).
 
 Usage: `python tests/run_files.py [-j N] [--smoke] [FILE ...] [-- PYTEST ARGS]`; with no
-FILE, every `tests/test_*.py`; `--smoke`, the subset `SMOKE`. Prints one line per file as it finishes and, for a file that
-fails, its whole pytest output; exits with status 1 if any file failed.
+FILE, every `tests/test_*.py`; `--smoke`, the subset `SMOKE`. Prints one line per file as
+it finishes and, for a file that fails, its whole pytest output; exits with status 1 if
+any file failed.
 """
 
 import argparse
@@ -155,8 +156,13 @@ TOGETHER = (
     # (a fresh-cache `make test`, load ~2: 33 + 33 + 27 + 31 s and 28 + 25 + 31 +
     # 23 + 38 s as separate processes).
     ("test_config_spatial.py", "test_mujoco_compare.py", "test_mjcf.py", "test_cli_imports.py"),
-    ("test_plot.py", "test_forces.py", "test_compliance.py", "test_compliant_stepping.py",
-     "test_user_mistakes.py"),
+    (
+        "test_plot.py",
+        "test_forces.py",
+        "test_compliance.py",
+        "test_compliant_stepping.py",
+        "test_user_mistakes.py",
+    ),
     # The design problem's file and the command line's simulations (the robot's
     # configuration file): 146 s as one process, 88 + 67 s as two (fresh-clone `make
     # test`, idle, 2026-11-28). Other mid-size files measured slower in one process
@@ -192,6 +198,34 @@ TOGETHER = (
     ),
 )
 """Files run in one process, in this order (the group takes its first file's place)."""
+
+
+TYPECHECKED = frozenset(
+    (
+        "test_solvability.py",
+        "test_qr.py",
+        "test_block_pattern.py",
+        "test_models.py",
+        "test_cli.py",
+        "test_config.py",
+        "test_batch.py",
+        "test_data.py",
+        "test_api_mistakes.py",
+        "test_citation.py",
+        "test_release.py",
+        "test_door.py",
+    )
+)
+"""Files whose process checks redundax's signatures at run time (jaxtyping's import
+hook with beartype, `--jaxtyping-packages=redundax,beartype.beartype`): every
+annotated function's arguments and results, shapes included, on every call. The
+short files that call the public functions of every part (models, configuration
+files, the solvability analysis, the command line, batches, the one `simulate` door
+on every path). Not every file: the hook made `import redundax` take 12-17 s instead
+of 3 s and a first `simulate` of the mobile robot (compilation read from the cache,
+so tracing and lowering) 18-25 s instead of 15-16 s (2026-11-29, the 2-core machine
+under load ~3), in each of the suite's ~20 processes."""
+TYPECHECK = "--jaxtyping-packages=redundax,beartype.beartype"
 
 
 SMOKE = (
@@ -272,8 +306,10 @@ def _run(
     files: tuple[Path, ...], pytest_args: list[str], env: dict[str, str]
 ) -> tuple[str, int, float, str]:
     start = time.perf_counter()
+    checked = any(Path(str(f).split("::")[0]).name in TYPECHECKED for f in files)
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *map(str, files)]
+        + ([TYPECHECK] if checked else [])
         + pytest_args,
         cwd=TESTS.parent,
         env=env,

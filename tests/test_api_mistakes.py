@@ -301,3 +301,19 @@ def test_a_mass_whose_weight_overflows_is_refused():
     message = "body 'b' field 'mass': its weight m·|g| overflows float64 (mass 1e+308 kg)"
     assert problems == (message,)
     rx.Mechanism([body], []).build()  # no gravity: no weight to overflow
+
+
+def test_signatures_are_checked_at_run_time_in_the_type_checked_files(request):
+    """`make test` runs this file under jaxtyping's import hook with beartype
+    (`tests/run_files.py`'s `TYPECHECKED`): an annotated function given an array of
+    the wrong shape is refused at the call. Skipped in a process started without
+    the hook (`pytest` by hand)."""
+    import jaxtyping
+
+    from redundax._math import cross2
+
+    if not request.config.getoption("--jaxtyping-packages", default=None):
+        pytest.skip("not a type-checked process (tests/run_files.py TYPECHECKED)")
+    assert float(cross2(jnp.asarray([1.0, 0.0]), jnp.asarray([0.0, 2.0]))) == 2.0
+    with pytest.raises(jaxtyping.TypeCheckError, match="cross2"):
+        cross2(jnp.asarray([1.0, 0.0, 0.0]), jnp.asarray([0.0, 2.0, 0.0]))
