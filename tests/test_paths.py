@@ -38,11 +38,6 @@ def twin():
     return model, state, rx.decide(model, state.q, state.t)
 
 
-def _names(fn, *args) -> set[str]:
-    """The names of the jitted functions in the program of `fn(*args)`."""
-    return set(re.findall(r"name=(\w+)", str(jax.make_jaxpr(fn)(*args))))
-
-
 def _run(model, state, structure, method, q):
     given = {} if method is None else {"method": method}  # None: the default NullSpace()
     return rx.simulate(
@@ -50,21 +45,41 @@ def _run(model, state, structure, method, q):
     )
 
 
+def _names_and_run(fn, *args):
+    """The names of the jitted functions in the program of `jax.jit(fn)(*args)`, and
+    its result: one trace serves both (tracing the program twice, once for its names
+    and once to run it, cost as much again)."""
+    traced = jax.jit(fn).trace(*args)
+    return set(re.findall(r"name=(\w+)", str(traced.jaxpr))), traced.lower().compile()(*args)
+
+
 @pytest.mark.parametrize(
     ("method", "path"),
     [(None, "schur"), (rx.methods.NullSpace(schur=False), "qr"), (rx.methods.BlockSparse(), "block")],
 )
-def test_one_path_per_batched_program(twin, method, path):
+def test_one_path_per_batched_program_and_eager_jit_vmap_the_same_numerics(twin, method, path):
     """Under `vmap` the program holds the one path the static facts name (before,
     a traced structure put the Cholesky and the pivoted QR behind a select, and
-    every variant paid for both at every right-hand side and projection)."""
+    every variant paid for both at every right-hand side and projection). Eager ≡
+    `jit` to the last bit (one program), and that `vmap` batch of two copies of the
+    state equals them to round-off (a batched program may round differently) with
+    the same steps. (One test: the batched program whose paths are read is the one
+    that runs.)"""
     model, state, structure = twin
     assert structure.schur_path is True  # the verdict of ŝ = 3.5e-3, a static fact
     qs = jnp.stack([state.q, state.q])
-    names = _names(jax.vmap(lambda q: _run(model, state, structure, method, q).q[-1]), qs)
+    names, batched = _names_and_run(jax.vmap(lambda q: _run(model, state, structure, method, q)), qs)
     assert ("_cholesky" in names) == (path == "schur")
     assert ("pivoted_qr" in names) == (path == "qr")
     assert ("_block_solve" in names or "block_solve" in names) == (path == "block")
+    eager = _run(model, state, structure, method, state.q)
+    jitted = eqx.filter_jit(lambda q: _run(model, state, structure, method, q))(state.q)
+    assert bool(eager.valid.all())
+    np.testing.assert_array_equal(np.asarray(jitted.q), np.asarray(eager.q))
+    assert_similar_steps(jitted.num_steps, eager.num_steps, "jit")
+    for k in range(2):
+        np.testing.assert_allclose(np.asarray(batched.q[k]), np.asarray(eager.q), atol=1e-10)
+        assert_similar_steps(batched.num_steps[k], eager.num_steps, "vmap")
 
 
 def test_a_structure_decided_inside_a_transformation_chooses_at_run_time(twin):
@@ -80,32 +95,14 @@ def test_a_structure_decided_inside_a_transformation_chooses_at_run_time(twin):
     np.testing.assert_array_equal(np.asarray(decided.rank), [int(structure.rank)] * 2)
     np.testing.assert_allclose(np.asarray(decided.schur_gap), float(structure.schur_gap), rtol=1e-10)
     inside = lambda q: _run(model, state, rx.decide(model, q, state.t), None, q).q  # noqa: E731
-    names = _names(jax.vmap(lambda q: inside(q)[-1]), qs)
+    names, runs = _names_and_run(jax.vmap(inside), qs)
     assert "pivoted_qr" in names and "_cholesky" in names
     # The verdict is the structure's either way: the run takes the path the eager
-    # structure names, and gives its numbers.
+    # structure names, and gives its numbers (the eager run is the default path's
+    # of the test above: one program in this process).
     eager = _run(model, state, structure, None, state.q).q
-    for q in jax.vmap(inside)(qs):
+    for q in runs:
         np.testing.assert_allclose(np.asarray(q), np.asarray(eager), atol=1e-10)
-
-
-@pytest.mark.parametrize("method", [None, rx.methods.NullSpace(schur=False), rx.methods.BlockSparse()])
-def test_eager_jit_vmap_run_the_same_numerics(twin, method):
-    """Eager ≡ `jit` to the last bit (one program), and a `vmap` batch of two copies
-    of the state equals them to round-off (a batched program may round differently)
-    with the same steps."""
-    model, state, structure = twin
-    eager = _run(model, state, structure, method, state.q)
-    jitted = eqx.filter_jit(lambda q: _run(model, state, structure, method, q))(state.q)
-    batched = jax.vmap(lambda q: _run(model, state, structure, method, q))(
-        jnp.stack([state.q, state.q])
-    )
-    assert bool(eager.valid.all())
-    np.testing.assert_array_equal(np.asarray(jitted.q), np.asarray(eager.q))
-    assert_similar_steps(jitted.num_steps, eager.num_steps, "jit")
-    for k in range(2):
-        np.testing.assert_allclose(np.asarray(batched.q[k]), np.asarray(eager.q), atol=1e-10)
-        assert_similar_steps(batched.num_steps[k], eager.num_steps, "vmap")
 
 
 def test_specialise_reads_static_facts_only(twin):

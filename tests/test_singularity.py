@@ -176,7 +176,12 @@ def spatial_parallelograms():
     (natural coordinates: 84 coordinates, 92 rows of rank 83)."""
     mech = models.spatial_twin(models.n_four_bar(3))
     model, s = mech.build(), mech.initial_state()
-    return model, s, rx.decide(model, s.q, s.t)
+    structure = rx.decide(model, s.q, s.t)
+    # The default null-space run to 17 ms before the first flat pose, with its
+    # default monitor: the state there for the pivots' test, the dense measure for the
+    # block solver's (one program of the 84 coordinates' run serves both).
+    nominal = rx.simulate(model, s, 0.7, structure=structure, saveat=rx.SaveAt(n=2))
+    return model, s, structure, nominal
 
 
 def test_pivot_sines_equal_least_squares_angles(spatial_parallelograms):
@@ -185,10 +190,9 @@ def test_pivot_sines_equal_least_squares_angles(spatial_parallelograms):
     linkage: the squared sines equal to 1e-13; as many sines above 1e-3 as the rank
     of C; the redundant rows' sines below 1e-6. Under jit ≡ eager, vmap ≡ loop, and its derivative
     along q equals central differences."""
-    model, s, structure = spatial_parallelograms
+    model, s, structure, exact = spatial_parallelograms
     bricard = models.bricard().build()
     b0 = models.bricard().initial_state()
-    exact = rx.simulate(model, s, 0.7, structure=structure, saveat=rx.SaveAt(n=2), monitor=None)
     cases = [
         (model, s.q, s.t, structure),
         (model, exact.q[-1], 0.7, structure),  # 17 ms before the flat pose
@@ -236,7 +240,7 @@ def test_the_block_solver_monitors_its_pivots(spatial_parallelograms):
     1e-3: each of the three loops loses a row) only at a flat pose. A
     null-space run of the same 84 coordinates keeps σ_r/σ_1 (dense); a measure is
     also chosen by name, an unknown one refused."""
-    model, s, structure = spatial_parallelograms
+    model, s, structure, nominal = spatial_parallelograms
     flat = a02_flat_instants(3, 3.0)
     reports = {}
     for measure in (None, "singular_values"):
@@ -265,7 +269,6 @@ def test_the_block_solver_monitors_its_pivots(spatial_parallelograms):
     for a, b, rank in pivots.rank_changes:  # where a step end lands that close
         assert np.min(np.abs(flat - 0.5 * (a + b))) < 1e-2 and 80 <= rank <= 83
     assert dense.rank_changes == ()  # none at the structure's 1e-8
-    nominal = rx.simulate(model, s, 0.05, structure=structure, saveat=rx.SaveAt(n=2))
     assert rx.singularity_report(nominal).measure == "singular_values"
     with pytest.raises(ValueError, match="Singularities field 'measure'"):
         rx.simulate(model, s, 0.05, structure=structure, monitor=rx.Singularities("svd"))
