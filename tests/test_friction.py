@@ -43,28 +43,6 @@ def _block(**friction):
     )
 
 
-def test_a_block_slides_to_rest_as_coulomb_says():
-    """Coulomb friction on a plane: the normal force is m g (the slide's reaction,
-    unique), the block decelerates at μ g and stops after v₀²/(2 μ g). The regularised
-    law (tanh(v / v_t)) differs only below v ≈ v_t: the speed at half the stopping
-    time is the closed form's to round-off, and the block creeps at most ~v_t²/(μ g)
-    (3e-7 m) past the closed-form stop."""
-    mech = _block()
-    model = mech.build()
-    stop = V0 / (MU_BLOCK * G)
-    run = rx.simulate(
-        model, mech.initial_state(), 2 * stop, stepsize_controller=TIGHT,
-        saveat=rx.SaveAt(n=5),
-    )  # fmt: skip
-    assert np.all(run.valid)
-    x, v = np.asarray(run.q[[0, 1, 4], 0]), np.asarray(run.qd[[0, 1, 4], 0])  # 0, T/2, 2T
-    assert v[1] == pytest.approx(V0 - MU_BLOCK * G * stop / 2, abs=1e-9)
-    assert x[1] == pytest.approx(V0 * stop / 2 - MU_BLOCK * G * (stop / 2) ** 2 / 2, abs=1e-9)
-    distance = V0**2 / (2 * MU_BLOCK * G)
-    assert 0.0 <= x[2] - distance < 1e-6
-    assert abs(v[2]) < 1e-9
-
-
 def test_the_command_line_reports_the_friction(capsys):
     """`redundax simulate configs/block_friction.toml --json` (the block above, 1 s):
     the stopping point, and in `friction` the work, −½ m v₀² (friction took all the
@@ -165,31 +143,48 @@ def _spatial_four_bar(inputs):
 def test_friction_from_unique_reactions_moves_alike_under_every_method():
     """The planar four-bar built with spatial revolutes (p = 3): the in-plane (radial)
     pin forces are unique, so friction that reads them is one generalised force
-    whatever the method: the motion under the null-space method, elimination,
-    a mass-weighted minimum norm and the augmented Lagrangian agree to 1e-9."""
+    whatever the method. The motion (one run, null-space method; it falls and swings,
+    the pins slipping) and, at each of its saved states, the accelerations under the
+    null-space method, elimination, a mass-weighted minimum norm and the augmented
+    Lagrangian agree to round-off: the same right-hand side along the motion is the
+    same motion. (One run, not four: each method's run is a program of its own to
+    compile, the accelerations at a state a small one.)"""
     mech = _spatial_four_bar({"radial force": 0.02})
     model = mech.build()
     structure = rx.decide(model, mech.initial_state().q)
     assert int(structure.rank) == model.n_constraints - 3
     ts = jnp.linspace(0.0, 0.5, 6)
-    finals = {}
+    run = rx.simulate(
+        model, mech.initial_state(), 0.5, structure=structure, stepsize_controller=TIGHT,
+        saveat=rx.SaveAt(ts=ts),
+    )  # fmt: skip
+    assert np.all(run.valid)
+    moved = np.abs(np.asarray(run.q[-1] - run.q[0])).max()
+    assert moved > 0.05  # it falls and swings
+    assert np.abs(np.asarray(run.qd[1:])).max() > 1.0  # the pins slip: friction acts
+    qdds = {}
     for method in (
         rx.methods.NullSpace(),
         rx.methods.eliminate(model, mech.initial_state().q),
         rx.methods.WeightedMinimumNorm(),
         rx.methods.AugmentedLagrangian(),
     ):
-        run = rx.simulate(
-            model, mech.initial_state(), 0.5, method=method, stepsize_controller=TIGHT,
-            saveat=rx.SaveAt(ts=ts),
-        )  # fmt: skip
-        assert np.all(run.valid), type(method).__name__
-        finals[type(method).__name__] = np.asarray(run.q)
-    reference = finals.pop("NullSpace")
-    moved = np.abs(reference[-1] - reference[0]).max()
-    assert moved > 0.05  # it falls and swings
-    for name, q in finals.items():
-        np.testing.assert_allclose(q, reference, atol=1e-9, err_msg=name)
+        qdds[type(method).__name__] = np.stack(
+            [
+                np.asarray(
+                    rx.equations.solve_dynamics(
+                        model, q, qd, t, structure=structure, method=method
+                    )[0]
+                )
+                for q, qd, t in zip(run.q, run.qd, run.ts, strict=True)
+            ]
+        )
+    reference = qdds.pop("NullSpace")
+    scale = np.abs(reference).max()
+    # Measured: elimination and the minimum norm 2e-14 of max |q̈|, the augmented
+    # Lagrangian (iterated to its tolerance) 4e-11.
+    for name, qdd in qdds.items():
+        np.testing.assert_allclose(qdd, reference, atol=1e-9 * scale, err_msg=name)
 
 
 def test_friction_that_reads_a_reaction_that_does_not_exist_is_refused():
@@ -262,10 +257,15 @@ def test_bad_friction_input_is_named():
         weld.build()
 
 
-def test_friction_under_jit_vmap_and_grad():
-    """A run with friction under `jax.jit`, `jax.vmap` over the coefficient and
-    `jax.grad` with respect to it, all three in one program: the block's stopping
-    point is v₀²/(2 μ g) (to the creep), its derivative −v₀²/(2 μ² g) (closed form)."""
+def test_a_block_slides_to_rest_as_coulomb_says_under_jit_vmap_and_grad():
+    """Coulomb friction on a plane: the normal force is m g (the slide's reaction,
+    unique), the block decelerates at μ g and stops after v₀²/(2 μ g). The regularised
+    law (tanh(v / v_t)) differs only below v ≈ v_t: the speed at half the stopping
+    time is the closed form's to round-off, and the block creeps at most ~v_t²/(μ g)
+    (3e-7 m) past the closed-form stop. The run under `jax.jit`, `jax.vmap` over the
+    coefficient and `jax.grad` with respect to it, all three in one program (which
+    also gives the motion above, μ = 0.3): the stopping point is v₀²/(2 μ g) (to the
+    creep) at each μ, its derivative −v₀²/(2 μ² g) (closed form)."""
     mech = _block()
     model = mech.build()
     stop = V0 / (MU_BLOCK * G)
@@ -273,12 +273,23 @@ def test_friction_under_jit_vmap_and_grad():
 
     def final_x(mu):
         m = eqx.tree_at(lambda m: m.forces[0].coefficient, model, jnp.reshape(mu, (1,)))
-        run = rx.simulate(m, state, 1.5 * stop, saveat=rx.SaveAt(n=2), monitor=None)
-        return run.q[-1, 0]
+        run = rx.simulate(
+            m, state, 2 * stop, stepsize_controller=TIGHT, saveat=rx.SaveAt(n=5), monitor=None
+        )
+        return run.q[-1, 0], (run.q[:, 0], run.qd[:, 0], run.valid)
 
-    mus = jnp.array([0.3, 0.4])
-    x, dx = jax.jit(jax.vmap(jax.value_and_grad(final_x)))(mus)
-    np.testing.assert_allclose(x, V0**2 / (2 * mus * G), atol=1e-6)
+    mus = jnp.array([MU_BLOCK, 0.4])
+    (_, (xs, vs, valid)), dx = jax.jit(jax.vmap(jax.value_and_grad(final_x, has_aux=True)))(mus)
+    assert np.all(valid)
+    # μ = 0.3: the motion at 0, T/2 and 2T (T the closed-form stopping time).
+    x, v = np.asarray(xs[0, [0, 1, 4]]), np.asarray(vs[0, [0, 1, 4]])
+    assert v[1] == pytest.approx(V0 - MU_BLOCK * G * stop / 2, abs=1e-9)
+    assert x[1] == pytest.approx(V0 * stop / 2 - MU_BLOCK * G * (stop / 2) ** 2 / 2, abs=1e-9)
+    distance = V0**2 / (2 * MU_BLOCK * G)
+    assert 0.0 <= x[2] - distance < 1e-6
+    assert abs(v[2]) < 1e-9
+    # Every μ: where it stops, and how that moves with μ.
+    np.testing.assert_allclose(xs[:, -1], V0**2 / (2 * mus * G), atol=1e-6)
     np.testing.assert_allclose(dx, -(V0**2) / (2 * mus**2 * G), rtol=1e-4)
 
 
