@@ -17,6 +17,7 @@ import dataclasses
 import diffrax
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -49,7 +50,8 @@ TILTED_GRAVITY = (2.0, 1.0, -9.81)  # m/s²: no symmetry of the hexapod survives
 
 @eqx.filter_jit
 def _analysis(model, q, t):
-    """The report, C and Φ at (q, t): one program per mechanism."""
+    """The report, C and Φ at (q, t): one program per mechanism (t an array, not a
+    Python float, which `filter_jit` would bake in: t = 0 and t = 2.5 s share it)."""
     report = rx.analyze_solvability(model, q, t)
     return (
         report,
@@ -142,8 +144,8 @@ def test_config_is_models_hexapod():
         np.testing.assert_allclose(got, want, rtol=0.0, atol=TOL_SAME_MODEL)
     # At t = 2.5 s the drivers' rows of Φ(q0, t) are −d_k(t) ≠ 0: the motions agree too.
     for t in (0.0, 2.5):
-        _, C_file, phi_file = _analysis(config.model, config.state.q, t)
-        _, C_model, phi_model = _analysis(model, state.q, t)
+        _, C_file, phi_file = _analysis(config.model, config.state.q, jnp.asarray(t))
+        _, C_model, phi_model = _analysis(model, state.q, jnp.asarray(t))
         np.testing.assert_allclose(C_file, C_model, rtol=0.0, atol=TOL_SAME_MODEL)
         np.testing.assert_allclose(phi_file, phi_model, rtol=0.0, atol=TOL_SAME_MODEL)
     assert float(np.max(np.abs(phi_model))) > 1e-2
@@ -171,7 +173,7 @@ def test_analysis_equals_an_svd_of_c(name):
     build, (n, rows, rank, p, mobility) = VARIANTS[name]
     mech = build()
     model, state = mech.build(), mech.initial_state()
-    report, C, phi = _analysis(model, state.q, 0.0)
+    report, C, phi = _analysis(model, state.q, jnp.asarray(0.0))
     C = np.asarray(C)
     assert float(np.max(np.abs(phi))) < TOL_SAME_MODEL  # assembled at t = 0
     svd_rank, svd_rows, svd_pairs = _svd_verdicts(C, report.rows)
