@@ -169,10 +169,12 @@ def test_a_joint_run_claims_verdicts_without_deciding_the_absolute_model(
     """`redundax simulate configs/mobile_robot.toml --coordinates joint` with every
     absolute-model decision refused: the run reports, per pair and per component,
     in its JSON and its run file, the stable verdicts `rx.decide` gives at the
-    file's initial state (decided here afterwards, as the reference): B's and C's x
-    forces, unique while the wheels point straight ahead, are not claimed. (The
-    command `test_joint_runs.py` runs, run file included: in the one process of the
-    two files, its programs are compiled once.)"""
+    file's initial state (decided here afterwards, as the reference; what the same
+    run in absolute coordinates claims, README step 4): B's and C's x forces,
+    unique while the wheels point straight ahead, are not claimed. The run is valid
+    to its end. (This one command-line run of the robot serves what were two tests,
+    this one and `test_joint_runs.py`'s "joint runs of the robot report the absolute
+    runs' verdicts", which ran the same command: issue 40.)"""
     from redundax import cli
     from redundax.io import read_run
     from redundax.io.config import load_config
@@ -203,7 +205,12 @@ def test_a_joint_run_claims_verdicts_without_deciding_the_absolute_model(
         }
         for pair in model.pairs
     }
-    assert claimed["components"]["B"] == {"force x": False, "force y": False}
+    for name in ("B", "C"):
+        assert claimed["components"][name] == {"force x": False, "force y": False}, name
+    assert claimed["coordinates"] == "joint"
+    assert claimed["valid"] is True and claimed["left_constraints_at"] is None
+    assert claimed["valid_until"] == claimed["t_final"] == 0.2
+    assert run_file["component_unique"]["B"] == {"force x": False, "force y": False}
 
 
 # Planar (the robot: a free joint, knife edges, p = 2) and spatial (Bricard: one loop,

@@ -32,9 +32,9 @@ from helpers import (
     four_bar_apart,
 )
 from redundax import models
+from redundax._reactions import MEMORY_BUDGET
 from redundax.cli import main
 from redundax.io import load_config, read_run
-from redundax.io.results import component_labels
 
 # One Newton step of two formulations (round-off of the mappings), relative.
 TOL_SAME_STEP = 1e-9
@@ -318,49 +318,6 @@ def test_simulate_in_joint_coordinates_from_the_command_line(tmp_path: Path):
     assert status == 0, stderr
 
 
-def test_joint_runs_of_the_robot_report_the_absolute_runs_verdicts(tmp_path: Path):
-    """`redundax simulate configs/mobile_robot.toml --coordinates joint` claims, in
-    its JSON and in its run file, per pair and per component, what the same run in
-    absolute coordinates claims: B's and C's x forces are not unique (unique only
-    while the wheels point straight ahead, README step 4). What an absolute run
-    claims is the stable verdicts of the `Structure` that `rx.decide` gives at the
-    file's initial state, labelled by `component_labels` (what `redundax simulate`
-    writes for it; its JSON and run file of this robot: `test_cli_simulate.py`),
-    computed here in this process instead of a second command-line run."""
-    robot = Path(__file__).resolve().parents[1] / "configs" / "mobile_robot.toml"
-    out = tmp_path / "joint.npz"
-    status, stdout, stderr = _run(
-        "simulate", robot, "--coordinates", "joint", "--t-final", "0.2", "--json", "--out", out
-    )
-    assert status == 0, stderr
-    joint, joint_file = json.loads(stdout), read_run(out)
-    config = load_config(robot)
-    model, state = config.model, config.state
-    structure = rx.decide(model, state.q, state.t)
-    stable = np.asarray(structure.stable_unique)
-    row_stable = np.asarray(structure.stable_row_unique)
-    unique = {name: bool(stable[g]) for g, name in enumerate(model.pair_names)}
-    components = {
-        pair.name: {
-            label: bool(row_stable[r])
-            for label, r in zip(component_labels(pair), pair.rows, strict=True)
-        }
-        for pair in model.pairs
-    }
-    assert joint["coordinates"] == "joint"
-    assert joint["valid"] is True and joint["left_constraints_at"] is None
-    assert joint["valid_until"] == joint["t_final"] == 0.2
-    assert joint["unique"] == unique
-    assert joint["components"] == components
-    for name in ("B", "C"):
-        assert joint["components"][name] == {"force x": False, "force y": False}, name
-    assert joint_file["unique"] == unique
-    assert joint_file["component_unique"].keys() == components.keys()
-    for name, flags in components.items():
-        assert joint_file["component_unique"][name] == flags, name
-    assert joint_file["component_unique"]["B"] == {"force x": False, "force y": False}
-
-
 def test_joint_runs_refuse_what_they_do_not_offer(tmp_path: Path):
     """A projection at the saved states only is refused naming the key; a
     configuration that breaks a tree joint is refused naming the joint."""
@@ -429,21 +386,54 @@ def test_simulate_joint_under_grad():
     # test_door.py::test_joint_runs_eager_jit_vmap_alike.
 
 
-def test_write_run_of_a_joint_run_stores_the_verdicts_a_run_claims(tmp_path: Path):
+# The working memory `redundax simulate` gives the reactions along a run by default
+# (`--memory-budget`), in bytes as it passes them: the same chunks, the same program.
+_CLI_MEMORY_BUDGET = int(MEMORY_BUDGET / 2**30 * 2**30)
+
+
+@pytest.fixture(scope="module")
+def robot_joint_run():
+    """The mobile robot of `configs/mobile_robot.toml` run 1.6 s in joint
+    coordinates with the options `redundax simulate --coordinates joint` takes from
+    that file (201 saved states, rtol 1e-8, atol 1e-10, Dopri8, a projection after
+    every step, in segments for progress reports, throw=False): the programs of
+    the command-line run of `test_joint_coordinates.py` (the one process of the two
+    files compiles them once; t1 is an array, so 1.6 s and the command's 0.2 s are
+    one program): `(model, joint model, report, trajectory)`."""
+    config = load_config(Path(__file__).resolve().parents[1] / "configs" / "mobile_robot.toml")
+    model, state, options = config.model, config.state, config.simulation
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    jstate = rx.joint_coordinates.to_joint_state(jm, state)
+    structure = rx.joint_coordinates.decide_joint(jm, jstate)
+    report = rx.joint_coordinates.joint_uniqueness(jm, structure, jstate)
+    trajectory = rx.simulate(
+        jm,
+        jstate,
+        1.6,
+        structure=structure,
+        saveat=options.saveat,
+        stepsize_controller=options.stepsize_controller,
+        solver=options.solver,
+        drift_control=options.drift_control,
+        max_steps=options.max_steps,
+        throw=False,
+        progress=rx.Progress(),
+    )
+    assert bool(np.all(trajectory.valid))
+    return model, jm, report, trajectory
+
+
+def test_write_run_of_a_joint_run_stores_the_verdicts_a_run_claims(robot_joint_run, tmp_path):
     """`write_run(..., joint_report=report)` with no verdicts of its own stores the
     report's stable ones (what the command line passes, and what an absolute run's
     file holds): the robot's B x force is unique at the start only, so not claimed;
     the run file's solvability keeps the verdicts at the initial configuration."""
     from redundax.io import write_run
 
-    mech = models.mobile_robot()
-    model, state = mech.build(), mech.initial_state()
-    jm = rx.joint_coordinates.joint_model(model, state.q)
-    jstate = rx.joint_coordinates.to_joint_state(jm, state)
-    structure = rx.joint_coordinates.decide_joint(jm, jstate)
-    report = rx.joint_coordinates.joint_uniqueness(jm, structure, jstate)
-    trajectory = rx.simulate(jm, jstate, 0.1, structure=structure, saveat=rx.SaveAt(n=2))
-    history = rx.joint_coordinates.joint_reaction_history(jm, trajectory, report)
+    model, jm, report, trajectory = robot_joint_run
+    history = rx.joint_coordinates.joint_reaction_history(
+        jm, trajectory, report, memory_budget=_CLI_MEMORY_BUDGET
+    )
     out = write_run(tmp_path / "run.npz", model, trajectory, history, joint_report=report)
     run = read_run(out)
     assert run["component_unique"]["B"] == {"force x": False, "force y": False}
@@ -523,24 +513,19 @@ ROBOT_POSE_AT_1_6 = (1.157574171640257, -0.00278253694755995, -0.087670395366188
 ROBOT_ABSOLUTE_STEPS = 16
 
 
-def test_joint_runs_step_onto_the_drivers_knots():
+def test_joint_runs_step_onto_the_drivers_knots(robot_joint_run):
     """A joint-coordinate run's steps end on the knots of the drivers' motions, as
     an absolute run's do (`completed_controller`): the mobile robot steered by its
     `SmoothSteps` profile (knots at 0.5 and 1.5 s; q̈ is not smooth across them)
     for 1.6 s takes as many steps as the absolute run (16; 92 before, most of them
-    rejected across the knots) and ends at the absolute run's platform pose. The
-    run is the program `test_write_run_...` compiled (only t1 differs)."""
+    rejected across the knots) and ends at the absolute run's platform pose."""
     from redundax.joint_coordinates._run_validity import controller
 
-    mech = models.mobile_robot()
-    model, state = mech.build(), mech.initial_state()
-    jm = rx.joint_coordinates.joint_model(model, state.q)
+    model, jm, _, trajectory = robot_joint_run
     clipped = controller(jm, 1e-8, 1e-10, 0.0, 1.6)
     assert isinstance(clipped, diffrax.ClipStepSizeController)
     np.testing.assert_array_equal(clipped.step_ts, [0.0, 0.5, 1.5, 2.5, 3.5, 5.5, 6.5, 7.5, 8.5])
-    jstate = rx.joint_coordinates.to_joint_state(jm, state)
-    structure = rx.joint_coordinates.decide_joint(jm, jstate)
-    trajectory = rx.simulate(jm, jstate, 1.6, structure=structure, saveat=rx.SaveAt(n=2))
+    assert abs(float(trajectory.ts[-1]) - 1.6) < 1e-12
     assert int(trajectory.num_steps) <= 1.5 * ROBOT_ABSOLUTE_STEPS
     platform = model.bodies.names.index("platform")
     pose = np.asarray(trajectory.x[-1]).reshape(-1, 3)[platform]
