@@ -122,6 +122,7 @@ def test_block_solver_gives_the_null_space_acceleration(name):
             )
 
 
+@pytest.mark.parametrize("name", ["mobile robot", "bricard"])
 def test_block_solver_gives_the_same_unique_reactions(name):
     mech = MECHANISMS[name]()
     model, state = mech.build(), mech.initial_state()
