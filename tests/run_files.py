@@ -84,6 +84,14 @@ and lowering at 254 s of the ~1,940 worker-seconds; `jit(_simulate)` 96 compiles
 313 s; reverse-mode gradients through Diffrax 20-45 s each are the heaviest single
 tests. A third worker (`-j 3`) on the 2-core machine made every file ~1.5x slower.
 
+2026-11-29 (51 files; a fresh clone, empty cache, Python 3.11, the machine idle after
+the first six minutes): 1,873 s wall, 3,744 s of files (2,828 s wall the evening before).
+Two changes: the run-time type checks (jaxtyping + beartype, `TYPECHECKED`) only in the
+short files' process, and fewer programs per test (`tests/compile_census.py` says which
+test compiles what). Still over CI's 15 minutes; the largest files now: the joint
+coordinates' group 316 s, the short files' first group 351 s, notebooks 342 s, test_block
+232 s, docs 222 s.
+
 Files that compile the same programs share a process (`TOGETHER`): the joint
 coordinates' two files build the same joint models, structures and DCA programs
 (measured cold: 129 s as two processes, 105 s as one). So do the twelve short
