@@ -208,22 +208,7 @@ TOGETHER = (
 """Files run in one process, in this order (the group takes its first file's place)."""
 
 
-TYPECHECKED = frozenset(
-    (
-        "test_solvability.py",
-        "test_qr.py",
-        "test_block_pattern.py",
-        "test_models.py",
-        "test_cli.py",
-        "test_config.py",
-        "test_batch.py",
-        "test_data.py",
-        "test_api_mistakes.py",
-        "test_citation.py",
-        "test_release.py",
-        "test_door.py",
-    )
-)
+TYPECHECKED = frozenset(TOGETHER[-1])  # the twelve short files of the last group
 """Files whose process checks redundax's signatures at run time (jaxtyping's import
 hook with beartype, `--jaxtyping-packages=redundax,beartype.beartype`): every
 annotated function's arguments and results, shapes included, on every call. The
