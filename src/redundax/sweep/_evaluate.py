@@ -28,7 +28,7 @@ from ..drift import Projection
 from ..equations import marker_positions, position_residual, velocity_residual
 from ..methods import path_accurate, specialise
 from ..motions import SmoothSteps
-from ..statics._assembly_stress import assembly_stress
+from ..statics._assembly_stress import checked, self_stress_basis, stress_along
 from ._constants import AXIS, PROJECTION_STEPS
 from ._file import Sweep
 
@@ -194,10 +194,12 @@ class Evaluator:
             # same for every variant (concrete, closed over).
             assembled = np.asarray(sweep.state.q if stresses.q is None else stresses.q, float)
             assembled_structure = decide(sweep.model, assembled, sweep.state.t)
-            stiffness = np.asarray(stresses.stiffness, float)
+            compliance, rank = checked(
+                sweep.model, assembled, np.asarray(stresses.stiffness, float), assembled_structure
+            )
             split = [p.split_rows() for p in sweep.model.pairs]
 
-        def variant(model: Model, state: State, method, x) -> dict[str, Any]:
+        def variant(model: Model, state: State, method, x, basis) -> dict[str, Any]:
             nominal = model
             model, state = apply_parameters(model, state, targets, x)
             for g, times in knots.items():
@@ -261,9 +263,9 @@ class Evaluator:
                     **_rank_along(structure, trajectory.singularities),
                 )
             if stresses is not None:
-                lam = assembly_stress(
-                    nominal, model, assembled, stiffness, sweep.state.t,
-                    structure=assembled_structure,
+                lam = stress_along(
+                    basis, nominal, model, assembled, sweep.state.t, compliance,
+                    assembled_structure.stable_row_unique,
                 ).multipliers  # fmt: skip
                 out.update(
                     assembly_multipliers=lam,
@@ -278,9 +280,16 @@ class Evaluator:
 
         def shard(dynamic, values, valid):
             model, state, method = eqx.combine(dynamic, static)
+            # The nominal mechanism's self-stresses, once per chunk (the same for every
+            # variant; inside `lax.map` XLA would compute them again per variant).
+            basis = (
+                None
+                if stresses is None
+                else self_stress_basis(model, assembled, sweep.state.t, rank)
+            )
 
             def one(x):
-                return variant(model, state, method, x)
+                return variant(model, state, method, x, basis)
 
             if batch is None:
                 return jax.vmap(one)(values)
