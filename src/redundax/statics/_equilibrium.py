@@ -6,8 +6,9 @@ P(q) F(q) = 0 with P the orthogonal projector onto the null space of C, and
 alone (Levenberg–Marquardt, Optimistix), [Φ(q); P(q) F(q) / f] = 0, f a force
 scale: its solution does not depend on the scaling, and λ never appears, so its
 non-uniqueness in a redundant mechanism cannot stall the solver. P is built from
-the independent rows of C chosen by the structure (the dynamics' own choice),
-C_I: P F = F − C_Iᵀ (C_I C_Iᵀ)⁻¹ C_I F, smooth wherever the rank is constant.
+a maximal independent set of rows C_I (the pivoted QR of Cᵀ at the structure's rank,
+rows equal by symmetry taken in index order: `ROW_TIE`), P F = F − C_Iᵀ (C_I C_Iᵀ)⁻¹
+C_I F, smooth wherever the rank is constant.
 
 The static reactions are the dynamics' [`reactions`][redundax.reactions] at the equilibrium at
 rest (q̈ = 0 there), with the same per-pair and per-component verdicts; stability
@@ -50,6 +51,15 @@ FORCE_RTOL = precise(1e-9, 1e-4)
 """Largest unbalanced generalised force |P F| of an accepted equilibrium, relative
 to the force scale (the largest |F| at the start, at least the weight of the
 lightest body under gravity, and 1e-12 N)."""
+
+ROW_TIE = precise(1e-9, 1e-5)
+"""The rows of C that make P: among rows whose remaining norms tie within this
+fraction (rows equal by symmetry, which differ by round-off), the lowest-numbered is
+taken first (`pivoted_qr`'s `tie`). Off the manifold the iterates' P depends on which
+rows are taken, and the solve's path with it: left to round-off, Bricard's rest took
+66 to 100 steps by the build, and with jax 0.12 at XLA's -O0 (the test suite's
+setting) stalled at max |Φ| 2.5e-6 after 256; with the rows taken by index, 65 steps
+with jax 0.9.2 and 0.12.0.1 at -O0 and 65-71 at the default level."""
 
 PROJECTION_STEPS = 12
 """Gauss–Newton steps that bring q0 onto Φ = 0 before the structure is decided."""
@@ -123,7 +133,11 @@ def _start(model, q0, t):
 
 @eqx.filter_jit
 def _equilibrium(model, q, t, structure, scale, method, rtol, atol, max_steps: int, rank: int):
-    independent = structure.independent
+    # The rows that make P, ties broken by index (`ROW_TIE`): the same solve in every
+    # build.
+    C = constraint_matrix(model, q, t)[: model.n_holonomic]
+    perm = pivoted_qr(C.T, rank=rank, compute_q=False, tie=ROW_TIE).perm
+    independent = jnp.zeros(C.shape[0], dtype=bool).at[perm].set(jnp.arange(C.shape[0]) < rank)
 
     def residual(q, _):
         return jnp.concatenate(
