@@ -92,6 +92,15 @@ test compiles what). Still over CI's 15 minutes; the largest files now: the join
 coordinates' group 316 s, the short files' first group 351 s, notebooks 342 s, test_block
 232 s, docs 222 s.
 
+2026-11-29, later: this machine now runs the same code about 1.7x slower than on
+2026-11-28 (commit c033cc4's Bricard run, 0.0875 s median then, 0.161 s now; commit
+f1d1e27's test_dynamics.py, 92 s in that day's full run, 163 s alone and idle now), and
+CI's figures moved alike (990 s on 2026-11-27, 2,167-2,899 s since). A fresh clone's
+`make test PYTHON=python3.13` (jax 0.12.0.1, lineax 0.1.1) took 4,671 s wall under load
+~3.7 (other measurements alongside); every file passed but test_statics and notebook 07
+(the equilibrium solve, fixed since). Notebook 07 was not compile-bound: its 20,000-draw
+Monte Carlo ran 187 s (the nominal self-stresses recomputed per draw, fixed since: 14 s).
+
 Files that compile the same programs share a process (`TOGETHER`): the joint
 coordinates' two files build the same joint models, structures and DCA programs
 (measured cold: 129 s as two processes, 105 s as one). So do the twelve short
