@@ -100,6 +100,8 @@ CI's figures moved alike (990 s on 2026-11-27, 2,167-2,899 s since). A fresh clo
 ~3.7 (other measurements alongside); every file passed but test_statics and notebook 07
 (the equilibrium solve, fixed since). Notebook 07 was not compile-bound: its 20,000-draw
 Monte Carlo ran 187 s (the nominal self-stresses recomputed per draw, fixed since: 14 s).
+Then, with both fixes (146f806), a fresh clone's `make test PYTHON=python3.12` (jax 0.12.0.1),
+the machine otherwise idle: all 51 files passed, 2,808 s of tests, 48:10 wall with the set-up.
 
 Files that compile the same programs share a process (`TOGETHER`): the joint
 coordinates' two files build the same joint models, structures and DCA programs
