@@ -597,14 +597,15 @@ def _schur_gap(model: Model, C, rank) -> Float[Array, ""]:
     return jnp.where(ok, smallest, 0.0)
 
 
-def _independent(model: Model, C, rank, rtol) -> Bool[Array, " nc"]:
+def _independent(model: Model, C, rank, rtol, tie: float = 0.0) -> Bool[Array, " nc"]:
     """A maximal independent set of rows: the first `rank` column pivots of the
-    pivoted QR of Cᵀ, the rigid-body rows of spatial bodies weighted to come first."""
+    pivoted QR of Cᵀ, the rigid-body rows of spatial bodies weighted to come first
+    (`tie`: as `pivoted_qr`'s)."""
     nc = C.shape[0]
     weight = np.ones(nc)
     internal = list(model.internal_rows)
     weight[internal] = 1e3  # chosen first: they are independent among themselves
-    qr = pivoted_qr((C * jnp.asarray(weight)[:, None]).T, rtol, rank, compute_q=False)
+    qr = pivoted_qr((C * jnp.asarray(weight)[:, None]).T, rtol, rank, compute_q=False, tie=tie)
     return jnp.zeros(nc, dtype=bool).at[qr.perm].set(jnp.arange(nc) < rank)
 
 

@@ -30,7 +30,7 @@ from .._motion import Constant
 from .._precision import precise
 from .._qr import DECISION_RTOL, pivoted_qr
 from .._reactions import Reactions, _reactions as reactions_at
-from .._structure import Structure, decide
+from .._structure import Structure, _independent, decide
 from .._types import Scalar
 from .._validation import check_vector
 from ..drift._projection import weighted_pinv_step
@@ -135,9 +135,7 @@ def _start(model, q0, t):
 def _equilibrium(model, q, t, structure, scale, method, rtol, atol, max_steps: int, rank: int):
     # The rows that make P, ties broken by index (`ROW_TIE`): the same solve in every
     # build.
-    C = constraint_matrix(model, q, t)[: model.n_holonomic]
-    perm = pivoted_qr(C.T, rank=rank, compute_q=False, tie=ROW_TIE).perm
-    independent = jnp.zeros(C.shape[0], dtype=bool).at[perm].set(jnp.arange(C.shape[0]) < rank)
+    independent = _independent(model, constraint_matrix(model, q, t), rank, None, ROW_TIE)
 
     def residual(q, _):
         return jnp.concatenate(
