@@ -14,7 +14,9 @@ c. gradients of a unique reaction after `rx.drift.Projection` with respect to a
    moving one would break the redundancy) and a mass are finite and equal
    central differences, at exactly symmetric designs;
 d. a drive that leaves the workspace is flagged (`rx.ConstraintsLeftError`,
-   `Trajectory.valid`), a feasible one is not.
+   `Trajectory.valid`), a feasible one is not;
+e. in joint coordinates, the DCA's redundancy and seed 002's verdicts
+   (`joint_uniqueness`) equal the SVD's of a.
 
 The mechanisms come from `tests/mechanism_generator.py`; every instance of a
 family has the same structure, so the programs compiled for the first serve the
@@ -49,6 +51,8 @@ COUNTS = {
     "bennett": 24,
     "spatial_4r": 16,
 }
+# Mechanisms per family in joint coordinates (property e).
+JOINT_COUNT = 8
 # Driven four-bars (property d): even seeds feasible, odd seeds infeasible; 11, 21:
 # cranks that stall at the dead point; 26: a feasible drive with an end of travel
 # beyond it. All with the generator's tiny masses: models built from them differ from
@@ -467,6 +471,34 @@ def check_stable(family: str, seed: int) -> list[str]:
     return out
 
 
+def check_joint_verdicts(family: str, seed: int) -> list[str]:
+    """Property e: in joint coordinates, the DCA's redundancy and seed 002's verdicts
+    per pair and per component (`joint_uniqueness`) against the SVD, at the initial
+    configuration (the rows' dependence is kinematic: a body's inertia, laminae and
+    rods of ε = 1e-13 included, must not change it)."""
+    g, model, state, kin = case(family, seed)
+    _, C = kin.evaluate(kin.poses0)
+    svd = SVDVerdicts(C, kin.groups)
+    bad = svd.indecisive()
+    if bad:
+        return [f"the generator drew an instance too close to a threshold: {bad}"]
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    js = rx.joint_coordinates.to_joint_state(jm, state)
+    structure = rx.joint_coordinates.decide_joint(jm, js)
+    report = rx.joint_coordinates.joint_uniqueness(jm, structure, js)
+    out = []
+    if report.redundancy != svd.redundancy:
+        out.append(f"joint_uniqueness says p = {report.redundancy}, the SVD {svd.redundancy}")
+    names = [p.name for p in model.pairs]
+    assert list(report.names) == names
+    out += _pairs_differ("joint verdict", names, svd.unique, report.unique, svd.pair_ratio)
+    rows = np.zeros(model.n_constraints, dtype=bool)
+    for pair, row_unique in zip(model.pairs, report.row_unique, strict=True):
+        rows[np.asarray(pair.rows)] = row_unique
+    out += _rows_differ("joint verdict", kin, model, svd.row_unique, rows, svd.row_ratio)
+    return out
+
+
 # -------------------------------------------------------------------- gradients
 def after_projection(model, structure, state, row):
     """A unique reaction quantity at the state that `rx.drift.Projection` makes of
@@ -676,6 +708,13 @@ def test_stable_verdicts_at_generic_configuration(family):
     """Property b on the same mechanisms (laminae and rods among the twins and
     the 4R loops; special parallelogram configurations among the parallelograms)."""
     _assert_none(family, range(COUNTS[family]), check_stable)
+
+
+@pytest.mark.parametrize("family", list(COUNTS))
+def test_joint_verdicts_against_svd(family):
+    """Property e on the first JOINT_COUNT seeds of the family (laminae, rods of
+    ε = 1e-6 and 1e-13 and tiny masses among them)."""
+    _assert_none(family, range(min(JOINT_COUNT, COUNTS[family])), check_joint_verdicts)
 
 
 def test_generated_families_cover_degenerate_cases():

@@ -44,6 +44,9 @@ TOL_GRADIENT = 1e-6
 TOL_INVARIANT = 1e-8
 # Unique reactions of the two formulations, relative to the largest.
 TOL_SAME_REACTION = 1e-7
+# The DCA's accelerations of a pendulum bob of J = 1e-10 m L², relative: it inverts
+# the bob's inertia, so round-off grows like m L² / J (measured 1.3e-5 at J = 1e-12).
+TOL_POINT_MASS = 1e-5
 
 
 def _dense_newton_step(jm, structure, q):
@@ -530,3 +533,58 @@ def test_joint_runs_step_onto_the_drivers_knots(robot_joint_run):
     platform = model.bodies.names.index("platform")
     pose = np.asarray(trajectory.x[-1]).reshape(-1, 3)[platform]
     np.testing.assert_allclose(pose, ROBOT_POSE_AT_1_6, rtol=0, atol=1e-8)
+
+
+def _near_point_masses(mech, ratio: float):
+    """`mech` with every planar body's rotational inertia `ratio` · m L² (L: the
+    largest distance from its centre to one of its pairs' points, else 1 m)."""
+    bodies = []
+    for b in mech.bodies:
+        arms = [
+            np.hypot(*point)
+            for pair in mech.pairs
+            for name, point in ((pair.body_i, pair.point_i), (pair.body_j, pair.point_j))
+            if name == b.name
+        ]
+        length = max(arms, default=1.0)
+        bodies.append(dataclasses.replace(b, inertia=ratio * b.mass * length**2))
+    return dataclasses.replace(mech, bodies=bodies)
+
+
+@pytest.mark.parametrize(
+    "name, mech",
+    [
+        # A pendulum bob, J = 1e-10 m L².
+        ("pendulum", models.pendulum(angle=0.3, inertia=1e-10)),
+        # The parallelogram with a third crank (p = 1), its links point masses.
+        ("parallelogram", _near_point_masses(models.parallelogram(3), 1e-11)),
+        # Bricard's linkage of thin wires: axial moments 2e-10 of the transverse ones.
+        ("bricard", models.bricard(side=1e-5)),
+    ],
+)
+def test_decisions_do_not_depend_on_how_the_inertia_is_spread(name, mech):
+    """Which rows are dependent is kinematic, but the DCA's decision weighed the rows
+    by M⁻¹: a body of small rotational inertia J pinned at a distance L makes its
+    pin's two rows meet at an angle with sin² ≈ J/(m L²) in that metric, and below
+    the decision's 1e-8 one was dropped. A pendulum with J = 1e-10 m L² then fell
+    off its pin and its run ended at the wrong angle, reported a success (J = 1e-12:
+    ConstraintsLeftError). The redundancy and the verdicts are now the absolute
+    model's (`rx.decide`, the QR of C: no masses), and at rest the DCA's
+    accelerations are the pendulum's closed form."""
+    model, state = mech.build(), mech.initial_state()
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    js = rx.joint_coordinates.to_joint_state(jm, state)
+    structure = rx.joint_coordinates.decide_joint(jm, js)
+    report = rx.joint_coordinates.joint_uniqueness(jm, structure, js)
+    ref = rx.decide(model, state.q, state.t)
+    assert report.redundancy == int(ref.redundancy)
+    np.testing.assert_array_equal(report.unique, np.asarray(ref.unique))
+    if name == "pendulum":
+        # Released at rest, angle a from −x: a'' = g cos a · m L² / (m L² + J); the
+        # bob at (−L cos a, −L sin a) accelerates along the tangent (sin a, −cos a).
+        (bob,) = mech.bodies
+        a, length, g = bob.angle, 1.0, 9.81
+        add = g * np.cos(a) / length * bob.mass * length**2 / (bob.mass * length**2 + bob.inertia)
+        expected = [length * np.sin(a) * add, -length * np.cos(a) * add, add]
+        xdd = rx.joint_coordinates.dca_dynamics(jm, structure, js.q, js.qd, js.t).xdd
+        np.testing.assert_allclose(xdd, expected, rtol=TOL_POINT_MASS)

@@ -92,6 +92,10 @@ from jaxtyping import Array, ArrayLike, Float
 
 from .._qr import DECISION_RTOL
 
+DECISION_SPREAD = 1e4
+"""The largest ratio of the bodies' inertia eigenvalues (all bodies together) in the
+metric of the host-side decisions (`decision_metric`)."""
+
 # ---------------------------------------------------------------------------
 # The assembly tree
 # ---------------------------------------------------------------------------
@@ -878,6 +882,29 @@ def _host_pass(plan: DcaPlan, inertia, G_a, G_b, bias=None, gamma=None, *, activ
     return G, levels, flags
 
 
+def decision_metric(inertia: Float[ArrayLike, "nb dof dof"]) -> np.ndarray:
+    """The inertias in whose M⁻¹ metric the host-side decisions are taken
+    (`decide_active_rows`, `self_stress_blocks`): the bodies' own, each eigenvalue
+    raised to at least 1/`DECISION_SPREAD` of the largest of all bodies.
+
+    What is decided is kinematic: which rows are dependent (the rank of G) and
+    the self-stresses (Gᵀ N = 0) are the same in the metric of any positive
+    definite inertia, but round-off is not. A body whose inertia is far from
+    isotropic makes rows nearly parallel in its own metric: a pendulum bob of
+    rotational inertia J pinned at a distance L weighs its pin's two rows by
+    1/J in the direction across the rod, so they meet at an angle whose squared
+    sine is about J/(m L²), and with J = 1e-10 m L² the decision (pivots at or
+    below `DECISION_RTOL`) dropped one of them: the bob fell off its pin without a
+    word. Within the spread the decisions are those of the bodies' own inertias
+    (the rows' M⁻¹ metric, seed 002's); the dynamics always uses them."""
+    inertia = np.asarray(inertia, dtype=float)
+    if not inertia.size:
+        return inertia
+    eig, vec = np.linalg.eigh(inertia)
+    floor = np.max(eig) / DECISION_SPREAD
+    return np.einsum("nik,nk,njk->nij", vec, np.maximum(eig, floor), vec)
+
+
 def decide_active_rows(
     plan: DcaPlan,
     inertia: Float[ArrayLike, "nb dof dof"],
@@ -910,7 +937,7 @@ def decide_active_rows(
     **Returns:** an `ActiveRows`; the number dropped is R − rank G.
     """
     _check(plan, None, np.shape(inertia), np.shape(G_a))
-    _, _, flags = _host_pass(plan, inertia, G_a, G_b, rtol=rtol)
+    _, _, flags = _host_pass(plan, decision_metric(inertia), G_a, G_b, rtol=rtol)
     nullity = tuple(sum(not f for f in fl) for fl in flags)
     dropped = tuple(
         sorted(
@@ -1069,7 +1096,7 @@ def self_stress_blocks(
     k = max(1, max(map(len, columns), default=0))
     if not active.n_redundant:
         return np.zeros((plan.n_rows, k))
-    _, levels, _ = _host_pass(plan, inertia, G_a, G_b, active=active)
+    _, levels, _ = _host_pass(plan, decision_metric(inertia), G_a, G_b, active=active)
     values = np.zeros((plan.n_rows + 1, k))  # the sink row R last, kept zero
     for level, f in zip(reversed(plan.levels), reversed(levels), strict=True):
         # A node reads its handles, owned by its ancestors (done: root first).

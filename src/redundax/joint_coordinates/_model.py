@@ -12,7 +12,7 @@ from jaxtyping import Array, Float, Int
 
 from .._assembly import position_residual
 from .._friction import refuse_friction
-from .._model import Model, State
+from .._model import Model, State, unkeyed
 from .._precision import precise
 from ._kinematics import (
     COORDINATES,
@@ -37,7 +37,9 @@ class JointModel(eqx.Module):
     replaced by joint coordinates. Every other row of C (the cut joints that close
     loops, drivers, Pfaffian constraints) remains a constraint.
 
-    - `model`: the absolute-coordinate model (bodies, pairs, forces, markers).
+    - `model`: the absolute-coordinate model (bodies, pairs, forces, markers),
+      without its mass facts (`Model.mass_facts` None: the joint path never reads
+      them, and models that differ only in their masses share its programs).
     - `joints`: the tree joints, stacked per kind (`TreeJoints`).
     - `ancestors`: per body (ground last, `nb`), its parent body in the tree.
     - `rounds`: pointer-jumping rounds of the forward kinematics (⌈log₂ depth⌉).
@@ -191,7 +193,7 @@ def joint_model(
         if r not in internal
     )
     return JointModel(
-        model=model,
+        model=unkeyed(model),
         joints=tuple(joints),
         ancestors=jnp.asarray(ancestors),
         rounds=rounds,
