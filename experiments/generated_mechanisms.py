@@ -17,6 +17,8 @@ projection, central differences):
 - `gradient` (c): d(unique reaction after `rx.drift.Projection`)/d(joint point, mass) by
   `jax.grad` against central differences, on every exactly symmetric instance
   (identical links or legs) with an invertible mass matrix;
+- `joint` (e): in joint coordinates, `joint_uniqueness`'s redundancy and its
+  pair and row verdicts (the DCA's decisions, seed 002) against the same SVD;
 - `validity` (d): a crank drive inside its range runs valid, one past the end of
   travel is flagged (`simulate(throw=False)`: `Trajectory.valid` and the event
   result; with a redundax that has no validity API, before the fix, a run counts
@@ -42,7 +44,15 @@ fixes, in a git worktree): put its `src` first on PYTHONPATH and name the output
         --out experiments/results/generated_mechanisms/summary_before.json
 
 Options: `--per-family N` (default 450), `--drives N` (default 100),
-`--families a,b` (default all).
+`--families a,b` (default all), `--properties a,b` (default all: verdicts, stable,
+gradient, joint, validity). The joint-coordinate property alone,
+
+    .venv/bin/python experiments/generated_mechanisms.py --properties joint \\
+        --per-family 100 --out experiments/results/generated_mechanisms/joint.json
+
+and before its fix (`joint_before.json`: a copy of `src` whose `decision_metric` in
+`joint_coordinates/_dca.py` returns the inertias unchanged, the DCA's decisions in
+the bodies' raw M⁻¹ metric as up to commit b619e00, first on PYTHONPATH).
 """
 
 import argparse
@@ -222,8 +232,10 @@ def main() -> int:
     parser.add_argument("--per-family", type=int, default=450)
     parser.add_argument("--drives", type=int, default=100)
     parser.add_argument("--families", default=",".join(ANALYSIS_FAMILIES))
+    parser.add_argument("--properties", default="verdicts,stable,gradient,joint,validity")
     parser.add_argument("--out", type=pathlib.Path, default=RESULTS / "summary.json")
     args = parser.parse_args()
+    wanted = set(args.properties.split(","))
     start = time.perf_counter()
     tally = Tally()
     families = [f for f in args.families.split(",") if f]
@@ -233,16 +245,21 @@ def main() -> int:
         for seed in range(args.per_family):
             g = tg.case(family, seed)[0]
             tally.describe(family, g)
-            tally.add(family, "verdicts", seed, *_run(tg.check_verdicts, family, seed))
-            tally.add(family, "stable", seed, *_run(tg.check_stable, family, seed))
-            if (family in GRADIENT_FAMILIES and g.symmetric and gradients < GRADIENTS_PER_FAMILY
+            if "verdicts" in wanted:
+                tally.add(family, "verdicts", seed, *_run(tg.check_verdicts, family, seed))
+            if "stable" in wanted:
+                tally.add(family, "stable", seed, *_run(tg.check_stable, family, seed))
+            if "joint" in wanted:
+                tally.add(family, "joint", seed, *_run(tg.check_joint_verdicts, family, seed))
+            if ("gradient" in wanted and family in GRADIENT_FAMILIES and g.symmetric
+                    and gradients < GRADIENTS_PER_FAMILY
                     and set(g.inertia) <= {"planar", "generic", "isotropic"}):
                 gradients += 1
                 tally.add(family, "gradient", seed, *_run(tg.check_gradient, family, seed))
             tg._CASES.pop((family, seed), None)
         print(f"{family}: {args.per_family} in {time.perf_counter() - t0:.0f} s", file=sys.stderr,
               flush=True)
-    if args.drives:
+    if args.drives and "validity" in wanted:
         t0 = time.perf_counter()
         for seed in range(args.drives):
             g = tg.case("four_bar_drive", seed)[0]

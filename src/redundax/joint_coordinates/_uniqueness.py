@@ -73,6 +73,7 @@ from .._structure import (
 from ._dca import (
     ActiveRows,
     decide_active_rows,
+    decision_metric,
     host_solve,
     self_stress_blocks,
     self_stress_columns,
@@ -257,8 +258,9 @@ def _self_stress_test(plan, active, terms: BodyTerms, rows, n_pairs) -> _SelfStr
 def _nearby(jm: JointModel, moving: JointStructure, keep, q, t):
     """The generic configuration next to q and the terms there: a step of
     `NEARBY_STEP` · max(1, max|q|) along a fixed pseudo-random direction projected
-    onto the admissible motion of the rows `keep` (least kinetic metric: the DCA
-    with `moving`, whose assemblies keep only rows of `keep`), then
+    onto the admissible motion of the rows `keep` (least kinetic metric of
+    `decision_metric`'s inertias: the DCA with `moving`, whose assemblies keep only
+    rows of `keep`), then
     at most `NEARBY_ITERATIONS` Newton steps of the DCA's projection onto Φ = 0 of
     those rows (as `project_joint_state`, on the host), fewer once max |Φ| is below
     `NEARBY_CLOSED`."""
@@ -268,10 +270,13 @@ def _nearby(jm: JointModel, moving: JointStructure, keep, q, t):
     rest = np.zeros_like(q)
 
     def correction(q, terms, target):
-        """The joint increment of least kinetic metric with G δ = target."""
+        """The joint increment of least kinetic metric with G δ = target, in the
+        decisions' metric (`decision_metric`: a step is kinematic, and a body's own
+        inertia, a rod's axial moment of 1e-13 of the others, made the DCA's
+        systems singular in NumPy)."""
         twists, _ = host_solve(
-            plan, active, terms.inertia, np.zeros(np.shape(terms.bias)), terms.G_a, terms.G_b,
-            np.where(keep, target, 0.0),
+            plan, active, decision_metric(terms.inertia), np.zeros(np.shape(terms.bias)),
+            terms.G_a, terms.G_b, np.where(keep, target, 0.0),
         )  # fmt: skip
         return np.asarray(_joint_increment(jm, q, terms.x, terms.E, twists))
 
