@@ -588,3 +588,15 @@ def test_decisions_do_not_depend_on_how_the_inertia_is_spread(name, mech):
         expected = [length * np.sin(a) * add, -length * np.cos(a) * add, add]
         xdd = rx.joint_coordinates.dca_dynamics(jm, structure, js.q, js.qd, js.t).xdd
         np.testing.assert_allclose(xdd, expected, rtol=TOL_POINT_MASS)
+
+
+def test_a_failed_joint_run_names_the_bodies_whose_inertia_the_dca_cannot_invert():
+    """A pendulum bob of J = 1e-14 m L²: the DCA's accelerations carry round-off
+    amplified 1e14 and the run grinds to `max_steps`; the error says which body and
+    what to do (absolute coordinates never invert M), not only "raise max_steps"."""
+    mech = models.pendulum(angle=0.3, inertia=1e-14)
+    model, state = mech.build(), mech.initial_state()
+    jm = rx.joint_coordinates.joint_model(model, state.q)
+    js = rx.joint_coordinates.to_joint_state(jm, state)
+    with pytest.raises(RuntimeError, match=r"'bob' \(1e\+14\).*absolute coordinates"):
+        rx.simulate(jm, js, 1.0, max_steps=200)

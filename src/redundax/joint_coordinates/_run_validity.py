@@ -48,6 +48,13 @@ from ..drift._base import AbstractDriftControl
 from ..drift._step_projection import StepProjection
 from ..monitors._singularity import THRESHOLD
 from ._model import JointModel
+from ._terms import jitted_body_terms
+
+INERTIA_SPREAD = 1e10
+"""A body whose inertia, as the DCA inverts it (twist coordinates), has eigenvalues
+further apart than this is named when a joint-coordinate run fails: the round-off
+of its accelerations grows like the spread (a pendulum bob of J = 1e-12 m L²:
+relative 1.3e-5; a rod of axial moment 1e-13 of the transverse ones stops the run)."""
 
 
 def tolerances(jm: JointModel, q0, drift_control: AbstractDriftControl | None, rtol) -> Tolerances:
@@ -163,6 +170,33 @@ def reason(jm: JointModel, trajectory) -> str:
     )
 
 
+def inertia_hint(jm: JointModel, trajectory) -> str:
+    """A sentence naming the bodies whose inertia the DCA inverts with a spread of
+    eigenvalues above `INERTIA_SPREAD` at the state where a (concrete) run stopped,
+    or "" where there is none."""
+    end = trajectory.end
+    terms = jitted_body_terms(
+        jm, trajectory.structure.rows, jnp.asarray(end.q), jnp.asarray(end.qd), end.t
+    )
+    eig = np.linalg.eigvalsh(np.asarray(terms.inertia))
+    spread = eig[:, -1] / np.maximum(eig[:, 0], np.finfo(float).tiny)
+    bad = [
+        f"{name!r} ({value:.2g})"
+        for name, value in zip(jm.model.bodies.names, spread, strict=True)
+        if value > INERTIA_SPREAD
+    ]
+    if not bad:
+        return ""
+    return (
+        f" The divide-and-conquer algorithm inverts each body's inertia, and the spread of "
+        f"the eigenvalues of {', '.join(bad)} amplifies the round-off of their "
+        "accelerations as much: simulate the mechanism in absolute coordinates "
+        "(rx.simulate(jm.model, ...), which never inverts M) or give these bodies "
+        "moments of inertia closer to each other (a point mass: at least 1e-8 m L² about "
+        "its centre)."
+    )
+
+
 def constraints_left_error(
     jm: JointModel,
     trajectory,
@@ -178,12 +212,13 @@ def constraints_left_error(
     tol = trajectory.tolerances
     stall = stalled(trajectory)
     stopped = stall or bool(trajectory.result == diffrax.RESULTS.event_occurred)
+    extra = inertia_hint(jm, trajectory)
     return ConstraintsLeftError(
         f"{what}: {reason(jm, trajectory)}{since}. The mechanism cannot follow the "
         "prescribed motion from there: a driver moved out of the workspace or past the end "
         "of a joint's travel, or the motion went through a singular configuration onto no "
         f"branch. Check the drivers' motions; nothing after that time is the mechanism's "
-        f"motion{hint}",
+        f"motion{hint}{'.' + extra if extra else ''}",
         float(trajectory.left_at),
         float(trajectory.left_violation),
         float(tol.step if stopped else tol.saved),
@@ -208,6 +243,7 @@ def checked(jm: JointModel, trajectory, throw: bool):
             "simulate (joint coordinates): the integration stopped at t = "
             f"{float(trajectory.end.t):.6g} s "
             f"after {int(trajectory.num_steps)} steps: {diffrax.RESULTS[trajectory.result]}"
+            f"{inertia_hint(jm, trajectory)}"
         )
     if not np.all(known[0]):
         raise constraints_left_error(jm, trajectory)
