@@ -102,6 +102,9 @@ CI's figures moved alike (990 s on 2026-11-27, 2,167-2,899 s since). A fresh clo
 Monte Carlo ran 187 s (the nominal self-stresses recomputed per draw, fixed since: 14 s).
 Then, with both fixes (146f806), a fresh clone's `make test PYTHON=python3.12` (jax 0.12.0.1),
 the machine otherwise idle: all 51 files passed, 2,808 s of tests, 48:10 wall with the set-up.
+2026-11-29, a new session: a fresh clone's `make test PYTHON=python3.13` at b619e00 (jax and
+jaxlib 0.12.0.1, lineax 0.1.1, equinox 0.13.8, diffrax 0.7.2), under load 4-6 (other test
+runs and experiments alongside): all 51 files passed, 4,550 s of tests, 1:17:15 wall.
 
 Files that compile the same programs share a process (`TOGETHER`): the joint
 coordinates' two files build the same joint models, structures and DCA programs
