@@ -395,15 +395,26 @@ def _rows_differ(what, kin, model, ours, theirs, ratios):
     return out
 
 
-def check_verdicts(family: str, seed: int) -> list[str]:
-    """Property a: rank, p, mobility and every verdict at the initial
-    configuration, `analyze_solvability` and `decide` against the SVD."""
+def _initial_svd(family: str, seed: int):
+    """`(case, SVD verdicts at the initial configuration, None)`, or `(case, None,
+    why the SVD cannot judge the instance)`."""
     g, model, state, kin = case(family, seed)
     _, C = kin.evaluate(kin.poses0)
     svd = SVDVerdicts(C, kin.groups)
     bad = svd.indecisive()
     if bad:
-        return [f"the generator drew an instance too close to a threshold: {bad}"]
+        return (g, model, state, kin), None, [
+            f"the generator drew an instance too close to a threshold: {bad}"
+        ]
+    return (g, model, state, kin), svd, None
+
+
+def check_verdicts(family: str, seed: int) -> list[str]:
+    """Property a: rank, p, mobility and every verdict at the initial
+    configuration, `analyze_solvability` and `decide` against the SVD."""
+    (g, model, state, kin), svd, undecidable = _initial_svd(family, seed)
+    if undecidable:
+        return undecidable
     out = []
     if (svd.redundancy, svd.dof) != (g.p, g.dof):
         out.append(
@@ -476,12 +487,9 @@ def check_joint_verdicts(family: str, seed: int) -> list[str]:
     per pair and per component (`joint_uniqueness`) against the SVD, at the initial
     configuration (the rows' dependence is kinematic: a body's inertia, laminae and
     rods of ε = 1e-13 included, must not change it)."""
-    g, model, state, kin = case(family, seed)
-    _, C = kin.evaluate(kin.poses0)
-    svd = SVDVerdicts(C, kin.groups)
-    bad = svd.indecisive()
-    if bad:
-        return [f"the generator drew an instance too close to a threshold: {bad}"]
+    (_, model, state, kin), svd, undecidable = _initial_svd(family, seed)
+    if undecidable:
+        return undecidable
     jm = rx.joint_coordinates.joint_model(model, state.q)
     js = rx.joint_coordinates.to_joint_state(jm, state)
     structure = rx.joint_coordinates.decide_joint(jm, js)
