@@ -918,8 +918,9 @@ def decide_active_rows(
     Each node's S = −W (over the rows it owns, after its children's rows are
     eliminated) is factorised by a Cholesky with diagonal pivoting, scaled so that
     each row's own unconstrained size G_r M⁻¹ G_rᵀ is 1: a pivot is then the
-    squared sine of the angle (in the M⁻¹ metric) between the row and the span of
-    the subassembly's rows and the crossing rows kept before it. A row is dropped
+    squared sine of the angle (in the M⁻¹ metric of `decision_metric`'s inertias)
+    between the row and the span of the subassembly's rows and the crossing rows
+    kept before it. A row is dropped
     when its pivot is at or below `rtol`. The scale is each row's own, not the
     node's largest pivot, because a node whose rows are all dependent has a W of
     pure round-off, which relative to itself would look full rank.
